@@ -1,0 +1,368 @@
+//! The conformance suite: the checks every online learner must pass.
+//!
+//! One generic harness, run against every learner of the library (and available to users who
+//! write their own, with the `conformance` feature), in the spirit of River's
+//! `check_estimator`. Given a constructor from a seed, a stream of valid inputs and some
+//! invalid ones, it checks that:
+//!
+//! - **determinism**: two learners from the same seed produce the same steps and the same
+//!   final state, bit for bit;
+//! - **snapshot/resume**: serialising mid-stream (to JSON text, as the command line's
+//!   checkpoints do), restoring and continuing gives exactly the steps and final state of one
+//!   uninterrupted run, at every cut point;
+//! - **batch = online**: `learn_many` gives the steps and final state of repeated `learn_one`;
+//! - **atomic steps**: every invalid input, offered at every cut point after the first round
+//!   (before it, the dimension is not fixed yet), returns an error and leaves the learner
+//!   exactly as it was (same serialised state, so also the same RNG); inputs that must be
+//!   refused even as the first point (a NaN) are also offered before round 1;
+//! - **thread-count independence**: the run is the same in a 1-thread and a 3-thread pool;
+//! - **`Send + Sync`**: checked at compile time by [`assert_send_sync`].
+//!
+//! States and steps are compared through their JSON serialisation: `serde_json` writes the
+//! shortest text that reads back to the same `f64`, so equal text means equal bits (and it
+//! rejects NaN and infinities, which snapshots must not hold).
+//!
+//! ```
+//! use pacstream::conformance::Conformance;
+//! use pacstream::kmeans::SequentialKMeansParams;
+//!
+//! let stream: Vec<Vec<f64>> = (0..60).map(|i| vec![(i % 7) as f64, (i % 3) as f64]).collect();
+//! let invalid = vec![vec![1.0], vec![1.0, 2.0, 3.0]];
+//! let invalid_first = vec![vec![f64::NAN, 0.0], vec![]];
+//! let make = |seed| SequentialKMeansParams::new(3).seed(seed).check().unwrap().build();
+//! Conformance::new(make, &stream)
+//!     .invalid_inputs(&invalid)
+//!     .invalid_first_inputs(&invalid_first)
+//!     .check_all()
+//!     .unwrap();
+//! ```
+
+use std::fmt;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::online::OnlineLearner;
+
+/// A failed conformance check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Which check failed.
+    pub check: &'static str,
+    /// What was observed.
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "conformance check `{}` failed: {}",
+            self.check, self.detail
+        )
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// Compile-time check that a learner can move between and be shared across threads.
+pub const fn assert_send_sync<L: Send + Sync>() {}
+
+/// Owned storage for one input of learner `L` (a `Vec<f64>` for point learners).
+pub trait OwnedInput<L: OnlineLearner> {
+    /// Borrows the stored input in the form `learn_one` takes.
+    fn as_input(&self) -> L::Input<'_>;
+}
+
+impl<L> OwnedInput<L> for Vec<f64>
+where
+    L: for<'a> OnlineLearner<Input<'a> = &'a [f64]>,
+{
+    fn as_input(&self) -> &[f64] {
+        self
+    }
+}
+
+/// The suite, set up for one learner and one stream.
+pub struct Conformance<'s, F, S> {
+    make: F,
+    stream: &'s [S],
+    invalid: &'s [S],
+    invalid_first: &'s [S],
+    cuts: Vec<usize>,
+    seeds: [u64; 2],
+}
+
+impl<F, S> fmt::Debug for Conformance<'_, F, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Conformance")
+            .field("stream_len", &self.stream.len())
+            .field("invalid_len", &self.invalid.len())
+            .field("cuts", &self.cuts)
+            .finish()
+    }
+}
+
+impl<'s, L, F, S> Conformance<'s, F, S>
+where
+    L: OnlineLearner + Serialize + DeserializeOwned + Send,
+    L::Step: Serialize,
+    F: Fn(u64) -> L + Sync,
+    S: OwnedInput<L> + Sync,
+{
+    /// The suite for learners built by `make(seed)`, run on `stream`. Cut points default to
+    /// 0, 1, 2, 3, a third, a half and two thirds of the stream, and its last round.
+    pub fn new(make: F, stream: &'s [S]) -> Self {
+        let n = stream.len();
+        let mut cuts = vec![0, 1, 2, 3, n / 3, n / 2, 2 * n / 3, n.saturating_sub(1)];
+        cuts.retain(|&c| c < n.max(1));
+        cuts.sort_unstable();
+        cuts.dedup();
+        Self {
+            make,
+            stream,
+            invalid: &[],
+            invalid_first: &[],
+            cuts,
+            seeds: [7, 20_251_121],
+        }
+    }
+
+    /// Inputs that `learn_one` must reject without changing the learner once it has seen a
+    /// point (a NaN, a point of the wrong dimension).
+    #[must_use]
+    pub fn invalid_inputs(mut self, invalid: &'s [S]) -> Self {
+        self.invalid = invalid;
+        self
+    }
+
+    /// Inputs that `learn_one` must reject even as the very first input (a NaN, an empty
+    /// point); offered before round 1 and at every other cut point.
+    #[must_use]
+    pub fn invalid_first_inputs(mut self, invalid_first: &'s [S]) -> Self {
+        self.invalid_first = invalid_first;
+        self
+    }
+
+    /// The rounds after which snapshots are taken and invalid inputs offered.
+    #[must_use]
+    pub fn cuts(mut self, cuts: &[usize]) -> Self {
+        self.cuts = cuts.to_vec();
+        self
+    }
+
+    /// Runs every check; the first violation is returned.
+    pub fn check_all(&self) -> Result<(), Violation> {
+        self.check_determinism()?;
+        self.check_snapshot_resume()?;
+        self.check_learn_many()?;
+        self.check_atomic_on_invalid()?;
+        self.check_thread_count_independence()
+    }
+
+    /// Same seed, same stream → same steps and same final state.
+    pub fn check_determinism(&self) -> Result<(), Violation> {
+        for &seed in &self.seeds {
+            let first = self.run_from(&mut (self.make)(seed), 0, "determinism")?;
+            let second = self.run_from(&mut (self.make)(seed), 0, "determinism")?;
+            compare("determinism", &first, &second, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Snapshot after each cut point, restore, continue → the uninterrupted run.
+    pub fn check_snapshot_resume(&self) -> Result<(), Violation> {
+        let seed = self.seeds[0];
+        let whole = self.run_from(&mut (self.make)(seed), 0, "snapshot/resume")?;
+        for &cut in &self.cuts {
+            let mut learner = (self.make)(seed);
+            let head = self.run_range(&mut learner, 0, cut, "snapshot/resume")?;
+            let text = to_json(&learner, "snapshot/resume")?;
+            let mut restored: L = serde_json::from_str(&text).map_err(|e| Violation {
+                check: "snapshot/resume",
+                detail: format!("the snapshot taken after round {cut} does not restore: {e}"),
+            })?;
+            let restored_text = to_json(&restored, "snapshot/resume")?;
+            if restored_text != text {
+                return Err(Violation {
+                    check: "snapshot/resume",
+                    detail: format!("restoring the snapshot of round {cut} changed the state"),
+                });
+            }
+            let tail = self.run_from(&mut restored, cut, "snapshot/resume")?;
+            let mut steps = head.steps;
+            steps.extend(tail.steps);
+            let resumed = Run {
+                steps,
+                state: tail.state,
+            };
+            compare("snapshot/resume", &whole, &resumed, cut)?;
+        }
+        Ok(())
+    }
+
+    /// `learn_many` over the stream → the steps and state of repeated `learn_one`.
+    pub fn check_learn_many(&self) -> Result<(), Violation> {
+        let seed = self.seeds[1];
+        let one_by_one = self.run_from(&mut (self.make)(seed), 0, "learn_many")?;
+        let mut learner = (self.make)(seed);
+        let mut steps = Vec::with_capacity(self.stream.len());
+        let mut step_error = None;
+        learner
+            .learn_many(
+                self.stream.iter().map(|s| s.as_input()),
+                |step| match serde_json::to_string(&step) {
+                    Ok(text) => steps.push(text),
+                    Err(e) => step_error = Some(e.to_string()),
+                },
+            )
+            .map_err(|e| Violation {
+                check: "learn_many",
+                detail: format!("learn_many failed on the valid stream: {e}"),
+            })?;
+        if let Some(e) = step_error {
+            return Err(Violation {
+                check: "learn_many",
+                detail: format!("a step does not serialise: {e}"),
+            });
+        }
+        let many = Run {
+            steps,
+            state: to_json(&learner, "learn_many")?,
+        };
+        compare("learn_many", &one_by_one, &many, 0)
+    }
+
+    /// Each invalid input, offered after each cut point, is rejected and changes nothing.
+    pub fn check_atomic_on_invalid(&self) -> Result<(), Violation> {
+        let seed = self.seeds[0];
+        for &cut in &self.cuts {
+            let mut learner = (self.make)(seed);
+            self.run_range(&mut learner, 0, cut, "atomic steps")?;
+            let before = to_json(&learner, "atomic steps")?;
+            let offered: &[S] = if cut == 0 { &[] } else { self.invalid };
+            for (index, bad) in offered.iter().chain(self.invalid_first).enumerate() {
+                if learner.learn_one(bad.as_input()).is_ok() {
+                    return Err(Violation {
+                        check: "atomic steps",
+                        detail: format!("invalid input #{index} was accepted after round {cut}"),
+                    });
+                }
+                let after = to_json(&learner, "atomic steps")?;
+                if after != before {
+                    return Err(Violation {
+                        check: "atomic steps",
+                        detail: format!(
+                            "rejecting invalid input #{index} after round {cut} changed the learner"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The run in a 1-thread pool equals the run in a 3-thread pool.
+    pub fn check_thread_count_independence(&self) -> Result<(), Violation> {
+        let run_in = |threads: usize| -> Result<Run, Violation> {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map_err(|e| Violation {
+                    check: "thread-count independence",
+                    detail: format!("cannot build a {threads}-thread pool: {e}"),
+                })?;
+            pool.install(|| {
+                self.run_from(
+                    &mut (self.make)(self.seeds[1]),
+                    0,
+                    "thread-count independence",
+                )
+            })
+        };
+        let single = run_in(1)?;
+        let multi = run_in(3)?;
+        compare("thread-count independence", &single, &multi, 0)
+    }
+
+    fn run_from(
+        &self,
+        learner: &mut L,
+        start: usize,
+        check: &'static str,
+    ) -> Result<Run, Violation> {
+        let steps = self.run_range(learner, start, self.stream.len(), check)?;
+        Ok(Run {
+            steps: steps.steps,
+            state: to_json(learner, check)?,
+        })
+    }
+
+    fn run_range(
+        &self,
+        learner: &mut L,
+        start: usize,
+        end: usize,
+        check: &'static str,
+    ) -> Result<Run, Violation> {
+        let mut steps = Vec::with_capacity(end.saturating_sub(start));
+        for (offset, input) in self.stream[start..end].iter().enumerate() {
+            let step = learner.learn_one(input.as_input()).map_err(|e| Violation {
+                check,
+                detail: format!(
+                    "valid input of round {} was rejected: {e}",
+                    start + offset + 1
+                ),
+            })?;
+            steps.push(to_json(&step, check)?);
+        }
+        Ok(Run {
+            steps,
+            state: String::new(),
+        })
+    }
+}
+
+/// A run's steps and final state, serialised.
+struct Run {
+    steps: Vec<String>,
+    state: String,
+}
+
+fn to_json<T: Serialize>(value: &T, check: &'static str) -> Result<String, Violation> {
+    serde_json::to_string(value).map_err(|e| Violation {
+        check,
+        detail: format!("does not serialise (NaN or infinity in the state?): {e}"),
+    })
+}
+
+fn compare(check: &'static str, expected: &Run, found: &Run, cut: usize) -> Result<(), Violation> {
+    if expected.steps.len() != found.steps.len() {
+        return Err(Violation {
+            check,
+            detail: format!(
+                "{} steps against {} (cut at round {cut})",
+                found.steps.len(),
+                expected.steps.len()
+            ),
+        });
+    }
+    if let Some(index) = (0..expected.steps.len()).find(|&i| expected.steps[i] != found.steps[i]) {
+        return Err(Violation {
+            check,
+            detail: format!(
+                "round {} differs (cut at round {cut}):\n  expected {}\n  found    {}",
+                index + 1,
+                expected.steps[index],
+                found.steps[index]
+            ),
+        });
+    }
+    if expected.state != found.state {
+        return Err(Violation {
+            check,
+            detail: format!("the final states differ (cut at round {cut})"),
+        });
+    }
+    Ok(())
+}

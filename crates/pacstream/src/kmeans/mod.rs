@@ -1,0 +1,32 @@
+//! k-means: k-means++ seeding, Lloyd's algorithm, sequential and mini-batch k-means.
+//!
+//! The k-means objective of n points x with weights w(x) and centres c_1..c_k is the inertia
+//!
+//! φ = Σ_x w(x) · min_j ‖x − c_j‖²,
+//!
+//! which is also the cumulative loss of the centres in the online protocol
+//! (ℓ(c, x) = min_j ‖x − c_j‖²).
+//!
+//! - **Batch** ([`KMeansParams`] → [`KMeansConfig::fit`] → [`KMeans`]): seeding by greedy
+//!   k-means++ (default), vanilla k-means++, random points or given centres; then Lloyd's
+//!   iterations until the assignments are stable, the centre shift is within the scaled
+//!   tolerance, or `max_iter`; `n_init` restarts on independent child streams.
+//! - **Sequential** ([`SequentialKMeansParams`] → [`SequentialKMeans`]): the online protocol
+//!   with MacQueen's running means, decay, reassignment of dying centres, Sculley's
+//!   mini-batches and mergeable [`CentreStats`].
+
+mod batch;
+mod centres;
+mod init;
+mod lloyd;
+mod params;
+mod sequential;
+mod stats;
+
+pub use batch::{KMeans, KMeansReport};
+pub use centres::Centres;
+pub use params::{
+    Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
+};
+pub use sequential::{SequentialKMeans, SequentialKMeansReport, SequentialKMeansStep};
+pub use stats::CentreStats;

@@ -1,0 +1,444 @@
+//! Parameters of batch and sequential k-means, and their validation.
+//!
+//! `XParams` builders hold raw values; `check()` turns them into a validated `XConfig` or an
+//! error naming the bad value. Learners are built only from validated configs. Checks that
+//! need data (n ≥ k, the dimension of given centres) run when the data arrives.
+
+use serde::{Deserialize, Serialize};
+
+use super::centres::Centres;
+use crate::error::{Error, Result};
+
+/// How the first centres are chosen.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Init {
+    /// Greedy k-means++ (scikit-learn's default): at each step draw `n_local_trials`
+    /// candidates with probability ∝ w(x)·D(x)² and keep the one that lowers the potential
+    /// most. `None` means 2 + ⌊ln k⌋ trials.
+    GreedyKMeansPlusPlus {
+        /// Candidates drawn per step (`None`: 2 + ⌊ln k⌋).
+        n_local_trials: Option<usize>,
+    },
+    /// Vanilla k-means++ (Arthur & Vassilvitskii 2007): the first centre ∝ w(x), each next
+    /// centre ∝ w(x)·D(x)². It carries the guarantee E[φ] ≤ 8(ln k + 2)·φ_OPT.
+    KMeansPlusPlus,
+    /// k distinct points drawn without replacement, with probability ∝ w(x).
+    Random,
+    /// These centres (their number must be k and their dimension that of the data).
+    Given(Centres),
+}
+
+impl Default for Init {
+    fn default() -> Self {
+        Init::GreedyKMeansPlusPlus {
+            n_local_trials: None,
+        }
+    }
+}
+
+impl Init {
+    fn check(&self, n_clusters: usize) -> Result<()> {
+        match self {
+            Init::GreedyKMeansPlusPlus {
+                n_local_trials: Some(0),
+            } => Err(Error::invalid_parameter(
+                "n_local_trials",
+                "must be >= 1, got 0",
+            )),
+            Init::Given(centres) if centres.n_centres() != n_clusters => {
+                Err(Error::invalid_parameter(
+                    "init",
+                    format!(
+                        "{} given centres for n_clusters = {n_clusters}",
+                        centres.n_centres()
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The number of candidates greedy k-means++ draws per step for `n_clusters` clusters.
+    pub fn local_trials(n_local_trials: Option<usize>, n_clusters: usize) -> usize {
+        n_local_trials.unwrap_or(2 + (n_clusters as f64).ln().floor() as usize)
+    }
+}
+
+/// How Lloyd's assignment step is computed. Every choice returns the labels of plain Lloyd
+/// wherever the two nearest centres are not tied (to 1e-9 relative); they differ in speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Algorithm {
+    /// Choose by the shape of the problem (the choice is documented in `lloyd`).
+    #[default]
+    Auto,
+    /// Plain Lloyd: every distance, every iteration.
+    Lloyd,
+    /// Hamerly's bounds: skips points whose nearest centre provably did not change.
+    Hamerly,
+}
+
+/// Parameters of batch k-means (seeding, then Lloyd's iterations).
+///
+/// ```
+/// use ndarray::array;
+/// use pacstream::kmeans::KMeansParams;
+///
+/// let data = array![[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]];
+/// let fit = KMeansParams::new(2).seed(1).check()?.fit(data.view())?;
+/// assert_eq!(fit.report().inertia, 1.0);
+/// assert_ne!(fit.labels()[0], fit.labels()[2]);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KMeansParams {
+    n_clusters: usize,
+    init: Init,
+    n_init: Option<usize>,
+    max_iter: usize,
+    tol: f64,
+    algorithm: Algorithm,
+    seed: u64,
+}
+
+impl KMeansParams {
+    /// Defaults for `n_clusters` clusters: greedy k-means++, `n_init` 1 (10 with random
+    /// seeding), `max_iter` 300, `tol` 1e-4, seed 0.
+    pub fn new(n_clusters: usize) -> Self {
+        Self {
+            n_clusters,
+            init: Init::default(),
+            n_init: None,
+            max_iter: 300,
+            tol: 1e-4,
+            algorithm: Algorithm::Auto,
+            seed: 0,
+        }
+    }
+
+    /// The seeding method.
+    #[must_use]
+    pub fn init(mut self, init: Init) -> Self {
+        self.init = init;
+        self
+    }
+
+    /// The number of restarts, each on its own child RNG stream; the lowest inertia wins.
+    #[must_use]
+    pub fn n_init(mut self, n_init: usize) -> Self {
+        self.n_init = Some(n_init);
+        self
+    }
+
+    /// The largest number of Lloyd iterations per restart.
+    #[must_use]
+    pub fn max_iter(mut self, max_iter: usize) -> Self {
+        self.max_iter = max_iter;
+        self
+    }
+
+    /// Relative tolerance: Lloyd stops when the total squared centre shift is at most
+    /// `tol` × the mean per-feature variance of the data.
+    #[must_use]
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.tol = tol;
+        self
+    }
+
+    /// How the assignment step is computed.
+    #[must_use]
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+
+    /// The seed of the random number generator.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Validates the parameters.
+    pub fn check(self) -> Result<KMeansConfig> {
+        if self.n_clusters == 0 {
+            return Err(Error::invalid_parameter(
+                "n_clusters",
+                "must be >= 1, got 0",
+            ));
+        }
+        self.init.check(self.n_clusters)?;
+        let n_init = match (self.n_init, &self.init) {
+            (Some(0), _) => return Err(Error::invalid_parameter("n_init", "must be >= 1, got 0")),
+            (Some(n), _) => n,
+            (None, Init::Random) => 10,
+            (None, _) => 1,
+        };
+        if self.max_iter == 0 {
+            return Err(Error::invalid_parameter("max_iter", "must be >= 1, got 0"));
+        }
+        if !(self.tol.is_finite() && self.tol >= 0.0) {
+            return Err(Error::invalid_parameter(
+                "tol",
+                format!("must be finite and >= 0, got {}", self.tol),
+            ));
+        }
+        Ok(KMeansConfig {
+            n_clusters: self.n_clusters,
+            init: self.init,
+            n_init,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            algorithm: self.algorithm,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Validated parameters of batch k-means; [`KMeansConfig::fit`] runs it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KMeansConfig {
+    pub(crate) n_clusters: usize,
+    pub(crate) init: Init,
+    pub(crate) n_init: usize,
+    pub(crate) max_iter: usize,
+    pub(crate) tol: f64,
+    pub(crate) algorithm: Algorithm,
+    pub(crate) seed: u64,
+}
+
+impl KMeansConfig {
+    /// The number of clusters k.
+    pub fn n_clusters(&self) -> usize {
+        self.n_clusters
+    }
+    /// The seeding method.
+    pub fn init_method(&self) -> &Init {
+        &self.init
+    }
+    /// The number of restarts.
+    pub fn n_init(&self) -> usize {
+        self.n_init
+    }
+    /// The largest number of Lloyd iterations per restart.
+    pub fn max_iter(&self) -> usize {
+        self.max_iter
+    }
+    /// The relative tolerance.
+    pub fn tol(&self) -> f64 {
+        self.tol
+    }
+    /// The assignment algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+}
+
+/// Parameters of sequential (online) k-means.
+///
+/// ```
+/// use pacstream::kmeans::SequentialKMeansParams;
+/// use pacstream::OnlineLearner;
+///
+/// let mut learner = SequentialKMeansParams::new(2).init_size(4).seed(3).check()?.build();
+/// for point in [[0.0], [10.0], [0.5], [9.5], [0.2], [10.2]] {
+///     learner.learn_one(&point)?;
+/// }
+/// let mut centres: Vec<f64> = learner.centres().unwrap().iter().map(|c| c[0]).collect();
+/// centres.sort_by(f64::total_cmp);
+/// assert!((centres[0] - 0.2333).abs() < 1e-3 && (centres[1] - 9.9).abs() < 1e-3);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SequentialKMeansParams {
+    n_clusters: usize,
+    init_size: Option<usize>,
+    init: Init,
+    decay_half_life: Option<f64>,
+    reassignment_ratio: f64,
+    seed: u64,
+}
+
+impl SequentialKMeansParams {
+    /// Defaults for `n_clusters` clusters: warm-up on 10·k points with greedy k-means++ and
+    /// Lloyd, no decay, no reassignment, seed 0.
+    pub fn new(n_clusters: usize) -> Self {
+        Self {
+            n_clusters,
+            init_size: None,
+            init: Init::default(),
+            decay_half_life: None,
+            reassignment_ratio: 0.0,
+            seed: 0,
+        }
+    }
+
+    /// The number of points buffered before the first k-means fit (default 10·k).
+    #[must_use]
+    pub fn init_size(mut self, init_size: usize) -> Self {
+        self.init_size = Some(init_size);
+        self
+    }
+
+    /// The seeding of the warm-up fit.
+    #[must_use]
+    pub fn init(mut self, init: Init) -> Self {
+        self.init = init;
+        self
+    }
+
+    /// Forget old points: after `half_life` points, a point's weight in its centre has
+    /// halved (Spark's semantics: every centre's count is multiplied by
+    /// a = exp(ln ½ / half_life) per point).
+    #[must_use]
+    pub fn decay_half_life(mut self, half_life: f64) -> Self {
+        self.decay_half_life = Some(half_life);
+        self
+    }
+
+    /// Move a centre whose count falls below `ratio` × the largest count to a recent point
+    /// drawn with probability ∝ its loss (0 = never).
+    #[must_use]
+    pub fn reassignment_ratio(mut self, ratio: f64) -> Self {
+        self.reassignment_ratio = ratio;
+        self
+    }
+
+    /// The seed of the random number generator.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Validates the parameters.
+    pub fn check(self) -> Result<SequentialKMeansConfig> {
+        if self.n_clusters == 0 {
+            return Err(Error::invalid_parameter(
+                "n_clusters",
+                "must be >= 1, got 0",
+            ));
+        }
+        self.init.check(self.n_clusters)?;
+        let init_size = self.init_size.unwrap_or(10 * self.n_clusters);
+        if init_size < self.n_clusters {
+            return Err(Error::invalid_parameter(
+                "init_size",
+                format!(
+                    "must be >= n_clusters = {}, got {init_size}",
+                    self.n_clusters
+                ),
+            ));
+        }
+        let decay = match self.decay_half_life {
+            None => None,
+            Some(h) if h.is_finite() && h > 0.0 => Some((0.5f64.ln() / h).exp()),
+            Some(h) => {
+                return Err(Error::invalid_parameter(
+                    "decay_half_life",
+                    format!("must be finite and > 0, got {h}"),
+                ));
+            }
+        };
+        if !(self.reassignment_ratio.is_finite() && (0.0..1.0).contains(&self.reassignment_ratio)) {
+            return Err(Error::invalid_parameter(
+                "reassignment_ratio",
+                format!("must be in [0, 1), got {}", self.reassignment_ratio),
+            ));
+        }
+        Ok(SequentialKMeansConfig {
+            n_clusters: self.n_clusters,
+            init_size,
+            init: self.init,
+            decay_half_life: self.decay_half_life,
+            decay,
+            reassignment_ratio: self.reassignment_ratio,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Validated parameters of sequential k-means; [`SequentialKMeansConfig::build`] makes the
+/// learner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SequentialKMeansConfig {
+    pub(crate) n_clusters: usize,
+    pub(crate) init_size: usize,
+    pub(crate) init: Init,
+    pub(crate) decay_half_life: Option<f64>,
+    /// The per-point decay factor a = exp(ln ½ / h), derived from the half-life.
+    pub(crate) decay: Option<f64>,
+    pub(crate) reassignment_ratio: f64,
+    pub(crate) seed: u64,
+}
+
+impl SequentialKMeansConfig {
+    /// The number of clusters k.
+    pub fn n_clusters(&self) -> usize {
+        self.n_clusters
+    }
+    /// The number of warm-up points.
+    pub fn init_size(&self) -> usize {
+        self.init_size
+    }
+    /// The decay half-life in points, if any.
+    pub fn decay_half_life(&self) -> Option<f64> {
+        self.decay_half_life
+    }
+    /// The reassignment ratio.
+    pub fn reassignment_ratio(&self) -> f64 {
+        self.reassignment_ratio
+    }
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_parameter() {
+        let err = KMeansParams::new(0).check().unwrap_err();
+        assert!(err.to_string().contains("n_clusters"));
+        let err = KMeansParams::new(2).tol(f64::NAN).check().unwrap_err();
+        assert!(err.to_string().contains("tol"));
+        let err = SequentialKMeansParams::new(3)
+            .init_size(2)
+            .check()
+            .unwrap_err();
+        assert!(err.to_string().contains("init_size"));
+        let err = SequentialKMeansParams::new(3)
+            .decay_half_life(-1.0)
+            .check()
+            .unwrap_err();
+        assert!(err.to_string().contains("decay_half_life"));
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let config = KMeansParams::new(8).check().unwrap();
+        assert_eq!(config.n_init(), 1);
+        assert_eq!(
+            KMeansParams::new(8)
+                .init(Init::Random)
+                .check()
+                .unwrap()
+                .n_init(),
+            10
+        );
+        assert_eq!(Init::local_trials(None, 8), 4);
+        let config = SequentialKMeansParams::new(8)
+            .decay_half_life(10.0)
+            .check()
+            .unwrap();
+        assert_eq!(config.init_size(), 80);
+        let a = config.decay.unwrap();
+        assert!((a.powi(10) - 0.5).abs() < 1e-12);
+    }
+}

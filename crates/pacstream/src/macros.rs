@@ -1,0 +1,29 @@
+//! Crate-internal macros.
+
+/// Serialises a type through its `#[serde(remote = "Self")]` derive and, when
+/// deserialising, checks it with its `validate_snapshot(&self) -> Result<()>` method, so that a
+/// corrupt or hand-edited snapshot is an error rather than a learner with broken invariants.
+macro_rules! validated_snapshot {
+    ($type:ty) => {
+        impl ::serde::Serialize for $type {
+            fn serialize<S: ::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::std::result::Result<S::Ok, S::Error> {
+                <$type>::serialize(self, serializer)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $type {
+            fn deserialize<D: ::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                let value = <$type>::deserialize(deserializer)?;
+                value
+                    .validate_snapshot()
+                    .map_err(<D::Error as ::serde::de::Error>::custom)?;
+                Ok(value)
+            }
+        }
+    };
+}
