@@ -48,6 +48,8 @@
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Library code never unwraps: errors are returned, and broken invariants say which one.
+#![warn(clippy::unwrap_used)]
 
 #[macro_use]
 mod macros;

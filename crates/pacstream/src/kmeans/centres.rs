@@ -122,12 +122,6 @@ impl Centres {
         &self.values
     }
 
-    /// Mutable row-major buffer (crate-internal: values must stay finite).
-    #[inline]
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [f64] {
-        &mut self.values
-    }
-
     /// Appends a centre (crate-internal: the caller has validated it).
     pub(crate) fn push(&mut self, centre: &[f64]) {
         debug_assert_eq!(centre.len(), self.dim);

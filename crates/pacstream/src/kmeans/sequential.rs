@@ -450,7 +450,8 @@ impl SequentialKMeans {
         let mut moved = 0;
         for &label in &dying {
             let total: f64 = self.recent_losses.iter().sum();
-            if !(total > 0.0) {
+            // Losses are finite and non-negative, so the total is never NaN.
+            if total <= 0.0 {
                 break;
             }
             let target = self.rng.next_f64() * total;
