@@ -9,6 +9,7 @@
 //!
 //! | family | module | what it learns |
 //! |---|---|---|
+//! | expert advice | [`experts`] | weighted majority, Hedge/EWA, FPL, sleeping experts, bounds |
 //! | k-means | [`kmeans`] | k-means++ seeding, Lloyd, sequential and mini-batch k-means |
 //!
 //! Conventions shared by every learner:
@@ -57,6 +58,7 @@ mod macros;
 pub mod data;
 pub mod error;
 pub mod eval;
+pub mod experts;
 pub mod geometry;
 pub mod kmeans;
 pub mod online;

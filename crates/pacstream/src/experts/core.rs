@@ -1,0 +1,191 @@
+//! The round machinery every exponential-weights rule shares: restart (doubling trick),
+//! weights of the round, charging (with the specialists' rule for sleeping experts),
+//! AdaHedge's mixability gap, and the regret ledger.
+
+use serde::{Deserialize, Serialize};
+
+use super::oracle::ExpertLedger;
+use super::schedule::{LearningRate, Schedule, Tuning};
+use super::weights::ExpWeights;
+use crate::error::{Error, Result};
+
+/// The range of charged losses the bounds assume; rounds outside it are counted, not refused.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LossRange {
+    pub(crate) lower: f64,
+    pub(crate) upper: f64,
+}
+
+impl LossRange {
+    /// Charged losses in [0, B].
+    pub(crate) fn nonnegative(bound: f64) -> Self {
+        Self {
+            lower: 0.0,
+            upper: bound,
+        }
+    }
+
+    /// Linearised losses in [−B/2, B/2] (the gradient option: width B = 2GY).
+    pub(crate) fn centred(width: f64) -> Self {
+        Self {
+            lower: -0.5 * width,
+            upper: 0.5 * width,
+        }
+    }
+
+    pub(crate) fn width(&self) -> f64 {
+        self.upper - self.lower
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Core {
+    pub(crate) weights: ExpWeights,
+    pub(crate) schedule: Schedule,
+    pub(crate) ledger: ExpertLedger,
+    pub(crate) range: LossRange,
+    pub(crate) n_rounds: u64,
+    /// Rounds where some charged loss fell outside `range` (the bounds then do not apply).
+    pub(crate) out_of_range_rounds: u64,
+    /// p_t of the current round (scratch: recomputed every round).
+    #[serde(skip)]
+    pub(crate) probabilities: Vec<f64>,
+    /// The losses charged this round (scratch).
+    #[serde(skip)]
+    pub(crate) charges: Vec<f64>,
+    /// The experts' own losses this round (scratch).
+    #[serde(skip)]
+    pub(crate) expert_losses: Vec<f64>,
+}
+
+impl Core {
+    pub(crate) fn new(
+        n_experts: usize,
+        prior: Option<&[f64]>,
+        rate: LearningRate,
+        tuning: Tuning,
+        range: LossRange,
+    ) -> Result<Self> {
+        Ok(Self {
+            weights: ExpWeights::new(n_experts, prior)?,
+            schedule: Schedule::new(rate, tuning, range.width(), n_experts),
+            ledger: ExpertLedger::new(n_experts),
+            range,
+            n_rounds: 0,
+            out_of_range_rounds: 0,
+            probabilities: vec![0.0; n_experts],
+            charges: vec![0.0; n_experts],
+            expert_losses: vec![0.0; n_experts],
+        })
+    }
+
+    pub(crate) fn n_experts(&self) -> usize {
+        self.weights.n_experts()
+    }
+
+    /// Starts round t = n_rounds + 1: restarts the weights at a new doubling epoch and
+    /// computes p_t over the awake experts. Returns η_t. Call only after validating the round.
+    pub(crate) fn begin(&mut self, awake: Option<&[bool]>) -> f64 {
+        let n = self.n_experts();
+        // Scratch buffers are not part of snapshots: size them after a restore.
+        for buffer in [
+            &mut self.probabilities,
+            &mut self.charges,
+            &mut self.expert_losses,
+        ] {
+            buffer.resize(n, 0.0);
+        }
+        let round = self.n_rounds + 1;
+        if self.schedule.restarts_at(round) {
+            self.weights.restart();
+        }
+        let eta = self.schedule.eta(round);
+        self.weights
+            .probabilities(eta, awake, &mut self.probabilities);
+        eta
+    }
+
+    /// Σ_i p_i v_i over the awake experts (asleep values may be anything, even NaN).
+    pub(crate) fn mixture(&self, values: &[f64], awake: Option<&[bool]>) -> f64 {
+        match awake {
+            None => self
+                .probabilities
+                .iter()
+                .zip(values)
+                .map(|(p, v)| p * v)
+                .sum(),
+            Some(awake) => (0..values.len())
+                .filter(|&i| awake[i])
+                .map(|i| self.probabilities[i] * values[i])
+                .sum(),
+        }
+    }
+
+    /// Ends the round. `charges` holds the awake experts' charged losses; asleep experts are
+    /// charged `asleep_charge` (the learner's loss of the round, so that their regret relative
+    /// to the learner does not move). The ledger gets the learner's loss and `expert_losses`.
+    pub(crate) fn finish(
+        &mut self,
+        eta: f64,
+        awake: Option<&[bool]>,
+        asleep_charge: f64,
+        learner_loss: f64,
+    ) {
+        if let Some(awake) = awake {
+            for (charge, &is_awake) in self.charges.iter_mut().zip(awake) {
+                if !is_awake {
+                    *charge = asleep_charge;
+                }
+            }
+        }
+        if self
+            .charges
+            .iter()
+            .any(|c| *c < self.range.lower || *c > self.range.upper)
+        {
+            self.out_of_range_rounds += 1;
+        }
+        if matches!(self.schedule.rate, LearningRate::AdaHedge) {
+            // δ_t = h_t − m_t: the mixture loss of the charged losses minus their mix loss,
+            // both under p_t (asleep experts have weight 0).
+            let mixture = self.mixture(&self.charges, None);
+            let mix = ExpWeights::mix_loss(eta, &self.probabilities, &self.charges);
+            self.schedule.add_gap(mixture - mix);
+        }
+        self.weights.charge(&self.charges);
+        self.ledger.record(learner_loss, &self.expert_losses, awake);
+        self.n_rounds += 1;
+    }
+
+    /// The weights the next round would use with every expert awake.
+    pub(crate) fn next_weights(&self) -> Vec<f64> {
+        let round = self.n_rounds + 1;
+        let mut weights = self.weights.clone();
+        if self.schedule.restarts_at(round) {
+            weights.restart();
+        }
+        let mut probabilities = vec![0.0; self.n_experts()];
+        weights.probabilities(self.schedule.eta(round), None, &mut probabilities);
+        probabilities
+    }
+
+    pub(crate) fn validate_snapshot(&self) -> Result<()> {
+        self.weights.validate_snapshot()?;
+        self.ledger.validate_snapshot(self.n_experts())?;
+        if !(self.schedule.gap.is_finite() && self.schedule.gap >= 0.0)
+            || !(self.range.width().is_finite() && self.range.width() > 0.0)
+            || self.schedule.rate.check().is_err()
+            || self.ledger.rounds() != self.n_rounds
+        {
+            return Err(Error::InvalidSnapshot(
+                "expert aggregator: schedule or counters out of range".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `Some(η)`, or `None` for an infinite rate.
+pub(crate) fn finite_rate(eta: f64) -> Option<f64> {
+    eta.is_finite().then_some(eta)
+}

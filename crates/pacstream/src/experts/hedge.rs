@@ -1,0 +1,296 @@
+//! Hedge (decision-theoretic) and the exponentially weighted average forecaster (EWA).
+//!
+//! Both play p_{t,i} ∝ π_i exp(−η_t C_{t−1,i}) over the awake experts.
+//!
+//! - **Hedge** is given every expert's loss ℓ_{t,i} ∈ [0, B]; its loss is the mixture loss
+//!   Σ_i p_{t,i} ℓ_{t,i} (the expected loss of drawing an expert from p_t). Optionally it
+//!   draws an expert from p_t (seeded) and reports that expert's realised loss beside.
+//! - **EWA** is given real-valued advice ỹ_{t,i} and predicts ŷ_t = Σ_i p_{t,i} ỹ_{t,i}; its
+//!   loss is ℓ(ŷ_t, y_t) for a convex ℓ (square, absolute, pinball), at most the mixture loss
+//!   by Jensen. The experts are charged ℓ(ỹ_{t,i}, y_t), or, with the **gradient** option,
+//!   the linearised losses ℓ'(ŷ_t, y_t)·ỹ_{t,i}, which competes with the best convex
+//!   combination of the experts rather than the best expert.
+//!
+//! **Sleeping experts** (specialists, Freund, Schapire, Singer & Warmuth 1997): an asleep
+//! expert gets no weight in the round and is charged the learner's own loss of the round
+//! (Hedge: the mixture loss; EWA: ℓ(ŷ_t, y_t), or its linearisation ℓ'(ŷ_t, y_t)·ŷ_t with
+//! the gradient option), so its regret relative to the learner does not move while it sleeps.
+//! Regret is then reported against each expert on the rounds where it was awake.
+
+use serde::{Deserialize, Serialize};
+
+use super::core::{Core, LossRange, finite_rate};
+use super::loss::Loss;
+use super::params::{Checked, EwaParams, HedgeParams};
+use super::round::{AdviceRound, ExpertStep, LossRound};
+use super::schedule::Tuning;
+use crate::error::{Error, Result};
+use crate::online::OnlineLearner;
+use crate::rng::StreamRng;
+
+/// Hedge; see the module documentation.
+///
+/// ```
+/// use pacstream::experts::{HedgeParams, LearningRate, LossRound};
+/// use pacstream::OnlineLearner;
+///
+/// let mut hedge = HedgeParams::new(3)
+///     .learning_rate(LearningRate::Horizon(100))
+///     .loss_bound(1.0)
+///     .check()?
+///     .build();
+/// for _ in 0..100 {
+///     hedge.learn_one(LossRound::new(&[1.0, 0.0, 0.5]))?;
+/// }
+/// let regret = hedge.ledger().regret();
+/// assert!(regret <= pacstream::experts::bounds::hedge_tuned(100, 3, 1.0, 0.0));
+/// assert!(hedge.weights()[1] > 0.99);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct Hedge {
+    params: Checked<HedgeParams>,
+    core: Core,
+    rng: StreamRng,
+}
+
+validated_snapshot!(Hedge);
+
+impl Checked<HedgeParams> {
+    /// The learner.
+    pub fn build(&self) -> Hedge {
+        let core = Core::new(
+            self.n_experts,
+            self.prior.as_deref(),
+            self.rate,
+            Tuning::Hedge,
+            LossRange::nonnegative(self.loss_bound.unwrap_or(1.0)),
+        )
+        .expect("invariant: checked parameters");
+        Hedge {
+            params: self.clone(),
+            core,
+            rng: StreamRng::seed_from(self.seed),
+        }
+    }
+}
+
+impl Hedge {
+    /// The learner's and every expert's cumulative losses, and the regret.
+    pub fn ledger(&self) -> &super::ExpertLedger {
+        &self.core.ledger
+    }
+
+    /// The normalised weights p_{t+1} of the next round (every expert awake).
+    pub fn weights(&self) -> Vec<f64> {
+        self.core.next_weights()
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &HedgeParams {
+        &self.params
+    }
+
+    /// Rounds where a loss fell outside [0, B] (the bounds then do not apply).
+    pub fn out_of_range_rounds(&self) -> u64 {
+        self.core.out_of_range_rounds
+    }
+
+    /// AdaHedge's cumulative mixability gap Δ_t (0 for the other schedules).
+    pub fn mixability_gap(&self) -> f64 {
+        self.core.schedule.gap
+    }
+
+    fn validate_snapshot(&self) -> Result<()> {
+        self.core.validate_snapshot()?;
+        if self.core.n_experts() != self.params.n_experts {
+            return Err(Error::InvalidSnapshot("hedge: inconsistent".into()));
+        }
+        Ok(())
+    }
+}
+
+impl OnlineLearner for Hedge {
+    type Input<'a> = LossRound<'a>;
+    type Step = ExpertStep;
+
+    fn learn_one(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
+        round.check(self.core.n_experts())?;
+        let eta = self.core.begin(round.awake);
+        let mixture = self.core.mixture(round.losses, round.awake);
+        let chosen = self.params.sample.then(|| {
+            let target = self.rng.next_f64();
+            let mut cumulative = 0.0;
+            let mut chosen = 0;
+            for (i, &p) in self.core.probabilities.iter().enumerate() {
+                if p > 0.0 {
+                    chosen = i;
+                    cumulative += p;
+                    if cumulative > target {
+                        break;
+                    }
+                }
+            }
+            chosen
+        });
+        for i in 0..round.losses.len() {
+            self.core.charges[i] = round.losses[i];
+            self.core.expert_losses[i] = round.losses[i];
+        }
+        self.core.finish(eta, round.awake, mixture, mixture);
+        let (best_expert, regret) = self.core.ledger.best_expert();
+        Ok(ExpertStep {
+            round: self.core.n_rounds,
+            prediction: None,
+            loss: mixture,
+            realised_loss: chosen.map(|i| round.losses[i]),
+            chosen,
+            learning_rate: finite_rate(eta),
+            best_expert,
+            regret,
+        })
+    }
+
+    fn n_rounds(&self) -> u64 {
+        self.core.n_rounds
+    }
+}
+
+/// The exponentially weighted average forecaster; see the module documentation.
+///
+/// ```
+/// use pacstream::experts::{AdviceRound, EwaParams, Loss};
+/// use pacstream::OnlineLearner;
+///
+/// let mut ewa = EwaParams::new(2).loss(Loss::Square).check()?.build(); // AdaHedge rates
+/// for t in 0..200 {
+///     let y = (t as f64 * 0.1).sin();
+///     // Expert 0 is right, expert 1 is off by one.
+///     ewa.learn_one(AdviceRound::new(&[y, y + 1.0], y))?;
+/// }
+/// assert_eq!(ewa.ledger().best_expert().0, 0);
+/// assert!(ewa.ledger().regret() < 2.0);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct Ewa {
+    params: Checked<EwaParams>,
+    core: Core,
+}
+
+validated_snapshot!(Ewa);
+
+impl Checked<EwaParams> {
+    /// The learner.
+    pub fn build(&self) -> Ewa {
+        let bound = self.loss_bound.unwrap_or(1.0);
+        let range = if self.gradient {
+            LossRange::centred(bound)
+        } else {
+            LossRange::nonnegative(bound)
+        };
+        let core = Core::new(
+            self.n_experts,
+            self.prior.as_deref(),
+            self.rate,
+            Tuning::Hedge,
+            range,
+        )
+        .expect("invariant: checked parameters");
+        Ewa {
+            params: self.clone(),
+            core,
+        }
+    }
+}
+
+impl Ewa {
+    /// The learner's and every expert's cumulative losses ℓ(·, y), and the regret.
+    pub fn ledger(&self) -> &super::ExpertLedger {
+        &self.core.ledger
+    }
+
+    /// The normalised weights p_{t+1} of the next round (every expert awake).
+    pub fn weights(&self) -> Vec<f64> {
+        self.core.next_weights()
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &EwaParams {
+        &self.params
+    }
+
+    /// The loss function.
+    pub fn loss(&self) -> Loss {
+        self.params.loss
+    }
+
+    /// Rounds where a charged loss fell outside its range (the bounds then do not apply).
+    pub fn out_of_range_rounds(&self) -> u64 {
+        self.core.out_of_range_rounds
+    }
+
+    /// The prediction the learner would make on `advice` now (every expert awake).
+    pub fn predict(&self, advice: &[f64]) -> Result<f64> {
+        AdviceRound::new(advice, 0.0).check(self.core.n_experts())?;
+        Ok(self.weights().iter().zip(advice).map(|(p, a)| p * a).sum())
+    }
+
+    fn validate_snapshot(&self) -> Result<()> {
+        self.core.validate_snapshot()?;
+        if self.core.n_experts() != self.params.n_experts {
+            return Err(Error::InvalidSnapshot("EWA: inconsistent".into()));
+        }
+        Ok(())
+    }
+}
+
+impl OnlineLearner for Ewa {
+    type Input<'a> = AdviceRound<'a>;
+    type Step = ExpertStep;
+
+    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        round.check(self.core.n_experts())?;
+        let loss = self.params.loss;
+        let eta = self.core.begin(round.awake);
+        let prediction = self.core.mixture(round.advice, round.awake);
+        let learner_loss = loss.value(prediction, round.outcome);
+        let slope = loss.gradient(prediction, round.outcome);
+        let is_awake = |i: usize| round.awake.is_none_or(|a| a[i]);
+        for i in 0..round.advice.len() {
+            if is_awake(i) {
+                let own = loss.value(round.advice[i], round.outcome);
+                self.core.expert_losses[i] = own;
+                self.core.charges[i] = if self.params.gradient {
+                    slope * round.advice[i]
+                } else {
+                    own
+                };
+            }
+        }
+        let asleep_charge = if self.params.gradient {
+            slope * prediction
+        } else {
+            learner_loss
+        };
+        self.core
+            .finish(eta, round.awake, asleep_charge, learner_loss);
+        let (best_expert, regret) = self.core.ledger.best_expert();
+        Ok(ExpertStep {
+            round: self.core.n_rounds,
+            prediction: Some(prediction),
+            loss: learner_loss,
+            realised_loss: None,
+            chosen: None,
+            learning_rate: finite_rate(eta),
+            best_expert,
+            regret,
+        })
+    }
+
+    fn n_rounds(&self) -> u64 {
+        self.core.n_rounds
+    }
+}

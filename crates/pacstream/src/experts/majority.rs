@@ -1,0 +1,287 @@
+//! Weighted Majority and Randomized Weighted Majority (binary advice), as in the seed's
+//! lecture notes §10.1, on the shared log-space engine.
+//!
+//! **Weighted Majority.** Weights start at 1. Predict ŷ_t = 1 iff Σ_i w_i ỹ_{t,i} ≥
+//! ½ Σ_i w_i (ties go to 1). Only when ŷ_t ≠ y_t, multiply by β the weight of every wrong
+//! expert. Mistake bound on every sequence:
+//! L_T ≤ (ln(1/β)·m*_T + ln N) / ln(2/(1+β)).
+//! (The seed divides by ln((1+β)/2), which is negative; the correct statement, from
+//! W_{T+1} ≤ N((1+β)/2)^{L_T} and W_{T+1} ≥ β^{m*}, divides by ln(2/(1+β)) > 0.)
+//!
+//! **Randomized Weighted Majority.** Same weights; predict ŷ_t ~ Bernoulli(p_t),
+//! p_t = Σ_i w_i ỹ_{t,i} / Σ_i w_i, from the learner's seeded generator; every round,
+//! multiply by β the weight of every wrong expert. It is Hedge with η = ln(1/β) on the
+//! zero-one loss; its loss in the online protocol is the expected mistake |p_t − y_t| (the
+//! quantity of its bound E L_T ≤ (ln(1/β)·m* + ln N)/(1 − β)), and the realised mistake of
+//! the draw is reported beside it.
+
+use serde::{Deserialize, Serialize};
+
+use super::core::{Core, LossRange, finite_rate};
+use super::params::{Checked, RandomizedWeightedMajorityParams, WeightedMajorityParams};
+use super::round::{AdviceRound, ExpertStep};
+use super::schedule::{LearningRate, Tuning};
+use crate::error::{Error, Result};
+use crate::online::OnlineLearner;
+use crate::rng::StreamRng;
+
+/// Checks a binary round: every advice value and the outcome are 0 or 1, nobody sleeps.
+fn check_binary(round: &AdviceRound<'_>, n_experts: usize) -> Result<()> {
+    round.check(n_experts)?;
+    if round.awake.is_some() {
+        return Err(Error::InconsistentInput(
+            "weighted majority has no sleeping experts: use Hedge, EWA or FPL".into(),
+        ));
+    }
+    let is_binary = |v: f64| v == 0.0 || v == 1.0;
+    if !is_binary(round.outcome) {
+        return Err(Error::InconsistentInput(format!(
+            "the outcome must be 0 or 1, got {}",
+            round.outcome
+        )));
+    }
+    if let Some(i) = round.advice.iter().position(|&v| !is_binary(v)) {
+        return Err(Error::InconsistentInput(format!(
+            "the advice of expert {i} must be 0 or 1, got {}",
+            round.advice[i]
+        )));
+    }
+    Ok(())
+}
+
+/// Deterministic Weighted Majority; see the module documentation.
+///
+/// ```
+/// use pacstream::experts::{AdviceRound, WeightedMajorityParams};
+/// use pacstream::OnlineLearner;
+///
+/// let mut wm = WeightedMajorityParams::new(3).beta(0.5).check()?.build();
+/// // Expert 2 is always right; the others always wrong.
+/// for t in 0..20 {
+///     let y = (t % 2) as f64;
+///     wm.learn_one(AdviceRound::new(&[1.0 - y, 1.0 - y, y], y))?;
+/// }
+/// assert!(wm.mistakes() <= 3);
+/// assert_eq!(wm.ledger().best_expert().0, 2);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct WeightedMajority {
+    params: Checked<WeightedMajorityParams>,
+    core: Core,
+    mistakes: u64,
+}
+
+validated_snapshot!(WeightedMajority);
+
+impl Checked<WeightedMajorityParams> {
+    /// The learner.
+    pub fn build(&self) -> WeightedMajority {
+        let core = Core::new(
+            self.n_experts,
+            None,
+            LearningRate::Fixed(-self.beta.ln()),
+            Tuning::Beta,
+            LossRange::nonnegative(1.0),
+        )
+        .expect("invariant: checked parameters");
+        WeightedMajority {
+            params: self.clone(),
+            core,
+            mistakes: 0,
+        }
+    }
+}
+
+impl WeightedMajority {
+    /// The number of mistakes L_T so far.
+    pub fn mistakes(&self) -> u64 {
+        self.mistakes
+    }
+
+    /// Every expert's mistakes and the regret.
+    pub fn ledger(&self) -> &super::ExpertLedger {
+        &self.core.ledger
+    }
+
+    /// The normalised weights of the experts for the next round.
+    pub fn weights(&self) -> Vec<f64> {
+        self.core.next_weights()
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &WeightedMajorityParams {
+        &self.params
+    }
+
+    fn validate_snapshot(&self) -> Result<()> {
+        self.core.validate_snapshot()?;
+        if self.core.n_experts() != self.params.n_experts || self.mistakes > self.core.n_rounds {
+            return Err(Error::InvalidSnapshot(
+                "weighted majority: inconsistent".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl OnlineLearner for WeightedMajority {
+    type Input<'a> = AdviceRound<'a>;
+    type Step = ExpertStep;
+
+    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        check_binary(&round, self.core.n_experts())?;
+        let eta = self.core.begin(None);
+        let (mut on_one, mut on_zero) = (0.0, 0.0);
+        for (p, &advice) in self.core.probabilities.iter().zip(round.advice) {
+            if advice == 1.0 {
+                on_one += p;
+            } else {
+                on_zero += p;
+            }
+        }
+        let prediction = if on_one >= on_zero { 1.0 } else { 0.0 };
+        let mistake = prediction != round.outcome;
+        for i in 0..round.advice.len() {
+            let wrong = round.advice[i] != round.outcome;
+            self.core.expert_losses[i] = f64::from(u8::from(wrong));
+            self.core.charges[i] = f64::from(u8::from(wrong && mistake));
+        }
+        let loss = f64::from(u8::from(mistake));
+        self.core.finish(eta, None, 0.0, loss);
+        self.mistakes += u64::from(mistake);
+        let (best_expert, regret) = self.core.ledger.best_expert();
+        Ok(ExpertStep {
+            round: self.core.n_rounds,
+            prediction: Some(prediction),
+            loss,
+            realised_loss: None,
+            chosen: None,
+            learning_rate: finite_rate(eta),
+            best_expert,
+            regret,
+        })
+    }
+
+    fn n_rounds(&self) -> u64 {
+        self.core.n_rounds
+    }
+}
+
+/// Randomized Weighted Majority; see the module documentation.
+///
+/// ```
+/// use pacstream::experts::{AdviceRound, RandomizedWeightedMajorityParams};
+/// use pacstream::OnlineLearner;
+///
+/// let mut rwm = RandomizedWeightedMajorityParams::new(2).beta(0.8).seed(1).check()?.build();
+/// let step = rwm.learn_one(AdviceRound::new(&[1.0, 0.0], 1.0))?;
+/// assert_eq!(step.loss, 0.5); // p_1 = ½: expected mistake ½
+/// assert!(step.realised_loss == Some(0.0) || step.realised_loss == Some(1.0));
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+pub struct RandomizedWeightedMajority {
+    params: Checked<RandomizedWeightedMajorityParams>,
+    core: Core,
+    rng: StreamRng,
+    realised_mistakes: u64,
+}
+
+validated_snapshot!(RandomizedWeightedMajority);
+
+impl Checked<RandomizedWeightedMajorityParams> {
+    /// The learner.
+    pub fn build(&self) -> RandomizedWeightedMajority {
+        let core = Core::new(
+            self.n_experts,
+            None,
+            self.rate,
+            Tuning::Beta,
+            LossRange::nonnegative(1.0),
+        )
+        .expect("invariant: checked parameters");
+        RandomizedWeightedMajority {
+            params: self.clone(),
+            core,
+            rng: StreamRng::seed_from(self.seed),
+            realised_mistakes: 0,
+        }
+    }
+}
+
+impl RandomizedWeightedMajority {
+    /// The realised mistakes of the draws so far.
+    pub fn realised_mistakes(&self) -> u64 {
+        self.realised_mistakes
+    }
+
+    /// The expected mistakes E L_T = Σ_t |p_t − y_t| and every expert's mistakes.
+    pub fn ledger(&self) -> &super::ExpertLedger {
+        &self.core.ledger
+    }
+
+    /// The normalised weights of the experts for the next round.
+    pub fn weights(&self) -> Vec<f64> {
+        self.core.next_weights()
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &RandomizedWeightedMajorityParams {
+        &self.params
+    }
+
+    fn validate_snapshot(&self) -> Result<()> {
+        self.core.validate_snapshot()?;
+        if self.core.n_experts() != self.params.n_experts
+            || self.realised_mistakes > self.core.n_rounds
+        {
+            return Err(Error::InvalidSnapshot(
+                "randomized weighted majority: inconsistent".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl OnlineLearner for RandomizedWeightedMajority {
+    type Input<'a> = AdviceRound<'a>;
+    type Step = ExpertStep;
+
+    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        check_binary(&round, self.core.n_experts())?;
+        let eta = self.core.begin(None);
+        let on_one = self.core.mixture(round.advice, None).clamp(0.0, 1.0);
+        let prediction = if self.rng.next_f64() < on_one {
+            1.0
+        } else {
+            0.0
+        };
+        let expected = (on_one - round.outcome).abs();
+        let realised = f64::from(u8::from(prediction != round.outcome));
+        for i in 0..round.advice.len() {
+            let wrong = f64::from(u8::from(round.advice[i] != round.outcome));
+            self.core.expert_losses[i] = wrong;
+            self.core.charges[i] = wrong;
+        }
+        self.core.finish(eta, None, 0.0, expected);
+        self.realised_mistakes += realised as u64;
+        let (best_expert, regret) = self.core.ledger.best_expert();
+        Ok(ExpertStep {
+            round: self.core.n_rounds,
+            prediction: Some(prediction),
+            loss: expected,
+            realised_loss: Some(realised),
+            chosen: None,
+            learning_rate: finite_rate(eta),
+            best_expert,
+            regret,
+        })
+    }
+
+    fn n_rounds(&self) -> u64 {
+        self.core.n_rounds
+    }
+}

@@ -1,0 +1,44 @@
+//! Prediction with expert advice: weighted majority, randomized weighted majority, Hedge and
+//! EWA, follow the perturbed leader; learning-rate schedules for unknown horizons; sleeping
+//! experts; hindsight oracles; and every regret bound as a function.
+//!
+//! N experts give advice (or suffer losses) at rounds t = 1..T; the learner combines them and
+//! is compared with the best expert in hindsight: regret_T = L̂_T − min_i L_{T,i}. Every rule
+//! keeps its weights in log space ([`ExpWeights`]), so a weight that would underflow to 0 in
+//! linear space recovers exactly when the other experts catch up.
+//!
+//! | rule | input | learner's loss | bound ([`bounds`]) |
+//! |---|---|---|---|
+//! | [`WeightedMajority`] | binary advice | mistakes | (ln(1/β) m* + ln N) / ln(2/(1+β)) |
+//! | [`RandomizedWeightedMajority`] | binary advice | expected mistakes | (ln(1/β) m* + ln N) / (1 − β) |
+//! | [`Hedge`] | losses in [0, B] | mixture loss | L* + B√(T ln N / 2) (tuned) |
+//! | [`Ewa`] | real advice, convex ℓ | ℓ(ŷ, y) | as Hedge |
+//! | [`FollowThePerturbedLeader`] | losses in [0, B] | chosen expert's loss | (η L* + ln N)/(1 − e^{−η}) |
+//!
+//! The learning rate follows a [`LearningRate`] schedule: fixed, tuned for a horizon, anytime,
+//! the doubling trick, or AdaHedge (no horizon, no loss range).
+
+pub mod bounds;
+mod core;
+mod fpl;
+mod hedge;
+mod loss;
+mod majority;
+mod oracle;
+mod params;
+mod round;
+mod schedule;
+mod weights;
+
+pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
+pub use hedge::{Ewa, Hedge};
+pub use loss::Loss;
+pub use majority::{RandomizedWeightedMajority, WeightedMajority};
+pub use oracle::{ConvexCombinationOracle, ExpertLedger};
+pub use params::{
+    Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
+    WeightedMajorityParams,
+};
+pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
+pub use schedule::LearningRate;
+pub use weights::ExpWeights;

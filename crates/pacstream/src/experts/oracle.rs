@@ -1,0 +1,339 @@
+//! Hindsight comparators: the best expert, and the best convex combination of experts for
+//! the square loss.
+//!
+//! [`ExpertLedger`] keeps, in O(N) memory, every expert's cumulative loss and the learner's,
+//! so that the regret against the best expert so far is known after every round:
+//!
+//! regret_t = L̂_t − min_i L_{t,i}.
+//!
+//! With sleeping experts the comparison is made on each expert's awake rounds only:
+//! regret_t = max_i Σ_{s ≤ t, i awake at s} (ℓ̂_s − ℓ_{s,i}).
+//!
+//! [`ConvexCombinationOracle`] solves min_{q ∈ simplex} Σ_t (Σ_i q_i ỹ_{t,i} − y_t)², the
+//! comparator of EWA with the gradient option, from O(N²) running sums (Gram matrix of the
+//! advice, advice × outcome, Σ y²), by accelerated projected gradient.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::eval::CompensatedSum;
+
+/// Cumulative losses of the learner and of every expert, and the regret between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpertLedger {
+    learner: CompensatedSum,
+    /// L_i: each expert's cumulative loss on the rounds it was awake.
+    experts: Vec<f64>,
+    /// The learner's cumulative loss on each expert's awake rounds; `None` until a round
+    /// with a sleeping expert (before that it equals the learner's total).
+    learner_when_awake: Option<Vec<f64>>,
+    rounds: u64,
+}
+
+impl ExpertLedger {
+    /// An empty ledger for `n_experts` experts.
+    pub fn new(n_experts: usize) -> Self {
+        Self {
+            learner: CompensatedSum::default(),
+            experts: vec![0.0; n_experts],
+            learner_when_awake: None,
+            rounds: 0,
+        }
+    }
+
+    /// Records a round: the learner's loss and every expert's (the losses of asleep experts
+    /// are ignored).
+    #[inline]
+    pub fn record(&mut self, learner_loss: f64, expert_losses: &[f64], awake: Option<&[bool]>) {
+        self.rounds += 1;
+        let before = self.learner.value();
+        self.learner.add(learner_loss);
+        match awake {
+            None => {
+                for (total, loss) in self.experts.iter_mut().zip(expert_losses) {
+                    *total += loss;
+                }
+                if let Some(when_awake) = &mut self.learner_when_awake {
+                    when_awake.iter_mut().for_each(|l| *l += learner_loss);
+                }
+            }
+            Some(awake) => {
+                let when_awake = self
+                    .learner_when_awake
+                    .get_or_insert_with(|| vec![before; expert_losses.len()]);
+                for i in 0..self.experts.len() {
+                    if awake[i] {
+                        self.experts[i] += expert_losses[i];
+                        when_awake[i] += learner_loss;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The number of rounds recorded.
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    /// The learner's cumulative loss L̂_t.
+    pub fn learner_loss(&self) -> f64 {
+        self.learner.value()
+    }
+
+    /// Every expert's cumulative loss (on its awake rounds).
+    pub fn expert_losses(&self) -> &[f64] {
+        &self.experts
+    }
+
+    /// The expert the learner regrets most and that regret: without sleeping experts, the
+    /// expert of least cumulative loss (lowest index on ties) and L̂ − L_i; with them, the
+    /// expert maximising the regret on its awake rounds.
+    pub fn best_expert(&self) -> (usize, f64) {
+        match &self.learner_when_awake {
+            None => {
+                let (index, least) =
+                    self.experts
+                        .iter()
+                        .enumerate()
+                        .fold(
+                            (0, f64::INFINITY),
+                            |best, (i, &l)| {
+                                if l < best.1 { (i, l) } else { best }
+                            },
+                        );
+                (index, self.learner.value() - least)
+            }
+            Some(when_awake) => when_awake.iter().zip(&self.experts).enumerate().fold(
+                (0, f64::NEG_INFINITY),
+                |best, (i, (learner, expert))| {
+                    let regret = learner - expert;
+                    if regret > best.1 { (i, regret) } else { best }
+                },
+            ),
+        }
+    }
+
+    /// The regret against the best expert in hindsight (see [`ExpertLedger::best_expert`]).
+    pub fn regret(&self) -> f64 {
+        self.best_expert().1
+    }
+
+    /// The regret against expert `index` on its awake rounds.
+    pub fn regret_against(&self, index: usize) -> f64 {
+        let learner = match &self.learner_when_awake {
+            None => self.learner.value(),
+            Some(when_awake) => when_awake[index],
+        };
+        learner - self.experts[index]
+    }
+
+    pub(crate) fn validate_snapshot(&self, n_experts: usize) -> Result<()> {
+        if self.experts.len() != n_experts
+            || self
+                .learner_when_awake
+                .as_ref()
+                .is_some_and(|l| l.len() != n_experts)
+            || self
+                .experts
+                .iter()
+                .chain(self.learner_when_awake.iter().flatten())
+                .any(|v| !v.is_finite())
+        {
+            return Err(Error::InvalidSnapshot(
+                "expert ledger: wrong number of experts or non-finite losses".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The best convex combination of the experts' advice for the square loss, in hindsight.
+///
+/// ```
+/// use pacstream::experts::ConvexCombinationOracle;
+///
+/// // The outcome is the average of two experts: the best combination is (½, ½), loss 0.
+/// let mut oracle = ConvexCombinationOracle::new(2);
+/// for t in 0..50 {
+///     let (a, b) = ((t as f64).sin(), (t as f64 * 0.7).cos());
+///     oracle.observe(&[a, b], 0.5 * a + 0.5 * b)?;
+/// }
+/// let (weights, loss) = oracle.solve();
+/// assert!((weights[0] - 0.5).abs() < 1e-6 && loss < 1e-9);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConvexCombinationOracle {
+    n_experts: usize,
+    /// Σ_t ỹ_t ỹ_tᵀ (row-major N × N).
+    gram: Vec<f64>,
+    /// Σ_t y_t ỹ_t.
+    cross: Vec<f64>,
+    /// Σ_t y_t².
+    outcome_energy: f64,
+}
+
+impl ConvexCombinationOracle {
+    /// An oracle for `n_experts` experts (memory N², time N² per round: for moderate N).
+    pub fn new(n_experts: usize) -> Self {
+        Self {
+            n_experts,
+            gram: vec![0.0; n_experts * n_experts],
+            cross: vec![0.0; n_experts],
+            outcome_energy: 0.0,
+        }
+    }
+
+    /// Adds a round.
+    pub fn observe(&mut self, advice: &[f64], outcome: f64) -> Result<()> {
+        if advice.len() != self.n_experts {
+            return Err(Error::DimensionMismatch {
+                row: None,
+                expected: self.n_experts,
+                found: advice.len(),
+            });
+        }
+        crate::data::check_finite(advice)?;
+        crate::data::check_finite(&[outcome])?;
+        let n = self.n_experts;
+        for i in 0..n {
+            let row = &mut self.gram[i * n..(i + 1) * n];
+            for (g, a) in row.iter_mut().zip(advice) {
+                *g += advice[i] * a;
+            }
+            self.cross[i] += outcome * advice[i];
+        }
+        self.outcome_energy += outcome * outcome;
+        Ok(())
+    }
+
+    /// The loss Σ_t (q·ỹ_t − y_t)² of the combination q.
+    pub fn loss_of(&self, weights: &[f64]) -> f64 {
+        let n = self.n_experts;
+        let mut quadratic = 0.0;
+        for i in 0..n {
+            let row = &self.gram[i * n..(i + 1) * n];
+            let gq: f64 = row.iter().zip(weights).map(|(g, q)| g * q).sum();
+            quadratic += weights[i] * gq;
+        }
+        let linear: f64 = self.cross.iter().zip(weights).map(|(c, q)| c * q).sum();
+        (quadratic - 2.0 * linear + self.outcome_energy).max(0.0)
+    }
+
+    /// The best combination and its loss, by accelerated projected gradient (FISTA) with
+    /// step 1/L, L = 2·trace(Gram) ≥ the gradient's Lipschitz constant, until the iterates
+    /// move by less than 1e-13 or 100,000 iterations.
+    pub fn solve(&self) -> (Vec<f64>, f64) {
+        let n = self.n_experts;
+        let uniform = vec![1.0 / n as f64; n];
+        let trace: f64 = (0..n).map(|i| self.gram[i * n + i]).sum();
+        if trace <= 0.0 {
+            return (uniform.clone(), self.loss_of(&uniform));
+        }
+        let step = 1.0 / (2.0 * trace);
+        let mut current = uniform.clone();
+        let mut momentum = uniform;
+        let mut gradient = vec![0.0; n];
+        let mut next = vec![0.0; n];
+        let mut t = 1.0f64;
+        for _ in 0..100_000 {
+            for i in 0..n {
+                let row = &self.gram[i * n..(i + 1) * n];
+                let gq: f64 = row.iter().zip(&momentum).map(|(g, q)| g * q).sum();
+                gradient[i] = 2.0 * (gq - self.cross[i]);
+            }
+            for i in 0..n {
+                next[i] = momentum[i] - step * gradient[i];
+            }
+            project_on_simplex(&mut next);
+            let t_next = 0.5 * (1.0 + (1.0 + 4.0 * t * t).sqrt());
+            let mut moved = 0.0f64;
+            for i in 0..n {
+                let delta = next[i] - current[i];
+                moved = moved.max(delta.abs());
+                momentum[i] = next[i] + (t - 1.0) / t_next * delta;
+            }
+            current.copy_from_slice(&next);
+            t = t_next;
+            if moved < 1e-13 {
+                break;
+            }
+        }
+        let loss = self.loss_of(&current);
+        (current, loss)
+    }
+}
+
+/// Euclidean projection onto the probability simplex (sort-based, Duchi et al. 2008).
+pub(crate) fn project_on_simplex(values: &mut [f64]) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let mut cumulative = 0.0;
+    let mut threshold = 0.0;
+    for (k, &v) in sorted.iter().enumerate() {
+        cumulative += v;
+        let candidate = (cumulative - 1.0) / (k + 1) as f64;
+        if v - candidate > 0.0 {
+            threshold = candidate;
+        }
+    }
+    values
+        .iter_mut()
+        .for_each(|v| *v = (*v - threshold).max(0.0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projection_lands_on_the_simplex() {
+        let mut v = [0.5, 2.0, -1.0, 0.1];
+        project_on_simplex(&mut v);
+        assert!((v.iter().sum::<f64>() - 1.0).abs() < 1e-15);
+        assert!(v.iter().all(|x| *x >= 0.0));
+        assert_eq!(v, [0.0, 1.0, 0.0, 0.0]);
+        let mut inside = [0.2, 0.3, 0.5];
+        project_on_simplex(&mut inside);
+        assert!((inside[0] - 0.2).abs() < 1e-15 && (inside[2] - 0.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn ledger_regret_with_and_without_sleep() {
+        let mut ledger = ExpertLedger::new(2);
+        ledger.record(1.0, &[2.0, 0.5], None);
+        assert_eq!(ledger.best_expert(), (1, 0.5));
+        // Expert 1 sleeps; only expert 0 is compared on this round.
+        ledger.record(1.0, &[0.0, 99.0], Some(&[true, false]));
+        assert_eq!(ledger.expert_losses(), &[2.0, 0.5]);
+        assert_eq!(ledger.regret_against(0), 0.0);
+        assert_eq!(ledger.regret_against(1), 0.5);
+        assert_eq!(ledger.regret(), 0.5);
+    }
+
+    #[test]
+    fn oracle_matches_a_brute_force_grid() {
+        let mut oracle = ConvexCombinationOracle::new(3);
+        for t in 0..40 {
+            let x = t as f64 * 0.1;
+            oracle
+                .observe(&[x.sin(), x.cos(), 1.0], 0.3 * x.sin() + 0.1 + 0.05 * x)
+                .unwrap();
+        }
+        let (weights, loss) = oracle.solve();
+        let mut best = f64::INFINITY;
+        for a in 0..=200 {
+            for b in 0..=(200 - a) {
+                let q = [
+                    a as f64 / 200.0,
+                    b as f64 / 200.0,
+                    (200 - a - b) as f64 / 200.0,
+                ];
+                best = best.min(oracle.loss_of(&q));
+            }
+        }
+        assert!(loss <= best + 1e-9, "{loss} vs grid {best}");
+        assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,182 @@
+//! What a round reveals to an aggregator, and the record it returns.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::check_finite;
+use crate::error::{Error, Result};
+use crate::online::Step;
+
+/// A round of prediction with expert advice: every expert's advice ỹ_{t,i}, the outcome y_t,
+/// and optionally which experts are awake (an expert with missing advice is asleep; its
+/// advice value is ignored).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdviceRound<'a> {
+    /// ỹ_{t,i}, one value per expert.
+    pub advice: &'a [f64],
+    /// y_t.
+    pub outcome: f64,
+    /// a_{t,i}; `None` means every expert is awake.
+    pub awake: Option<&'a [bool]>,
+}
+
+/// A round of the decision-theoretic setting (Hedge): every expert's loss ℓ_{t,i}, and
+/// optionally which experts are awake.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossRound<'a> {
+    /// ℓ_{t,i}, one value per expert.
+    pub losses: &'a [f64],
+    /// a_{t,i}; `None` means every expert is awake.
+    pub awake: Option<&'a [bool]>,
+}
+
+impl<'a> AdviceRound<'a> {
+    /// A round with every expert awake.
+    pub fn new(advice: &'a [f64], outcome: f64) -> Self {
+        Self {
+            advice,
+            outcome,
+            awake: None,
+        }
+    }
+
+    /// Checks sizes and values: N advice values (finite where awake), a finite outcome, a
+    /// mask of N flags with at least one expert awake.
+    pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
+        check_sizes(self.advice.len(), self.awake, n_experts)?;
+        if !self.outcome.is_finite() {
+            return Err(Error::InconsistentInput(format!(
+                "the outcome {} is not finite",
+                self.outcome
+            )));
+        }
+        check_awake_values(self.advice, self.awake, "advice")
+    }
+}
+
+impl<'a> LossRound<'a> {
+    /// A round with every expert awake.
+    pub fn new(losses: &'a [f64]) -> Self {
+        Self {
+            losses,
+            awake: None,
+        }
+    }
+
+    pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
+        check_sizes(self.losses.len(), self.awake, n_experts)?;
+        check_awake_values(self.losses, self.awake, "loss")
+    }
+}
+
+fn check_sizes(values: usize, awake: Option<&[bool]>, n_experts: usize) -> Result<()> {
+    if values != n_experts {
+        return Err(Error::DimensionMismatch {
+            row: None,
+            expected: n_experts,
+            found: values,
+        });
+    }
+    if let Some(awake) = awake {
+        if awake.len() != n_experts {
+            return Err(Error::InconsistentInput(format!(
+                "{} awake flags for {n_experts} experts",
+                awake.len()
+            )));
+        }
+        if !awake.iter().any(|&a| a) {
+            return Err(Error::InconsistentInput(
+                "no expert is awake in this round".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_awake_values(values: &[f64], awake: Option<&[bool]>, what: &str) -> Result<()> {
+    match awake {
+        None => check_finite(values),
+        Some(awake) => match (0..values.len()).find(|&i| awake[i] && !values[i].is_finite()) {
+            Some(i) => Err(Error::InconsistentInput(format!(
+                "the {what} of awake expert {i} is {}, not a finite number",
+                values[i]
+            ))),
+            None => Ok(()),
+        },
+    }
+}
+
+/// Owned storage for an [`AdviceRound`] (tests, examples, buffered input).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdviceRoundBuf {
+    /// ỹ_{t,i}.
+    pub advice: Vec<f64>,
+    /// y_t.
+    pub outcome: f64,
+    /// a_{t,i}, if some experts may sleep.
+    pub awake: Option<Vec<bool>>,
+}
+
+impl AdviceRoundBuf {
+    /// Borrows the round.
+    pub fn as_round(&self) -> AdviceRound<'_> {
+        AdviceRound {
+            advice: &self.advice,
+            outcome: self.outcome,
+            awake: self.awake.as_deref(),
+        }
+    }
+}
+
+/// Owned storage for a [`LossRound`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LossRoundBuf {
+    /// ℓ_{t,i}.
+    pub losses: Vec<f64>,
+    /// a_{t,i}, if some experts may sleep.
+    pub awake: Option<Vec<bool>>,
+}
+
+impl LossRoundBuf {
+    /// Borrows the round.
+    pub fn as_round(&self) -> LossRound<'_> {
+        LossRound {
+            losses: &self.losses,
+            awake: self.awake.as_deref(),
+        }
+    }
+}
+
+/// The record of one round of an expert aggregator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpertStep {
+    /// The round index t (1-based).
+    pub round: u64,
+    /// The learner's prediction ŷ_t: 0/1 for (randomized) weighted majority, the weighted
+    /// average of the advice for EWA; `None` for Hedge and FPL, which choose an expert.
+    pub prediction: Option<f64>,
+    /// The loss the regret bounds are about: WM's mistake, RWM's expected mistake |p_t − y_t|,
+    /// Hedge's mixture loss Σ p_i ℓ_i, EWA's ℓ(ŷ_t, y_t), FPL's expected loss Σ P(i) ℓ_i when
+    /// it is tracked and its realised loss otherwise.
+    pub loss: f64,
+    /// The loss of the learner's random draw, for the randomised rules: RWM's realised
+    /// mistake, the loss of Hedge's sampled expert, the loss of FPL's chosen expert.
+    pub realised_loss: Option<f64>,
+    /// The expert drawn (Hedge with sampling) or chosen (FPL).
+    pub chosen: Option<usize>,
+    /// The learning rate η_t used this round; `None` when it is infinite (AdaHedge's follow
+    /// the leader, before any mixability gap).
+    pub learning_rate: Option<f64>,
+    /// The expert the learner regrets most after this round (the best expert in hindsight).
+    pub best_expert: usize,
+    /// The regret after this round against that expert.
+    pub regret: f64,
+}
+
+impl Step for ExpertStep {
+    fn round(&self) -> u64 {
+        self.round
+    }
+    fn loss(&self) -> Option<f64> {
+        Some(self.loss)
+    }
+}
