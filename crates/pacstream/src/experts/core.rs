@@ -172,10 +172,10 @@ impl Core {
     pub(crate) fn validate_snapshot(&self) -> Result<()> {
         self.weights.validate_snapshot()?;
         self.ledger.validate_snapshot(self.n_experts())?;
-        if !(self.schedule.gap.is_finite() && self.schedule.gap >= 0.0)
-            || !(self.range.width().is_finite() && self.range.width() > 0.0)
-            || self.schedule.rate.check().is_err()
-            || self.ledger.rounds() != self.n_rounds
+        let width = self.range.width();
+        let gap = self.schedule.gap;
+        let in_range = gap.is_finite() && gap >= 0.0 && width.is_finite() && width > 0.0;
+        if !in_range || self.schedule.rate.check().is_err() || self.ledger.rounds() != self.n_rounds
         {
             return Err(Error::InvalidSnapshot(
                 "expert aggregator: schedule or counters out of range".into(),

@@ -138,6 +138,8 @@ pub(crate) fn gauss_legendre_unit(n: usize) -> (Vec<f64>, Vec<f64>) {
 
 /// Kronrod 15-point abscissae on [−1, 1] (positive half, descending; the Gauss 7-point nodes
 /// are the odd entries) and weights, from QUADPACK's qk15.
+// The published digits are kept, beyond what an f64 holds.
+#[allow(clippy::excessive_precision)]
 const KRONROD_NODES: [f64; 8] = [
     0.991_455_371_120_812_639_206_854_697_526_329,
     0.949_107_912_342_758_524_526_189_684_047_851,
@@ -148,6 +150,8 @@ const KRONROD_NODES: [f64; 8] = [
     0.207_784_955_007_898_467_600_689_403_773_245,
     0.0,
 ];
+// The published digits are kept, beyond what an f64 holds.
+#[allow(clippy::excessive_precision)]
 const KRONROD_WEIGHTS: [f64; 8] = [
     0.022_935_322_010_529_224_963_732_008_058_970,
     0.063_092_092_629_978_553_290_700_663_189_204,
@@ -159,6 +163,8 @@ const KRONROD_WEIGHTS: [f64; 8] = [
     0.209_482_141_084_727_828_012_999_174_891_714,
 ];
 /// Gauss 7-point weights of the nodes KRONROD_NODES[1], [3], [5], [7].
+// The published digits are kept, beyond what an f64 holds.
+#[allow(clippy::excessive_precision)]
 const GAUSS_WEIGHTS: [f64; 4] = [
     0.129_484_966_168_869_693_270_611_432_679_082,
     0.279_705_391_489_276_667_901_467_771_423_780,
