@@ -180,3 +180,23 @@ impl Step for ExpertStep {
         Some(self.loss)
     }
 }
+
+#[cfg(feature = "conformance")]
+impl<L> crate::conformance::OwnedInput<L> for AdviceRoundBuf
+where
+    L: for<'a> crate::online::OnlineLearner<Input<'a> = AdviceRound<'a>>,
+{
+    fn as_input(&self) -> AdviceRound<'_> {
+        self.as_round()
+    }
+}
+
+#[cfg(feature = "conformance")]
+impl<L> crate::conformance::OwnedInput<L> for LossRoundBuf
+where
+    L: for<'a> crate::online::OnlineLearner<Input<'a> = LossRound<'a>>,
+{
+    fn as_input(&self) -> LossRound<'_> {
+        self.as_round()
+    }
+}

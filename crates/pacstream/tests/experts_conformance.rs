@@ -1,0 +1,249 @@
+//! Every expert aggregator passes the conformance suite, with and without sleeping experts,
+//! under each learning-rate schedule.
+
+use pacstream::StreamRng;
+use pacstream::conformance::{Conformance, assert_send_sync};
+use pacstream::experts::{
+    AdviceRoundBuf, Ewa, EwaParams, FollowThePerturbedLeader, FplParams, Hedge, HedgeParams,
+    LearningRate, Loss, LossRoundBuf, RandomizedWeightedMajority, RandomizedWeightedMajorityParams,
+    WeightedMajority, WeightedMajorityParams,
+};
+
+const N: usize = 5;
+
+fn binary_rounds(n_rounds: usize, seed: u64) -> Vec<AdviceRoundBuf> {
+    let mut rng = StreamRng::seed_from(seed);
+    (0..n_rounds)
+        .map(|_| AdviceRoundBuf {
+            advice: (0..N)
+                .map(|_| (rng.next_f64() < 0.5) as u8 as f64)
+                .collect(),
+            outcome: (rng.next_f64() < 0.3) as u8 as f64,
+            awake: None,
+        })
+        .collect()
+}
+
+fn real_rounds(n_rounds: usize, seed: u64, sleeping: bool) -> Vec<AdviceRoundBuf> {
+    let mut rng = StreamRng::seed_from(seed);
+    (0..n_rounds)
+        .map(|_| {
+            let outcome = rng.next_f64();
+            let awake: Vec<bool> = (0..N).map(|i| i == 0 || rng.next_f64() < 0.7).collect();
+            AdviceRoundBuf {
+                advice: (0..N)
+                    .map(|i| {
+                        if sleeping && !awake[i] {
+                            f64::NAN // missing advice of an asleep expert is never read
+                        } else {
+                            outcome + 0.1 * i as f64 * rng.standard_normal()
+                        }
+                    })
+                    .collect(),
+                outcome,
+                awake: sleeping.then_some(awake),
+            }
+        })
+        .collect()
+}
+
+fn loss_rounds(n_rounds: usize, seed: u64, sleeping: bool) -> Vec<LossRoundBuf> {
+    let mut rng = StreamRng::seed_from(seed);
+    (0..n_rounds)
+        .map(|_| LossRoundBuf {
+            losses: (0..N)
+                .map(|i| (rng.next_f64() + 0.1 * i as f64).min(1.0))
+                .collect(),
+            awake: sleeping.then(|| (0..N).map(|i| i == 1 || rng.next_f64() < 0.6).collect()),
+        })
+        .collect()
+}
+
+fn invalid_advice() -> Vec<AdviceRoundBuf> {
+    vec![
+        AdviceRoundBuf {
+            advice: vec![0.0; N - 1],
+            outcome: 0.0,
+            awake: None,
+        },
+        AdviceRoundBuf {
+            advice: vec![f64::NAN; N],
+            outcome: 0.0,
+            awake: None,
+        },
+        AdviceRoundBuf {
+            advice: vec![0.0; N],
+            outcome: f64::INFINITY,
+            awake: None,
+        },
+        AdviceRoundBuf {
+            advice: vec![0.0; N],
+            outcome: 0.0,
+            awake: Some(vec![false; N]),
+        },
+        AdviceRoundBuf {
+            advice: vec![0.0; N],
+            outcome: 0.0,
+            awake: Some(vec![true; N - 1]),
+        },
+    ]
+}
+
+fn invalid_binary() -> Vec<AdviceRoundBuf> {
+    let mut invalid = invalid_advice();
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.5; N],
+        outcome: 0.0,
+        awake: None,
+    });
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.0; N],
+        outcome: 2.0,
+        awake: None,
+    });
+    // Weighted majority has no sleeping experts.
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.0; N],
+        outcome: 0.0,
+        awake: Some(vec![true; N]),
+    });
+    invalid
+}
+
+fn invalid_losses() -> Vec<LossRoundBuf> {
+    vec![
+        LossRoundBuf {
+            losses: vec![0.0; N + 1],
+            awake: None,
+        },
+        LossRoundBuf {
+            losses: vec![f64::NEG_INFINITY; N],
+            awake: None,
+        },
+        LossRoundBuf {
+            losses: vec![0.0; N],
+            awake: Some(vec![false; N]),
+        },
+    ]
+}
+
+#[test]
+fn weighted_majority() {
+    assert_send_sync::<WeightedMajority>();
+    let stream = binary_rounds(120, 1);
+    let make = |_seed| {
+        WeightedMajorityParams::new(N)
+            .beta(0.7)
+            .check()
+            .unwrap()
+            .build()
+    };
+    Conformance::new(make, &stream)
+        .invalid_first_inputs(&invalid_binary())
+        .check_all()
+        .unwrap();
+}
+
+#[test]
+fn randomized_weighted_majority() {
+    assert_send_sync::<RandomizedWeightedMajority>();
+    let stream = binary_rounds(150, 2);
+    for rate in [LearningRate::Doubling, LearningRate::Horizon(150)] {
+        let make = |seed| {
+            RandomizedWeightedMajorityParams::new(N)
+                .learning_rate(rate)
+                .seed(seed)
+                .check()
+                .unwrap()
+                .build()
+        };
+        Conformance::new(make, &stream)
+            .invalid_first_inputs(&invalid_binary())
+            .check_all()
+            .unwrap();
+    }
+}
+
+#[test]
+fn hedge_every_schedule_with_and_without_sleep() {
+    assert_send_sync::<Hedge>();
+    for sleeping in [false, true] {
+        let stream = loss_rounds(130, 3, sleeping);
+        for rate in [
+            LearningRate::Fixed(0.3),
+            LearningRate::Horizon(130),
+            LearningRate::Anytime,
+            LearningRate::Doubling,
+            LearningRate::AdaHedge,
+        ] {
+            let make = |seed| {
+                HedgeParams::new(N)
+                    .learning_rate(rate)
+                    .loss_bound(1.0)
+                    .prior(vec![1.0, 2.0, 1.0, 0.5, 1.0])
+                    .sample(true)
+                    .seed(seed)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_losses())
+                .cuts(&[0, 1, 2, 4, 63, 64, 65, 129])
+                .check_all()
+                .unwrap_or_else(|v| panic!("{rate:?} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn ewa_losses_gradient_and_sleep() {
+    assert_send_sync::<Ewa>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 4, sleeping);
+        for (loss, gradient, rate) in [
+            (Loss::Square, false, LearningRate::AdaHedge),
+            (Loss::Square, true, LearningRate::Anytime),
+            (Loss::Absolute, false, LearningRate::Doubling),
+            (Loss::Pinball { tau: 0.8 }, true, LearningRate::AdaHedge),
+        ] {
+            let make = |_seed| {
+                EwaParams::new(N)
+                    .loss(loss)
+                    .gradient(gradient)
+                    .learning_rate(rate)
+                    .loss_bound(4.0)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn follow_the_perturbed_leader() {
+    assert_send_sync::<FollowThePerturbedLeader>();
+    for sleeping in [false, true] {
+        let stream = loss_rounds(100, 5, sleeping);
+        for expected in [false, true] {
+            let make = |seed| {
+                FplParams::new(N, 1.0)
+                    .learning_rate(LearningRate::Horizon(100))
+                    .expected_loss(expected)
+                    .seed(seed)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_losses())
+                .check_all()
+                .unwrap_or_else(|v| panic!("expected={expected} sleeping={sleeping}: {v}"));
+        }
+    }
+}

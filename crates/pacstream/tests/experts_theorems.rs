@@ -1,0 +1,594 @@
+//! The theorems of prediction with expert advice, as tests.
+//!
+//! Each bound is checked on adversarial sequences (the adversary sees the learner's weights
+//! and answers against them) and on random ones, over a grid of (N, T, β or η); and each is
+//! shown to be nearly reached somewhere, with the fraction stated, so that a wrong bound or
+//! a wrong algorithm makes a test fail.
+
+use pacstream::experts::{
+    AdviceRound, ConvexCombinationOracle, EwaParams, FplParams, HedgeParams, LearningRate, Loss,
+    LossRound, RandomizedWeightedMajorityParams, WeightedMajorityParams, bounds,
+};
+use pacstream::{OnlineLearner, StreamRng};
+
+fn random_bits(rng: &mut StreamRng, n: usize, p: f64) -> Vec<f64> {
+    (0..n)
+        .map(|_| f64::from(u8::from(rng.next_f64() < p)))
+        .collect()
+}
+
+/// Weighted Majority against an adversary that always answers the opposite of WM's
+/// prediction (so WM errs every round), and on random outcomes.
+#[test]
+fn weighted_majority_mistake_bound() {
+    let mut rng = StreamRng::seed_from(1);
+    for n in [2, 3, 10, 50] {
+        for beta in [0.05, 0.5, 0.8, 0.99] {
+            for adversarial in [true, false] {
+                let mut wm = WeightedMajorityParams::new(n)
+                    .beta(beta)
+                    .check()
+                    .unwrap()
+                    .build();
+                let t_max = 600;
+                for _ in 0..t_max {
+                    let advice = random_bits(&mut rng, n, 0.5);
+                    let outcome = if adversarial {
+                        // WM's prediction is deterministic: ask a copy.
+                        let prediction = wm
+                            .clone()
+                            .learn_one(AdviceRound::new(&advice, 0.0))
+                            .unwrap()
+                            .prediction
+                            .unwrap();
+                        1.0 - prediction
+                    } else {
+                        f64::from(u8::from(rng.next_f64() < 0.5))
+                    };
+                    wm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+                }
+                let best = wm
+                    .ledger()
+                    .expert_losses()
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min);
+                let bound = bounds::weighted_majority(n, beta, best);
+                if adversarial {
+                    assert_eq!(
+                        wm.mistakes(),
+                        t_max,
+                        "the adversary makes WM err every round"
+                    );
+                }
+                assert!(
+                    wm.mistakes() as f64 <= bound,
+                    "N {n} β {beta}: {} mistakes > bound {bound} (m* = {best})",
+                    wm.mistakes()
+                );
+            }
+        }
+    }
+}
+
+/// The corrected mistake bound is nearly reached: two experts (always 0, always 1) against
+/// the adversary; as β → 1 the bound tends to 2m* + ln 2/ln(2/(1+β)), and WM makes T ≈ 2m*
+/// mistakes.
+#[test]
+fn weighted_majority_bound_is_nearly_tight() {
+    let beta = 0.99;
+    let mut wm = WeightedMajorityParams::new(2)
+        .beta(beta)
+        .check()
+        .unwrap()
+        .build();
+    let advice = [0.0, 1.0];
+    for _ in 0..20_000 {
+        let prediction = wm
+            .clone()
+            .learn_one(AdviceRound::new(&advice, 0.0))
+            .unwrap()
+            .prediction
+            .unwrap();
+        wm.learn_one(AdviceRound::new(&advice, 1.0 - prediction))
+            .unwrap();
+    }
+    let best = wm.ledger().expert_losses()[0].min(wm.ledger().expert_losses()[1]);
+    let bound = bounds::weighted_majority(2, beta, best);
+    let fraction = wm.mistakes() as f64 / bound;
+    assert!(
+        fraction >= 0.98 && fraction <= 1.0,
+        "mistakes / bound = {fraction}"
+    );
+}
+
+/// The seed's form with ln((1+β)/2) in the denominator is negative, so it cannot be a bound.
+#[test]
+fn the_seed_denominator_is_negative() {
+    for beta in [0.1, 0.5, 0.9] {
+        assert!(((1.0 + beta) / 2.0f64).ln() < 0.0);
+        assert!(bounds::weighted_majority(4, beta, 3.0) > 0.0);
+    }
+}
+
+/// The adversary of a randomised learner: answer the opposite of the side holding most
+/// weight, so that the expected mistake max(p, 1 − p) is at least ½ every round.
+fn against_the_majority(weights: &[f64], advice: &[f64]) -> f64 {
+    let on_one: f64 = weights.iter().zip(advice).map(|(w, a)| w * a).sum();
+    if on_one >= 0.5 { 0.0 } else { 1.0 }
+}
+
+#[test]
+fn randomized_weighted_majority_bounds() {
+    let mut rng = StreamRng::seed_from(2);
+    for n in [2, 5, 30] {
+        for t_max in [50u64, 500, 3000] {
+            for adversarial in [true, false] {
+                let rates: Vec<(LearningRate, Option<f64>)> = vec![
+                    (LearningRate::Fixed(-(0.3f64).ln()), Some(0.3)),
+                    (LearningRate::Fixed(-(0.7f64).ln()), Some(0.7)),
+                    (LearningRate::Horizon(t_max), None),
+                    (LearningRate::Doubling, None),
+                ];
+                for (rate, beta) in rates {
+                    let mut params = RandomizedWeightedMajorityParams::new(n).seed(9);
+                    params = match beta {
+                        Some(beta) => params.beta(beta),
+                        None => params.learning_rate(rate),
+                    };
+                    let mut rwm = params.check().unwrap().build();
+                    for _ in 0..t_max {
+                        let advice = random_bits(&mut rng, n, 0.5);
+                        let outcome = if adversarial {
+                            against_the_majority(&rwm.weights(), &advice)
+                        } else {
+                            f64::from(u8::from(rng.next_f64() < 0.2))
+                        };
+                        rwm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+                    }
+                    let ledger = rwm.ledger();
+                    let best = ledger
+                        .expert_losses()
+                        .iter()
+                        .copied()
+                        .fold(f64::INFINITY, f64::min);
+                    let expected = ledger.learner_loss();
+                    let mut checks: Vec<(&str, f64)> = Vec::new();
+                    match (rate, beta) {
+                        (_, Some(beta)) => {
+                            checks.push((
+                                "exact",
+                                bounds::randomized_weighted_majority(n, beta, best),
+                            ));
+                            if beta >= 0.5 {
+                                checks.push((
+                                    "simple",
+                                    bounds::randomized_weighted_majority_simple(n, beta, best),
+                                ));
+                            }
+                        }
+                        (LearningRate::Horizon(h), _) if h as f64 >= 4.0 * (n as f64).ln() => {
+                            checks.push((
+                                "tuned",
+                                bounds::randomized_weighted_majority_tuned(h, n, best),
+                            ));
+                        }
+                        (LearningRate::Doubling, _) => {
+                            checks.push((
+                                "doubling",
+                                bounds::randomized_weighted_majority_doubling(t_max, n, best),
+                            ));
+                            checks.push((
+                                "doubling sum",
+                                bounds::randomized_weighted_majority_doubling_sum(t_max, n, best),
+                            ));
+                        }
+                        _ => {}
+                    }
+                    assert!(!checks.is_empty() || matches!(rate, LearningRate::Horizon(_)));
+                    for (name, bound) in checks {
+                        assert!(
+                            expected <= bound + 1e-9,
+                            "{name}: N {n} T {t_max} {rate:?}: E L = {expected} > {bound}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// RWM's bound is nearly reached: two experts (always 0, always 1), β = 0.99, the adversary
+/// answers against the majority. The weights alternate between equal and β : 1, so every two
+/// rounds E L grows by ½ + 1/(1 + β) while m* grows by 1 and the bound by
+/// ln(1/β)/(1 − β): the ratio tends to (½ + 1/(1 + β))(1 − β)/ln(1/β) = 0.9975.
+#[test]
+fn randomized_weighted_majority_bound_is_nearly_tight() {
+    let beta = 0.99;
+    let mut rwm = RandomizedWeightedMajorityParams::new(2)
+        .beta(beta)
+        .check()
+        .unwrap()
+        .build();
+    let advice = [0.0, 1.0];
+    for _ in 0..100_000 {
+        let outcome = against_the_majority(&rwm.weights(), &advice);
+        rwm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+    }
+    let ledger = rwm.ledger();
+    let best = ledger.expert_losses()[0].min(ledger.expert_losses()[1]);
+    let bound = bounds::randomized_weighted_majority(2, beta, best);
+    let fraction = ledger.learner_loss() / bound;
+    assert!(
+        fraction >= 0.99 && fraction <= 1.0,
+        "E L / bound = {fraction}"
+    );
+    // The realised mistakes of the draws follow the expectation.
+    let realised = rwm.realised_mistakes() as f64;
+    assert!((realised - ledger.learner_loss()).abs() < 5.0 * (100_000f64 * 0.25).sqrt());
+}
+
+/// Loss vectors for Hedge: random, or chosen against the current weights (loss 1 to every
+/// expert holding at least 1/N of the weight, 0 to the others).
+fn hedge_losses(rng: &mut StreamRng, weights: &[f64], adversarial: bool, bound: f64) -> Vec<f64> {
+    let n = weights.len();
+    if adversarial {
+        weights
+            .iter()
+            .map(|&w| if w >= 1.0 / n as f64 { bound } else { 0.0 })
+            .collect()
+    } else {
+        (0..n)
+            .map(|i| bound * (rng.next_f64() * (0.5 + i as f64 / (2 * n) as f64)))
+            .collect()
+    }
+}
+
+#[test]
+fn hedge_regret_bounds_every_schedule() {
+    let mut rng = StreamRng::seed_from(3);
+    for n in [2, 4, 16, 64] {
+        for t_max in [10u64, 200, 2000] {
+            for loss_bound in [1.0, 1000.0] {
+                for adversarial in [true, false] {
+                    for rate in [
+                        LearningRate::Fixed(0.05 / loss_bound),
+                        LearningRate::Fixed(1.0 / loss_bound),
+                        LearningRate::Horizon(t_max),
+                        LearningRate::Anytime,
+                        LearningRate::Doubling,
+                        LearningRate::AdaHedge,
+                    ] {
+                        let mut hedge = HedgeParams::new(n)
+                            .learning_rate(rate)
+                            .loss_bound(loss_bound)
+                            .check()
+                            .unwrap()
+                            .build();
+                        for _ in 0..t_max {
+                            let losses =
+                                hedge_losses(&mut rng, &hedge.weights(), adversarial, loss_bound);
+                            hedge.learn_one(LossRound::new(&losses)).unwrap();
+                        }
+                        let ledger = hedge.ledger();
+                        let best = ledger
+                            .expert_losses()
+                            .iter()
+                            .copied()
+                            .fold(f64::INFINITY, f64::min);
+                        let bound = match rate {
+                            LearningRate::Fixed(eta) => {
+                                bounds::hedge_fixed(t_max, eta, loss_bound, 1.0 / n as f64, best)
+                            }
+                            LearningRate::Horizon(h) => bounds::hedge_tuned(h, n, loss_bound, best),
+                            LearningRate::Anytime => {
+                                bounds::hedge_anytime(t_max, n, loss_bound, best)
+                            }
+                            LearningRate::Doubling => {
+                                bounds::hedge_doubling(t_max, n, loss_bound, best)
+                            }
+                            LearningRate::AdaHedge => bounds::adahedge(t_max, n, loss_bound, best),
+                        };
+                        let loss = ledger.learner_loss();
+                        assert!(
+                            loss <= bound * (1.0 + 1e-12),
+                            "N {n} T {t_max} B {loss_bound} adversarial {adversarial} {rate:?}: \
+                             L = {loss} > bound {bound} (L* = {best})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Hedge's fixed-η bound ln N/η + ηT/8 is nearly reached: with a small η and one expert
+/// always right, the learner keeps paying the wrong expert's share until the weights part;
+/// the regret tends to ln 2/η.
+#[test]
+fn hedge_fixed_rate_bound_is_nearly_tight() {
+    let eta = 0.01;
+    let t_max = 2000;
+    let mut hedge = HedgeParams::new(2)
+        .learning_rate(LearningRate::Fixed(eta))
+        .loss_bound(1.0)
+        .check()
+        .unwrap()
+        .build();
+    for _ in 0..t_max {
+        hedge.learn_one(LossRound::new(&[0.0, 1.0])).unwrap();
+    }
+    let regret = hedge.ledger().regret();
+    let bound = bounds::hedge_fixed(t_max, eta, 1.0, 0.5, 0.0);
+    let fraction = regret / bound;
+    assert!(
+        fraction >= 0.95 && fraction <= 1.0,
+        "regret / bound = {fraction}"
+    );
+}
+
+/// With a prior, the regret against expert i is bounded by ln(1/π_i)/η + ηB²T/8.
+#[test]
+fn hedge_prior_bound_per_expert() {
+    let mut rng = StreamRng::seed_from(4);
+    let prior = vec![0.7, 0.1, 0.1, 0.05, 0.05];
+    let eta = 0.2;
+    let t_max = 500;
+    let mut hedge = HedgeParams::new(5)
+        .learning_rate(LearningRate::Fixed(eta))
+        .loss_bound(1.0)
+        .prior(prior.clone())
+        .check()
+        .unwrap()
+        .build();
+    for _ in 0..t_max {
+        let losses: Vec<f64> = (0..5).map(|_| rng.next_f64()).collect();
+        hedge.learn_one(LossRound::new(&losses)).unwrap();
+    }
+    for (i, pi) in prior.iter().enumerate() {
+        let regret = hedge.ledger().regret_against(i);
+        assert!(
+            regret <= bounds::hedge_fixed(t_max, eta, 1.0, *pi, 0.0),
+            "expert {i}"
+        );
+    }
+}
+
+/// Sleeping experts: the regret against each expert on its awake rounds obeys the tuned
+/// Hedge bound with T the total number of rounds.
+#[test]
+fn sleeping_experts_regret_on_awake_rounds() {
+    let mut rng = StreamRng::seed_from(5);
+    for n in [3, 10] {
+        let t_max = 1500;
+        let mut hedge = HedgeParams::new(n)
+            .learning_rate(LearningRate::Horizon(t_max))
+            .loss_bound(1.0)
+            .check()
+            .unwrap()
+            .build();
+        for t in 0..t_max {
+            let awake: Vec<bool> = (0..n)
+                .map(|i| i == t as usize % n || rng.next_f64() < 0.5)
+                .collect();
+            // Expert 0 is good when awake; the others are noise.
+            let losses: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i == 0 {
+                        0.1 * rng.next_f64()
+                    } else {
+                        rng.next_f64()
+                    }
+                })
+                .collect();
+            hedge
+                .learn_one(LossRound {
+                    losses: &losses,
+                    awake: Some(&awake),
+                })
+                .unwrap();
+        }
+        let bound = bounds::hedge_tuned(t_max, n, 1.0, 0.0);
+        for i in 0..n {
+            let regret = hedge.ledger().regret_against(i);
+            assert!(regret <= bound, "N {n} expert {i}: {regret} > {bound}");
+        }
+        // The good expert is the one the learner regrets most, and that regret is real.
+        assert_eq!(hedge.ledger().best_expert().0, 0);
+        assert!(hedge.ledger().regret_against(0) > 0.0);
+    }
+}
+
+/// EWA with a convex loss has at most Hedge's regret against every expert (Jensen), and
+/// with the gradient option at most the linearised bound against the best convex combination.
+#[test]
+fn ewa_bounds_against_experts_and_combinations() {
+    let mut rng = StreamRng::seed_from(6);
+    let n = 4;
+    let t_max = 3000;
+    // Advice and outcomes in [0, 1]: square losses in [0, 1]; gradients 2(ŷ − y) ∈ [−2, 2],
+    // so linearised losses lie in [−2, 2]: B = 2GY = 4.
+    let data: Vec<(Vec<f64>, f64)> = (0..t_max)
+        .map(|t| {
+            let signal = 0.5 + 0.4 * (t as f64 * 0.05).sin();
+            let advice = vec![
+                (signal + 0.2).min(1.0),
+                (signal - 0.2).max(0.0),
+                rng.next_f64(),
+                0.5,
+            ];
+            (
+                advice,
+                (signal + 0.05 * rng.standard_normal()).clamp(0.0, 1.0),
+            )
+        })
+        .collect();
+    let mut plain = EwaParams::new(n)
+        .loss(Loss::Square)
+        .learning_rate(LearningRate::Horizon(t_max as u64))
+        .loss_bound(1.0)
+        .check()
+        .unwrap()
+        .build();
+    let mut gradient = EwaParams::new(n)
+        .loss(Loss::Square)
+        .gradient(true)
+        .learning_rate(LearningRate::Horizon(t_max as u64))
+        .loss_bound(4.0)
+        .check()
+        .unwrap()
+        .build();
+    let mut oracle = ConvexCombinationOracle::new(n);
+    for (advice, outcome) in &data {
+        plain.learn_one(AdviceRound::new(advice, *outcome)).unwrap();
+        gradient
+            .learn_one(AdviceRound::new(advice, *outcome))
+            .unwrap();
+        oracle.observe(advice, *outcome).unwrap();
+    }
+    assert_eq!(plain.out_of_range_rounds(), 0);
+    assert_eq!(gradient.out_of_range_rounds(), 0);
+    let best = plain
+        .ledger()
+        .expert_losses()
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    assert!(plain.ledger().learner_loss() <= bounds::hedge_tuned(t_max as u64, n, 1.0, best));
+    let (combination, combination_loss) = oracle.solve();
+    assert!(
+        combination_loss <= best,
+        "a combination is at least as good as the best expert"
+    );
+    let gradient_loss = gradient.ledger().learner_loss();
+    assert!(
+        gradient_loss <= bounds::hedge_tuned(t_max as u64, n, 4.0, combination_loss),
+        "{gradient_loss} vs combination {combination_loss} ({combination:?})"
+    );
+    // Experts 0 and 1 bracket the signal: the combination mixes them and beats either.
+    assert!(combination[0] > 0.2 && combination[1] > 0.2);
+    assert!(combination_loss < 0.5 * best);
+}
+
+/// FPL's expected loss, computed exactly from the win probabilities, obeys
+/// E L_T ≤ (η L* + ln N)/(1 − e^{−η}) on random and adversarial losses.
+#[test]
+fn fpl_expected_loss_bound() {
+    let mut rng = StreamRng::seed_from(7);
+    for n in [2, 5, 20] {
+        for eta in [0.05, 0.5, 2.0] {
+            for adversarial in [true, false] {
+                let t_max = 400;
+                let mut fpl = FplParams::new(n, 1.0)
+                    .learning_rate(LearningRate::Fixed(eta))
+                    .expected_loss(true)
+                    .seed(11)
+                    .check()
+                    .unwrap()
+                    .build();
+                for _ in 0..t_max {
+                    let losses = hedge_losses(&mut rng, &fpl.weights(), adversarial, 1.0);
+                    fpl.learn_one(LossRound::new(&losses)).unwrap();
+                }
+                let ledger = fpl.ledger();
+                let best = ledger
+                    .expert_losses()
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min);
+                let bound = bounds::fpl_expected(n, eta, 1.0, best);
+                assert!(
+                    ledger.learner_loss() <= bound,
+                    "N {n} η {eta} adversarial {adversarial}: {} > {bound}",
+                    ledger.learner_loss()
+                );
+            }
+        }
+    }
+}
+
+/// The FPL bound is nearly tight: expert 0 never charged, the others charged in turn; the
+/// expected loss tends to (H_N − 1)/(1 − e^{−η}) against the bound ln N/(1 − e^{−η}):
+/// (H_100 − 1)/ln 100 = 0.909.
+#[test]
+fn fpl_round_robin_adversary_nearly_reaches_the_bound() {
+    let n = 100;
+    let eta = 1.0;
+    let mut fpl = FplParams::new(n, 1.0)
+        .learning_rate(LearningRate::Fixed(eta))
+        .expected_loss(true)
+        .check()
+        .unwrap()
+        .build();
+    let mut losses = vec![0.0; n];
+    for t in 0..(n - 1) * 40 {
+        losses.iter_mut().for_each(|l| *l = 0.0);
+        losses[1 + t % (n - 1)] = 1.0;
+        fpl.learn_one(LossRound::new(&losses)).unwrap();
+    }
+    let harmonic: f64 = (1..=n).map(|k| 1.0 / k as f64).sum();
+    let limit = (harmonic - 1.0) / (1.0 - (-eta).exp());
+    let expected = fpl.ledger().learner_loss();
+    let bound = bounds::fpl_expected(n, eta, 1.0, 0.0);
+    assert!(
+        (expected - limit).abs() < 1e-3 * limit,
+        "{expected} vs limit {limit}"
+    );
+    let fraction = expected / bound;
+    assert!(
+        fraction > 0.9 && fraction <= 1.0,
+        "E L / bound = {fraction}"
+    );
+}
+
+/// The win probabilities agree with Monte Carlo frequencies of the perturbed argmax.
+#[test]
+fn win_probabilities_match_monte_carlo() {
+    let scores = [0.0, -0.3, -1.2, 0.4, -2.5, 0.4];
+    let exact = pacstream::experts::win_probabilities(&scores).unwrap();
+    assert!((exact.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    let mut rng = StreamRng::seed_from(8);
+    let draws = 400_000;
+    let mut counts = [0usize; 6];
+    for _ in 0..draws {
+        let mut best = (0, f64::NEG_INFINITY);
+        for (i, s) in scores.iter().enumerate() {
+            let z = -rng.next_f64_nonzero().ln();
+            if s + z > best.1 {
+                best = (i, s + z);
+            }
+        }
+        counts[best.0] += 1;
+    }
+    for (i, &count) in counts.iter().enumerate() {
+        let frequency = count as f64 / draws as f64;
+        let sd = (exact[i] * (1.0 - exact[i]) / draws as f64).sqrt();
+        assert!(
+            (frequency - exact[i]).abs() < 5.0 * sd,
+            "expert {i}: {frequency} vs {}",
+            exact[i]
+        );
+    }
+    // Ties are shared equally.
+    assert!((exact[3] - exact[5]).abs() < 1e-15);
+}
+
+/// With one expert every rule copies it and has no regret.
+#[test]
+fn one_expert_is_copied() {
+    let mut hedge = HedgeParams::new(1).check().unwrap().build();
+    let mut ewa = EwaParams::new(1).check().unwrap().build();
+    let mut wm = WeightedMajorityParams::new(1).check().unwrap().build();
+    for t in 0..50 {
+        let y = (t % 3) as f64;
+        let step = hedge.learn_one(LossRound::new(&[y])).unwrap();
+        assert_eq!(step.loss, y);
+        let step = ewa.learn_one(AdviceRound::new(&[y + 1.0], y)).unwrap();
+        assert_eq!(step.prediction, Some(y + 1.0));
+        let bit = (t % 2) as f64;
+        wm.learn_one(AdviceRound::new(&[bit], 1.0 - bit)).unwrap();
+    }
+    assert_eq!(hedge.ledger().regret(), 0.0);
+    assert_eq!(ewa.ledger().regret(), 0.0);
+    assert_eq!(wm.ledger().regret(), 0.0);
+}
