@@ -97,7 +97,7 @@ fn weighted_majority_bound_is_nearly_tight() {
     let bound = bounds::weighted_majority(2, beta, best);
     let fraction = wm.mistakes() as f64 / bound;
     assert!(
-        fraction >= 0.98 && fraction <= 1.0,
+        (0.98..=1.0).contains(&fraction),
         "mistakes / bound = {fraction}"
     );
 }
@@ -219,10 +219,7 @@ fn randomized_weighted_majority_bound_is_nearly_tight() {
     let best = ledger.expert_losses()[0].min(ledger.expert_losses()[1]);
     let bound = bounds::randomized_weighted_majority(2, beta, best);
     let fraction = ledger.learner_loss() / bound;
-    assert!(
-        fraction >= 0.99 && fraction <= 1.0,
-        "E L / bound = {fraction}"
-    );
+    assert!((0.99..=1.0).contains(&fraction), "E L / bound = {fraction}");
     // The realised mistakes of the draws follow the expectation.
     let realised = rwm.realised_mistakes() as f64;
     assert!((realised - ledger.learner_loss()).abs() < 5.0 * (100_000f64 * 0.25).sqrt());
@@ -322,7 +319,7 @@ fn hedge_fixed_rate_bound_is_nearly_tight() {
     let bound = bounds::hedge_fixed(t_max, eta, 1.0, 0.5, 0.0);
     let fraction = regret / bound;
     assert!(
-        fraction >= 0.95 && fraction <= 1.0,
+        (0.95..=1.0).contains(&fraction),
         "regret / bound = {fraction}"
     );
 }
