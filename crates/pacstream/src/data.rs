@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 
 /// Checks that every coordinate of `point` is finite.
 pub fn check_finite(point: &[f64]) -> Result<()> {
+    // The vectorised test first; the position only for the error message.
+    if crate::kernels::all_finite(point) {
+        return Ok(());
+    }
     match point.iter().position(|v| !v.is_finite()) {
         Some(column) => Err(Error::NonFinite {
             row: None,

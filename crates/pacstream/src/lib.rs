@@ -60,6 +60,7 @@ pub mod error;
 pub mod eval;
 pub mod experts;
 pub mod geometry;
+mod kernels;
 pub mod kmeans;
 pub mod online;
 pub mod rng;

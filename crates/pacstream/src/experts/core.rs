@@ -8,6 +8,7 @@ use super::oracle::ExpertLedger;
 use super::schedule::{LearningRate, Schedule, Tuning};
 use super::weights::ExpWeights;
 use crate::error::{Error, Result};
+use crate::kernels::{self, Kernel};
 
 /// The range of charged losses the bounds assume; rounds outside it are counted, not refused.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,6 +57,9 @@ pub(crate) struct Core {
     /// The experts' own losses this round (scratch).
     #[serde(skip)]
     pub(crate) expert_losses: Vec<f64>,
+    /// EWA's linearised losses this round (scratch).
+    #[serde(skip)]
+    pub(crate) gradient_charges: Vec<f64>,
 }
 
 impl Core {
@@ -76,6 +80,7 @@ impl Core {
             probabilities: vec![0.0; n_experts],
             charges: vec![0.0; n_experts],
             expert_losses: vec![0.0; n_experts],
+            gradient_charges: vec![0.0; n_experts],
         })
     }
 
@@ -108,12 +113,7 @@ impl Core {
     /// Σ_i p_i v_i over the awake experts (asleep values may be anything, even NaN).
     pub(crate) fn mixture(&self, values: &[f64], awake: Option<&[bool]>) -> f64 {
         match awake {
-            None => self
-                .probabilities
-                .iter()
-                .zip(values)
-                .map(|(p, v)| p * v)
-                .sum(),
+            None => kernels::dispatch(Dot(&self.probabilities, values)),
             Some(awake) => (0..values.len())
                 .filter(|&i| awake[i])
                 .map(|i| self.probabilities[i] * values[i])
@@ -121,39 +121,41 @@ impl Core {
         }
     }
 
-    /// Ends the round. `charges` holds the awake experts' charged losses; asleep experts are
+    /// Ends the round. `charges[i]` is what awake expert i is charged; asleep experts are
     /// charged `asleep_charge` (the learner's loss of the round, so that their regret relative
-    /// to the learner does not move). The ledger gets the learner's loss and `expert_losses`.
+    /// to the learner does not move). The ledger gets the learner's loss and every awake
+    /// expert's own loss `expert_losses[i]`.
     pub(crate) fn finish(
         &mut self,
         eta: f64,
         awake: Option<&[bool]>,
+        charges: &[f64],
         asleep_charge: f64,
         learner_loss: f64,
+        expert_losses: &[f64],
     ) {
-        if let Some(awake) = awake {
-            for (charge, &is_awake) in self.charges.iter_mut().zip(awake) {
-                if !is_awake {
-                    *charge = asleep_charge;
+        let charges = match awake {
+            None => charges,
+            Some(awake) => {
+                for ((slot, &charge), &is_awake) in self.charges.iter_mut().zip(charges).zip(awake)
+                {
+                    *slot = if is_awake { charge } else { asleep_charge };
                 }
+                &self.charges
             }
-        }
-        if self
-            .charges
-            .iter()
-            .any(|c| *c < self.range.lower || *c > self.range.upper)
-        {
-            self.out_of_range_rounds += 1;
-        }
+        };
         if matches!(self.schedule.rate, LearningRate::AdaHedge) {
             // δ_t = h_t − m_t: the mixture loss of the charged losses minus their mix loss,
             // both under p_t (asleep experts have weight 0).
-            let mixture = self.mixture(&self.charges, None);
-            let mix = ExpWeights::mix_loss(eta, &self.probabilities, &self.charges);
+            let mixture = kernels::dispatch(Dot(&self.probabilities, charges));
+            let mix = ExpWeights::mix_loss(eta, &self.probabilities, charges);
             self.schedule.add_gap(mixture - mix);
         }
-        self.weights.charge(&self.charges);
-        self.ledger.record(learner_loss, &self.expert_losses, awake);
+        let outside = self
+            .weights
+            .charge_checked(charges, self.range.lower, self.range.upper);
+        self.out_of_range_rounds += u64::from(outside);
+        self.ledger.record(learner_loss, expert_losses, awake);
         self.n_rounds += 1;
     }
 
@@ -182,6 +184,18 @@ impl Core {
             ));
         }
         Ok(())
+    }
+}
+
+/// Σ_i a_i b_i.
+struct Dot<'a>(&'a [f64], &'a [f64]);
+
+impl Kernel for Dot<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run(self) -> f64 {
+        kernels::dot(self.0, self.1)
     }
 }
 

@@ -134,11 +134,14 @@ impl OnlineLearner for Hedge {
             }
             chosen
         });
-        for i in 0..round.losses.len() {
-            self.core.charges[i] = round.losses[i];
-            self.core.expert_losses[i] = round.losses[i];
-        }
-        self.core.finish(eta, round.awake, mixture, mixture);
+        self.core.finish(
+            eta,
+            round.awake,
+            round.losses,
+            mixture,
+            mixture,
+            round.losses,
+        );
         let (best_expert, regret) = self.core.ledger.best_expert();
         Ok(ExpertStep {
             round: self.core.n_rounds,
@@ -259,24 +262,31 @@ impl OnlineLearner for Ewa {
         let learner_loss = loss.value(prediction, round.outcome);
         let slope = loss.gradient(prediction, round.outcome);
         let is_awake = |i: usize| round.awake.is_none_or(|a| a[i]);
+        // Scratch buffers, taken out so that `finish` can borrow the core mutably.
+        let mut own_losses = std::mem::take(&mut self.core.expert_losses);
+        let mut charges = std::mem::take(&mut self.core.gradient_charges);
+        charges.resize(own_losses.len(), 0.0);
         for i in 0..round.advice.len() {
             if is_awake(i) {
-                let own = loss.value(round.advice[i], round.outcome);
-                self.core.expert_losses[i] = own;
-                self.core.charges[i] = if self.params.gradient {
-                    slope * round.advice[i]
-                } else {
-                    own
-                };
+                own_losses[i] = loss.value(round.advice[i], round.outcome);
+                charges[i] = slope * round.advice[i];
             }
         }
-        let asleep_charge = if self.params.gradient {
-            slope * prediction
+        let (charged, asleep_charge) = if self.params.gradient {
+            (&charges, slope * prediction)
         } else {
-            learner_loss
+            (&own_losses, learner_loss)
         };
-        self.core
-            .finish(eta, round.awake, asleep_charge, learner_loss);
+        self.core.finish(
+            eta,
+            round.awake,
+            charged,
+            asleep_charge,
+            learner_loss,
+            &own_losses,
+        );
+        self.core.expert_losses = own_losses;
+        self.core.gradient_charges = charges;
         let (best_expert, regret) = self.core.ledger.best_expert();
         Ok(ExpertStep {
             round: self.core.n_rounds,

@@ -143,13 +143,16 @@ impl OnlineLearner for WeightedMajority {
         }
         let prediction = if on_one >= on_zero { 1.0 } else { 0.0 };
         let mistake = prediction != round.outcome;
-        for i in 0..round.advice.len() {
-            let wrong = round.advice[i] != round.outcome;
-            self.core.expert_losses[i] = f64::from(u8::from(wrong));
-            self.core.charges[i] = f64::from(u8::from(wrong && mistake));
+        let mut wrong = std::mem::take(&mut self.core.expert_losses);
+        for (flag, &advice) in wrong.iter_mut().zip(round.advice) {
+            *flag = f64::from(u8::from(advice != round.outcome));
         }
         let loss = f64::from(u8::from(mistake));
-        self.core.finish(eta, None, 0.0, loss);
+        // Weights move only when the majority errs.
+        let zeros = vec![0.0; if mistake { 0 } else { wrong.len() }];
+        let charges = if mistake { &wrong } else { &zeros };
+        self.core.finish(eta, None, charges, 0.0, loss, &wrong);
+        self.core.expert_losses = wrong;
         self.mistakes += u64::from(mistake);
         let (best_expert, regret) = self.core.ledger.best_expert();
         Ok(ExpertStep {
@@ -261,12 +264,12 @@ impl OnlineLearner for RandomizedWeightedMajority {
         };
         let expected = (on_one - round.outcome).abs();
         let realised = f64::from(u8::from(prediction != round.outcome));
-        for i in 0..round.advice.len() {
-            let wrong = f64::from(u8::from(round.advice[i] != round.outcome));
-            self.core.expert_losses[i] = wrong;
-            self.core.charges[i] = wrong;
+        let mut wrong = std::mem::take(&mut self.core.expert_losses);
+        for (flag, &advice) in wrong.iter_mut().zip(round.advice) {
+            *flag = f64::from(u8::from(advice != round.outcome));
         }
-        self.core.finish(eta, None, 0.0, expected);
+        self.core.finish(eta, None, &wrong, 0.0, expected, &wrong);
+        self.core.expert_losses = wrong;
         self.realised_mistakes += realised as u64;
         let (best_expert, regret) = self.core.ledger.best_expert();
         Ok(ExpertStep {

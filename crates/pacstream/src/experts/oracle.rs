@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::eval::CompensatedSum;
+use crate::kernels::{self, Kernel};
 
 /// Cumulative losses of the learner and of every expert, and the regret between them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,6 +29,9 @@ pub struct ExpertLedger {
     /// with a sleeping expert (before that it equals the learner's total).
     learner_when_awake: Option<Vec<f64>>,
     rounds: u64,
+    /// min_i L_i and the lowest index holding it, kept up to date after every round.
+    least: f64,
+    least_at: usize,
 }
 
 impl ExpertLedger {
@@ -38,21 +42,25 @@ impl ExpertLedger {
             experts: vec![0.0; n_experts],
             learner_when_awake: None,
             rounds: 0,
+            least: 0.0,
+            least_at: 0,
         }
     }
 
     /// Records a round: the learner's loss and every expert's (the losses of asleep experts
     /// are ignored).
-    #[inline]
     pub fn record(&mut self, learner_loss: f64, expert_losses: &[f64], awake: Option<&[bool]>) {
         self.rounds += 1;
         let before = self.learner.value();
         self.learner.add(learner_loss);
         match awake {
             None => {
-                for (total, loss) in self.experts.iter_mut().zip(expert_losses) {
-                    *total += loss;
-                }
+                let (least, least_at) = kernels::dispatch(AddAndArgmin {
+                    totals: &mut self.experts,
+                    losses: expert_losses,
+                });
+                self.least = least;
+                self.least_at = least_at;
                 if let Some(when_awake) = &mut self.learner_when_awake {
                     when_awake.iter_mut().for_each(|l| *l += learner_loss);
                 }
@@ -67,6 +75,7 @@ impl ExpertLedger {
                         when_awake[i] += learner_loss;
                     }
                 }
+                (self.least, self.least_at) = kernels::min_and_position(&self.experts);
             }
         }
     }
@@ -130,6 +139,7 @@ impl ExpertLedger {
 
     pub(crate) fn validate_snapshot(&self, n_experts: usize) -> Result<()> {
         if self.experts.len() != n_experts
+            || kernels::min_and_position(&self.experts) != (self.least, self.least_at)
             || self
                 .learner_when_awake
                 .as_ref()
@@ -145,6 +155,24 @@ impl ExpertLedger {
             ));
         }
         Ok(())
+    }
+}
+
+/// L_i += ℓ_i; returns (min L, its lowest index).
+struct AddAndArgmin<'a> {
+    totals: &'a mut [f64],
+    losses: &'a [f64],
+}
+
+impl Kernel for AddAndArgmin<'_> {
+    type Output = (f64, usize);
+
+    #[inline(always)]
+    fn run(self) -> (f64, usize) {
+        for (total, loss) in self.totals.iter_mut().zip(self.losses) {
+            *total += loss;
+        }
+        kernels::min_and_position(self.totals)
     }
 }
 

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::kernels::{self, Kernel};
 
 /// Priors and charged cumulative losses of N experts; see the module documentation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,6 +26,9 @@ pub struct ExpWeights {
     log_prior: Option<Vec<f64>>,
     /// C_i, the loss charged to each expert since the last restart.
     charged: Vec<f64>,
+    /// min_i C_i: with the uniform prior and every expert awake, the largest log-weight is
+    /// −η·min C, so the weights need one pass instead of two.
+    least: f64,
 }
 
 impl ExpWeights {
@@ -56,6 +60,7 @@ impl ExpWeights {
         Ok(Self {
             log_prior,
             charged: vec![0.0; n_experts],
+            least: 0.0,
         })
     }
 
@@ -81,22 +86,30 @@ impl ExpWeights {
     }
 
     /// Adds `losses[i]` to C_i for every expert.
-    #[inline]
     pub fn charge(&mut self, losses: &[f64]) {
-        for (c, l) in self.charged.iter_mut().zip(losses) {
-            *c += l;
-        }
+        debug_assert_eq!(losses.len(), self.charged.len());
+        self.least = kernels::dispatch(Charge {
+            charged: &mut self.charged,
+            losses,
+        });
     }
 
-    /// Adds `loss` to C_i of one expert.
-    #[inline]
-    pub fn charge_one(&mut self, expert: usize, loss: f64) {
-        self.charged[expert] += loss;
+    /// Adds `losses[i]` to C_i for every expert and tells whether some loss lies outside
+    /// [lower, upper] (one pass).
+    pub(crate) fn charge_checked(&mut self, losses: &[f64], lower: f64, upper: f64) -> bool {
+        let outside = kernels::dispatch(OutsideRange {
+            values: losses,
+            lower,
+            upper,
+        });
+        self.charge(losses);
+        outside
     }
 
     /// Forgets the charged losses (a new epoch of the doubling trick).
     pub fn restart(&mut self) {
         self.charged.iter_mut().for_each(|c| *c = 0.0);
+        self.least = 0.0;
     }
 
     /// Writes p_i ∝ π_i exp(−η C_i) over the awake experts (all if `awake` is `None`) into
@@ -118,6 +131,15 @@ impl ExpWeights {
                     0.0
                 };
             }
+        } else if awake.is_none() && self.log_prior.is_none() {
+            // The common case: one pass of exponentials, one of scaling.
+            kernels::dispatch(UniformWeights {
+                charged: &self.charged,
+                eta,
+                least: self.least,
+                probabilities,
+            });
+            return;
         } else {
             let largest = (0..self.charged.len())
                 .filter(|&i| is_awake(i))
@@ -125,14 +147,13 @@ impl ExpWeights {
                 .fold(f64::NEG_INFINITY, f64::max);
             for (i, p) in probabilities.iter_mut().enumerate() {
                 *p = if is_awake(i) {
-                    (self.log_prior(i) - eta * self.charged[i] - largest).exp()
+                    kernels::exp(self.log_prior(i) - eta * self.charged[i] - largest)
                 } else {
                     0.0
                 };
             }
         }
-        let total: f64 = probabilities.iter().sum();
-        let scale = 1.0 / total;
+        let scale = 1.0 / kernels::sum(probabilities);
         probabilities.iter_mut().for_each(|p| *p *= scale);
     }
 
@@ -154,12 +175,12 @@ impl ExpWeights {
         }
         // Σ p_i e^{−η ℓ_i} = e^{−η ℓ_min} Σ p_i e^{−η (ℓ_i − ℓ_min)}: no overflow, and the
         // sum is ≥ the weight of the minimiser, so its logarithm is finite.
-        let sum: f64 = probabilities
-            .iter()
-            .zip(losses)
-            .filter(|(p, _)| **p > 0.0)
-            .map(|(p, l)| p * (-eta * (l - least)).exp())
-            .sum();
+        let sum = kernels::dispatch(MixSum {
+            probabilities,
+            losses,
+            eta,
+            least,
+        });
         least - sum.ln() / eta
     }
 
@@ -180,7 +201,98 @@ impl ExpWeights {
                 "exponential weights: values must be finite".into(),
             ));
         }
+        let least = self.charged.iter().copied().fold(f64::INFINITY, f64::min);
+        if least != self.least {
+            return Err(Error::InvalidSnapshot(
+                "exponential weights: the cached least loss is wrong".into(),
+            ));
+        }
         Ok(())
+    }
+}
+
+/// C_i += ℓ_i; returns min C.
+struct Charge<'a> {
+    charged: &'a mut [f64],
+    losses: &'a [f64],
+}
+
+impl Kernel for Charge<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run(self) -> f64 {
+        kernels::add_and_min(self.charged, self.losses)
+    }
+}
+
+/// Whether some value lies outside [lower, upper].
+struct OutsideRange<'a> {
+    values: &'a [f64],
+    lower: f64,
+    upper: f64,
+}
+
+impl Kernel for OutsideRange<'_> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run(self) -> bool {
+        // A count rather than `any`, whose early exit would keep the loop scalar.
+        let outside: usize = self
+            .values
+            .iter()
+            .map(|&v| usize::from(v < self.lower || v > self.upper))
+            .sum();
+        outside > 0
+    }
+}
+
+/// p_i = e^{−η(C_i − min C)} / Σ_j e^{−η(C_j − min C)}.
+struct UniformWeights<'a> {
+    charged: &'a [f64],
+    eta: f64,
+    least: f64,
+    probabilities: &'a mut [f64],
+}
+
+impl Kernel for UniformWeights<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let minus_eta = -self.eta;
+        for (p, c) in self.probabilities.iter_mut().zip(self.charged) {
+            *p = kernels::exp(minus_eta * (c - self.least));
+        }
+        let scale = 1.0 / kernels::sum(self.probabilities);
+        for p in self.probabilities.iter_mut() {
+            *p *= scale;
+        }
+    }
+}
+
+/// Σ_i p_i e^{−η(ℓ_i − ℓ_min)}.
+struct MixSum<'a> {
+    probabilities: &'a [f64],
+    losses: &'a [f64],
+    eta: f64,
+    least: f64,
+}
+
+impl Kernel for MixSum<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run(self) -> f64 {
+        let mut total = 0.0;
+        for (p, l) in self.probabilities.iter().zip(self.losses) {
+            // Experts without weight contribute nothing (their loss may be anything).
+            if *p > 0.0 {
+                total += p * kernels::exp(-self.eta * (l - self.least));
+            }
+        }
+        total
     }
 }
 
