@@ -45,8 +45,9 @@ pub(crate) fn dispatch<K: Kernel>(kernel: K) -> K::Output {
 /// dependency chains let consecutive elements overlap; 2^k is built in the exponent bits.
 #[inline(always)]
 pub(crate) fn exp(x: f64) -> f64 {
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    // fdlibm's split of ln 2: the high part has 32 trailing zero bits, so k·LN2_HI is exact.
+    const LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
+    const LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
     // Adding 1.5·2^52 rounds to an integer held in the low mantissa bits.
     const ROUNDER: f64 = 6_755_399_441_055_744.0;
     let argument = x;
