@@ -15,8 +15,11 @@
 //!   with MacQueen's running means, decay, reassignment of dying centres, Sculley's
 //!   mini-batches and mergeable [`CentreStats`].
 
+mod assign;
 mod batch;
 mod centres;
+mod chunked;
+mod hamerly;
 mod init;
 mod lloyd;
 mod params;
@@ -25,6 +28,8 @@ mod stats;
 
 pub use batch::{KMeans, KMeansReport};
 pub use centres::Centres;
+#[doc(hidden)]
+pub use init::seed_indices;
 pub use params::{
     Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
 };

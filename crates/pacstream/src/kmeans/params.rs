@@ -37,7 +37,7 @@ impl Default for Init {
 }
 
 impl Init {
-    fn check(&self, n_clusters: usize) -> Result<()> {
+    pub(crate) fn check(&self, n_clusters: usize) -> Result<()> {
         match self {
             Init::GreedyKMeansPlusPlus {
                 n_local_trials: Some(0),
