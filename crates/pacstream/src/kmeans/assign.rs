@@ -31,17 +31,43 @@ pub(crate) trait Assigner {
 
 /// The nearest of the k row-major `centres` to `point` and its squared distance; ties go to
 /// the lowest index. `D` is the dimension if known at compile time, 0 otherwise.
+///
+/// Written with selects rather than branches: which centre is nearest changes from point to
+/// point in no pattern a branch predictor could learn.
 #[inline(always)]
 pub(crate) fn nearest<const D: usize>(point: &[f64], centres: &[f64], dim: usize) -> (usize, f64) {
     let dim = if D == 0 { dim } else { D };
-    let mut best = (0, f64::INFINITY);
+    let point = &point[..dim];
+    let (mut best_index, mut best) = (0, f64::INFINITY);
     for (j, centre) in centres.chunks_exact(dim).enumerate() {
-        let distance = squared_distance(&point[..dim], &centre[..dim]);
-        if distance < best.1 {
-            best = (j, distance);
-        }
+        let distance = squared_distance(point, &centre[..dim]);
+        let closer = distance < best;
+        best = if closer { distance } else { best };
+        best_index = if closer { j } else { best_index };
     }
-    best
+    (best_index, best)
+}
+
+/// [`nearest`], and also the second smallest squared distance (∞ when k = 1).
+#[inline(always)]
+pub(crate) fn nearest_two<const D: usize>(
+    point: &[f64],
+    centres: &[f64],
+    dim: usize,
+) -> (usize, f64, f64) {
+    let dim = if D == 0 { dim } else { D };
+    let point = &point[..dim];
+    let (mut best_index, mut best, mut second) = (0, f64::INFINITY, f64::INFINITY);
+    for (j, centre) in centres.chunks_exact(dim).enumerate() {
+        let distance = squared_distance(point, &centre[..dim]);
+        // The new second smallest is min(second, max(distance, best)).
+        let larger = if distance < best { best } else { distance };
+        second = if larger < second { larger } else { second };
+        let closer = distance < best;
+        best = if closer { distance } else { best };
+        best_index = if closer { j } else { best_index };
+    }
+    (best_index, best, second)
 }
 
 /// Plain Lloyd: every distance, every iteration. The reference the other kernels must agree

@@ -268,10 +268,11 @@ pub(crate) fn cluster_sums(
     total
 }
 
-/// Calls `$kernel::<D>($args)` with the dimension as a constant for d ≤ 4 (and D = 0,
+/// Calls `$kernel::<D>($args)` with the dimension as a constant for d ≤ 16 (and D = 0,
 /// meaning "read the dimension at run time", otherwise). With a constant D the row slices
-/// have a length known at compile time, so the distance loops unroll completely; the
-/// arithmetic, and so every result, is the same as in the run-time version.
+/// have a length known at compile time, so the distance loops unroll completely instead of
+/// paying a loop set-up per distance, which dominates at small d; the arithmetic, and so
+/// every result, is the same as in the run-time version.
 macro_rules! with_const_dim {
     ($dim:expr, $kernel:ident ( $($arg:expr),* $(,)? )) => {
         match $dim {
@@ -279,6 +280,18 @@ macro_rules! with_const_dim {
             2 => $kernel::<2>($($arg),*),
             3 => $kernel::<3>($($arg),*),
             4 => $kernel::<4>($($arg),*),
+            5 => $kernel::<5>($($arg),*),
+            6 => $kernel::<6>($($arg),*),
+            7 => $kernel::<7>($($arg),*),
+            8 => $kernel::<8>($($arg),*),
+            9 => $kernel::<9>($($arg),*),
+            10 => $kernel::<10>($($arg),*),
+            11 => $kernel::<11>($($arg),*),
+            12 => $kernel::<12>($($arg),*),
+            13 => $kernel::<13>($($arg),*),
+            14 => $kernel::<14>($($arg),*),
+            15 => $kernel::<15>($($arg),*),
+            16 => $kernel::<16>($($arg),*),
             _ => $kernel::<0>($($arg),*),
         }
     };

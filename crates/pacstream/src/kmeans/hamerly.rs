@@ -23,7 +23,7 @@
 //! each other. When a point is recomputed it uses the same distance function as plain
 //! Lloyd, and gets the same label.
 
-use super::assign::Assigner;
+use super::assign::{Assigner, nearest_two};
 use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, with_const_dim};
 use crate::geometry::squared_distance;
 
@@ -129,20 +129,10 @@ fn hamerly_chunk<const D: usize>(
             }
         }
         if recompute {
-            let mut best = (0, f64::INFINITY);
-            let mut second = f64::INFINITY;
-            for j in 0..info.half_gap.len() {
-                let distance = squared_distance(point, centre(j));
-                if distance < best.1 {
-                    second = best.1;
-                    best = (j, distance);
-                } else if distance < second {
-                    second = distance;
-                }
-            }
+            let best = nearest_two::<D>(point, info.centres, dim);
             state.label = best.0;
             state.upper = info.up(best.1.sqrt());
-            state.lower = info.down(second.sqrt());
+            state.lower = info.down(best.2.sqrt());
         }
         if state.label != previous {
             partial.n_changed += 1;

@@ -29,11 +29,12 @@
 //! function of the seed and the data, whatever the number of threads.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::chunked::{CHUNK, WeightedPoints};
+use super::chunked::{CHUNK, WeightedPoints, with_const_dim};
 use super::params::Init;
 use crate::data::{Points, Weights};
 use crate::error::{Error, Result};
@@ -184,21 +185,22 @@ fn kmeans_plus_plus(
 /// The candidate with the lowest potential Σ w(x)·min(D(x)², ‖x − candidate‖²); ties go to
 /// the first candidate drawn.
 fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[usize]) -> usize {
-    let rows: Vec<&[f64]> = candidates.iter().map(|&i| points.row(i)).collect();
+    let rows: Vec<f64> = candidates
+        .iter()
+        .flat_map(|&i| points.row(i).iter().copied())
+        .collect();
     let partials: Vec<Vec<f64>> = points
         .chunk_ranges()
         .map(|range| {
-            let mut potentials = vec![0.0; rows.len()];
-            for i in range {
-                let (x, w, d2) = (points.row(i), points.weight(i), closest[i]);
-                for (potential, row) in potentials.iter_mut().zip(&rows) {
-                    *potential += w * d2.min(squared_distance(x, row));
-                }
-            }
+            let mut potentials = vec![0.0; candidates.len()];
+            with_const_dim!(
+                points.dim,
+                candidate_potentials(points, &rows, range, closest, &mut potentials)
+            );
             potentials
         })
         .collect();
-    let mut potentials = vec![0.0; rows.len()];
+    let mut potentials = vec![0.0; candidates.len()];
     for partial in &partials {
         for (total, p) in potentials.iter_mut().zip(partial) {
             *total += p;
@@ -211,6 +213,59 @@ fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[us
         }
     }
     candidates[best]
+}
+
+/// Adds Σ_{i ∈ range} w(i)·min(D(i)², ‖x_i − candidate_t‖²) to `potentials[t]`.
+fn candidate_potentials<const D: usize>(
+    points: &WeightedPoints<'_>,
+    candidates: &[f64],
+    range: Range<usize>,
+    closest: &[f64],
+    potentials: &mut [f64],
+) {
+    let dim = if D == 0 { points.dim } else { D };
+    let values = &points.values[range.start * dim..range.end * dim];
+    let closest = &closest[range.clone()];
+    // One candidate at a time keeps its running sum in a register; the chunk stays in cache
+    // between candidates.
+    for (potential, candidate) in potentials.iter_mut().zip(candidates.chunks_exact(dim)) {
+        let candidate = &candidate[..dim];
+        let rows = values.chunks_exact(dim).zip(closest);
+        *potential += match points.weights {
+            Weights::Unit => rows.fold(0.0, |acc, (point, d2)| {
+                acc + d2.min(squared_distance(&point[..dim], candidate))
+            }),
+            Weights::Given(weights) => {
+                rows.zip(&weights[range.clone()])
+                    .fold(0.0, |acc, ((point, d2), w)| {
+                        acc + w * d2.min(squared_distance(&point[..dim], candidate))
+                    })
+            }
+        };
+    }
+}
+
+/// closest(i) ← min(closest(i), ‖x_i − centre‖²) over one chunk starting at point `first`;
+/// returns the chunk's new mass Σ w(i)·closest(i).
+fn update_chunk<const D: usize>(
+    points: &WeightedPoints<'_>,
+    first: usize,
+    closest: &mut [f64],
+    centre: &[f64],
+) -> f64 {
+    let dim = if D == 0 { points.dim } else { D };
+    let centre = &centre[..dim];
+    let values = &points.values[first * dim..(first + closest.len()) * dim];
+    for (d2, point) in closest.iter_mut().zip(values.chunks_exact(dim)) {
+        *d2 = d2.min(squared_distance(&point[..dim], centre));
+    }
+    match points.weights {
+        Weights::Unit => closest.iter().fold(0.0, |acc, d2| acc + d2),
+        Weights::Given(weights) => closest
+            .iter()
+            .zip(&weights[first..first + closest.len()])
+            .fold(0.0, |acc, (d2, w)| acc + w * d2),
+    }
 }
 
 /// k distinct indices, each drawn ∝ w among those not drawn yet. Returns the indices and
@@ -312,13 +367,7 @@ impl MassSampler {
             .zip(self.chunk_masses.par_iter_mut())
             .enumerate()
             .for_each(|(c, (chunk, mass))| {
-                let mut total = 0.0;
-                for (offset, d2) in chunk.iter_mut().enumerate() {
-                    let i = c * CHUNK + offset;
-                    *d2 = d2.min(squared_distance(points.row(i), centre));
-                    total += points.weight(i) * *d2;
-                }
-                *mass = total;
+                *mass = with_const_dim!(points.dim, update_chunk(points, c * CHUNK, chunk, centre));
             });
         self.accumulate();
     }
