@@ -230,3 +230,78 @@ fn half_gaps(centres: &[f64], dim: usize, slack: f64) -> Vec<f64> {
         .map(|d2| 0.5 * d2.sqrt() * (1.0 - slack))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Weights;
+    use crate::kmeans::assign::PlainLloyd;
+    use crate::rng::StreamRng;
+
+    /// Drives both kernels through centres that move arbitrarily between passes (small
+    /// drifts, far jumps, two centres meeting), which Lloyd's own updates would rarely do,
+    /// and checks Hamerly's labels and sums against plain Lloyd's at every pass.
+    #[test]
+    fn bounds_survive_arbitrary_centre_moves() {
+        for (dim, n_clusters) in [(1, 3), (2, 6), (5, 4), (20, 7)] {
+            let mut rng = StreamRng::seed_from(dim as u64);
+            let n = 3000;
+            let values: Vec<f64> = (0..n * dim)
+                .map(|_| 4.0 * rng.standard_normal() + (rng.index_below(3) as f64) * 6.0)
+                .collect();
+            let weights: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+            let points = WeightedPoints {
+                values: &values,
+                dim,
+                weights: Weights::Given(&weights),
+            };
+            let mut centres: Vec<f64> = (0..n_clusters * dim)
+                .map(|_| 8.0 * rng.standard_normal())
+                .collect();
+            let mut hamerly = Hamerly::new(n, n_clusters, dim);
+            let mut plain = PlainLloyd::new(n);
+            let (mut from_hamerly, mut from_plain) = (
+                ClusterSums::new(n_clusters, dim),
+                ClusterSums::new(n_clusters, dim),
+            );
+            let mut stable_labels_seen = false;
+            for pass in 0..40 {
+                hamerly.assign(&points, &centres, &mut from_hamerly);
+                plain.assign(&points, &centres, &mut from_plain);
+                for i in 0..n {
+                    assert_eq!(hamerly.label(i), plain.label(i), "d = {dim}, pass {pass}");
+                }
+                assert_eq!(from_hamerly.sums, from_plain.sums);
+                assert_eq!(from_hamerly.masses, from_plain.masses);
+                assert_eq!(from_hamerly.n_changed, from_plain.n_changed);
+                stable_labels_seen |= pass > 0 && from_hamerly.n_changed < n;
+                let old = centres.clone();
+                let scale = match pass % 4 {
+                    0 => 0.01,
+                    1 => 0.3,
+                    2 => 3.0,
+                    _ => 0.0,
+                };
+                for c in &mut centres {
+                    *c += scale * rng.standard_normal();
+                }
+                if pass % 7 == 6 && n_clusters > 1 {
+                    // Centre 1 jumps onto centre 0: every point near them is a tie.
+                    let first = centres[..dim].to_vec();
+                    centres[dim..2 * dim].copy_from_slice(&first);
+                }
+                hamerly.centres_moved(&old, &centres);
+            }
+            assert!(stable_labels_seen);
+        }
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(two_largest(&[1.0, 5.0, 3.0, 5.0]), (1, 5.0, 5.0));
+        assert_eq!(two_largest(&[2.0]), (0, 2.0, 0.0));
+        let gaps = half_gaps(&[0.0, 4.0, 10.0], 1, 0.0);
+        assert_eq!(gaps, [2.0, 2.0, 3.0]);
+        assert_eq!(half_gaps(&[1.0, 2.0], 2, 0.0), [f64::INFINITY]);
+    }
+}
