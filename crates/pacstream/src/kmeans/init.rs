@@ -5,7 +5,7 @@
 //! - **k-means++** (Arthur & Vassilvitskii 2007; Algorithm 4 of the lecture notes): the
 //!   first centre is drawn ∝ w(x); each next one ∝ w(x)·D(x)², where
 //!   D(x)² = min over the chosen centres c of ‖x − c‖². Its guarantee,
-//!   E[φ] ≤ 8(ln k + 2)·φ_OPT, is checked exactly in the test suite.
+//!   E\[φ\] ≤ 8(ln k + 2)·φ_OPT, is checked exactly in the test suite.
 //! - **Greedy k-means++** (scikit-learn's default): each step draws `n_local_trials`
 //!   candidates independently ∝ w·D² and keeps the one whose potential
 //!   Σ w(x)·min(D(x)², ‖x − candidate‖²) is lowest (ties: the first drawn).
@@ -311,7 +311,7 @@ fn random_indices(
 #[derive(Debug)]
 struct MassSampler {
     chunk_masses: Vec<f64>,
-    /// cumulative[c] = mass of chunks 0..=c.
+    /// `cumulative[c]` = mass of chunks 0..=c.
     cumulative: Vec<f64>,
 }
 

@@ -20,7 +20,7 @@ pub enum Init {
         n_local_trials: Option<usize>,
     },
     /// Vanilla k-means++ (Arthur & Vassilvitskii 2007): the first centre ∝ w(x), each next
-    /// centre ∝ w(x)·D(x)². It carries the guarantee E[φ] ≤ 8(ln k + 2)·φ_OPT.
+    /// centre ∝ w(x)·D(x)². It carries the guarantee E\[φ\] ≤ 8(ln k + 2)·φ_OPT.
     KMeansPlusPlus,
     /// k distinct points drawn without replacement, with probability ∝ w(x).
     Random,
