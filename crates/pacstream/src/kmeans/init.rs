@@ -185,6 +185,18 @@ fn kmeans_plus_plus(
 /// The candidate with the lowest potential Σ w(x)·min(D(x)², ‖x − candidate‖²); ties go to
 /// the first candidate drawn.
 fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[usize]) -> usize {
+    // A candidate drawn twice (common once the mass sits on a few far points) is evaluated
+    // once; keeping the first occurrences in order keeps "ties go to the first drawn".
+    let mut distinct: Vec<usize> = Vec::with_capacity(candidates.len());
+    for &candidate in candidates {
+        if !distinct.contains(&candidate) {
+            distinct.push(candidate);
+        }
+    }
+    if distinct.len() == 1 {
+        return distinct[0];
+    }
+    let candidates = &distinct[..];
     let rows: Vec<f64> = candidates
         .iter()
         .flat_map(|&i| points.row(i).iter().copied())
