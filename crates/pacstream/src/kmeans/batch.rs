@@ -3,9 +3,13 @@
 use ndarray::{Array1, ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
+use rayon::prelude::*;
+
+use super::Init;
 use super::centres::Centres;
+use super::chunked::{CHUNK, WeightedPoints};
 use super::init::seed_centres;
-use super::lloyd::lloyd;
+use super::lloyd::{LloydRun, LloydSettings, lloyd};
 use super::params::KMeansConfig;
 use crate::data::{Points, Weights, check_point};
 use crate::error::{Error, Result};
@@ -50,7 +54,9 @@ impl KMeansConfig {
         self.fit_points(&points, Weights::Unit, &StreamRng::seed_from(self.seed))
     }
 
-    /// Fits k-means with one sample weight per row (finite, ≥ 0, not all zero).
+    /// Fits k-means with one sample weight per row (finite, ≥ 0, not all zero). A point of
+    /// integer weight m counts as m copies of it; points of weight 0 are ignored (they get a
+    /// label but move no centre).
     pub fn fit_weighted(
         &self,
         data: ArrayView2<'_, f64>,
@@ -64,64 +70,121 @@ impl KMeansConfig {
 
     /// Fits on validated points; restart r draws from `rng.child(r)`, so the result does not
     /// depend on the order (or the threads) in which restarts run.
+    ///
+    /// The data are first translated by their weighted mean μ (and the centres translated
+    /// back at the end). k-means is translation invariant, but floating point is not: with
+    /// ‖x‖ large against the spread of the clusters, the differences x − c would be taken
+    /// between numbers carrying mostly the offset. Centred, they keep their digits.
     pub(crate) fn fit_points(
         &self,
         points: &Points<'_>,
         weights: Weights<'_>,
         rng: &StreamRng,
     ) -> Result<KMeans> {
-        if points.n_points() < self.n_clusters {
+        let (n_points, dim) = (points.n_points(), points.dim());
+        if n_points < self.n_clusters {
             return Err(Error::NotEnoughPoints {
                 required: self.n_clusters,
-                found: points.n_points(),
+                found: n_points,
             });
         }
-        if let super::Init::Given(centres) = &self.init {
-            if centres.dim() != points.dim() {
+        if let Init::Given(centres) = &self.init {
+            if centres.dim() != dim {
                 return Err(Error::DimensionMismatch {
                     row: None,
-                    expected: points.dim(),
+                    expected: dim,
                     found: centres.dim(),
                 });
             }
         }
-        let mut best: Option<KMeans> = None;
+        let raw = WeightedPoints {
+            values: points.as_slice(),
+            dim,
+            weights,
+        };
+        let mean = raw.weighted_mean();
+        let mut centred = points.as_slice().to_vec();
+        centred.par_chunks_mut(dim * CHUNK).for_each(|chunk| {
+            for row in chunk.chunks_exact_mut(dim) {
+                for (x, m) in row.iter_mut().zip(&mean) {
+                    *x -= m;
+                }
+            }
+        });
+        let data = WeightedPoints {
+            values: &centred,
+            dim,
+            weights,
+        };
+        let mean_variance =
+            data.weighted_spread(&vec![0.0; dim]) / (data.total_weight() * dim as f64);
+        if !(mean.iter().all(|m| m.is_finite()) && mean_variance.is_finite()) {
+            return Err(Error::InconsistentInput(
+                "the values are too large: their squared distances overflow f64".into(),
+            ));
+        }
+        let settings = LloydSettings {
+            max_iter: self.max_iter,
+            shift_tolerance: self.tol * mean_variance,
+            algorithm: self.algorithm,
+        };
+        let run_restart = |restart: usize| {
+            let mut restart_rng = rng.child(restart as u64);
+            let seeding = seed_centres(&data, &self.init, self.n_clusters, &mean, &mut restart_rng);
+            (
+                seeding.duplicate_centres,
+                lloyd(&data, seeding.centres, &settings),
+            )
+        };
+        // Restarts are independent, so running them side by side changes nothing but the
+        // time; on small data it is the only parallelism there is. On large data each
+        // restart is parallel inside, and running them one after the other keeps only one
+        // restart's per-point state in memory.
+        let mut best: Option<(usize, LloydRun)> = None;
         let mut empty_cluster_reseeds = 0;
         let mut duplicate_centres = false;
-        for restart in 0..self.n_init {
-            let mut restart_rng = rng.child(restart as u64);
-            let seeding = seed_centres(
-                points,
-                weights,
-                &self.init,
-                self.n_clusters,
-                &mut restart_rng,
-            );
-            duplicate_centres |= seeding.duplicate_centres;
-            let run = lloyd(points, weights, seeding.centres, self);
+        let mut keep = |restart: usize, (duplicates, run): (bool, LloydRun)| {
             empty_cluster_reseeds += run.empty_cluster_reseeds;
-            if best.as_ref().is_none_or(|b| run.inertia < b.report.inertia) {
-                best = Some(KMeans {
-                    centres: run.centres,
-                    labels: run.labels,
-                    report: KMeansReport {
-                        inertia: run.inertia,
-                        n_iter: run.n_iter,
-                        converged: run.converged,
-                        empty_cluster_reseeds: 0,
-                        duplicate_centres: false,
-                        best_init: restart,
-                        n_init: self.n_init,
-                    },
-                });
+            duplicate_centres |= duplicates;
+            if best.as_ref().is_none_or(|(_, b)| run.inertia < b.inertia) {
+                best = Some((restart, run));
+            }
+        };
+        if self.n_init > 1 && n_points <= PARALLEL_RESTARTS_MAX_POINTS {
+            let runs: Vec<_> = (0..self.n_init).into_par_iter().map(run_restart).collect();
+            for (restart, run) in runs.into_iter().enumerate() {
+                keep(restart, run);
+            }
+        } else {
+            for restart in 0..self.n_init {
+                keep(restart, run_restart(restart));
             }
         }
-        let mut best = best.expect("invariant: n_init >= 1");
-        best.report.empty_cluster_reseeds = empty_cluster_reseeds;
-        best.report.duplicate_centres = duplicate_centres;
-        Ok(best)
+        let (best_init, run) = best.expect("invariant: n_init >= 1");
+        let mut values = run.centres;
+        for centre in values.chunks_exact_mut(dim) {
+            for (c, m) in centre.iter_mut().zip(&mean) {
+                *c += m;
+            }
+        }
+        Ok(KMeans {
+            centres: Centres::new(values, dim)?,
+            labels: run.labels,
+            report: KMeansReport {
+                inertia: run.inertia,
+                n_iter: run.n_iter,
+                converged: run.converged,
+                empty_cluster_reseeds,
+                duplicate_centres,
+                best_init,
+                n_init: self.n_init,
+            },
+        })
     }
 }
+
+/// Up to this many points, restarts run in parallel with each other.
+const PARALLEL_RESTARTS_MAX_POINTS: usize = 64 * CHUNK;
 
 impl KMeans {
     /// The fitted centres.

@@ -9,14 +9,21 @@
 //!
 //! - **Batch** ([`KMeansParams`] → [`KMeansConfig::fit`] → [`KMeans`]): seeding by greedy
 //!   k-means++ (default), vanilla k-means++, random points or given centres; then Lloyd's
-//!   iterations until the assignments are stable, the centre shift is within the scaled
-//!   tolerance, or `max_iter`; `n_init` restarts on independent child streams.
+//!   iterations on the data translated to their weighted mean, until the assignments are
+//!   stable, the centre shift is within the scaled tolerance, or `max_iter`; empty clusters
+//!   re-seeded at the farthest point; `n_init` restarts on independent child streams. The
+//!   assignment step runs plain or with Hamerly's bounds ([`Algorithm`]), with the same
+//!   result either way, over fixed chunks of points in parallel: results are the same bit
+//!   for bit whatever the number of threads.
 //! - **Sequential** ([`SequentialKMeansParams`] → [`SequentialKMeans`]): the online protocol
 //!   with MacQueen's running means, decay, reassignment of dying centres, Sculley's
 //!   mini-batches and mergeable [`CentreStats`].
 
+mod assign;
 mod batch;
 mod centres;
+mod chunked;
+mod hamerly;
 mod init;
 mod lloyd;
 mod params;
@@ -25,6 +32,8 @@ mod stats;
 
 pub use batch::{KMeans, KMeansReport};
 pub use centres::Centres;
+#[doc(hidden)]
+pub use init::seed_indices;
 pub use params::{
     Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
 };

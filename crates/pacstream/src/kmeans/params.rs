@@ -20,7 +20,7 @@ pub enum Init {
         n_local_trials: Option<usize>,
     },
     /// Vanilla k-means++ (Arthur & Vassilvitskii 2007): the first centre ∝ w(x), each next
-    /// centre ∝ w(x)·D(x)². It carries the guarantee E[φ] ≤ 8(ln k + 2)·φ_OPT.
+    /// centre ∝ w(x)·D(x)². It carries the guarantee E\[φ\] ≤ 8(ln k + 2)·φ_OPT.
     KMeansPlusPlus,
     /// k distinct points drawn without replacement, with probability ∝ w(x).
     Random,
@@ -37,7 +37,7 @@ impl Default for Init {
 }
 
 impl Init {
-    fn check(&self, n_clusters: usize) -> Result<()> {
+    pub(crate) fn check(&self, n_clusters: usize) -> Result<()> {
         match self {
             Init::GreedyKMeansPlusPlus {
                 n_local_trials: Some(0),
@@ -64,11 +64,14 @@ impl Init {
     }
 }
 
-/// How Lloyd's assignment step is computed. Every choice returns the labels of plain Lloyd
-/// wherever the two nearest centres are not tied (to 1e-9 relative); they differ in speed.
+/// How Lloyd's assignment step is computed. Every choice gives the run of plain Lloyd (the
+/// same labels, centres and inertia: Hamerly's bounds are kept conservative in floating
+/// point, so a point is skipped only when plain Lloyd would keep its label too); they
+/// differ in speed only.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Algorithm {
-    /// Choose by the shape of the problem (the choice is documented in `lloyd`).
+    /// Choose by the shape of the problem, from benchmarks: plain Lloyd for d ≤ 2 (where a
+    /// full scan is as cheap as maintaining bounds), Hamerly's bounds otherwise.
     #[default]
     Auto,
     /// Plain Lloyd: every distance, every iteration.

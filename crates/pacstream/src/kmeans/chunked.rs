@@ -1,0 +1,299 @@
+//! Deterministic data parallelism for the batch k-means kernels.
+//!
+//! Every pass over the n points is cut into chunks of [`CHUNK`] consecutive points. Chunks
+//! run in parallel (rayon), each writes its own partial result (a sum, per-cluster sums, a
+//! count), and the partials are combined sequentially in chunk order. The chunk boundaries
+//! and the order of combination depend only on n, never on the number of threads or on how
+//! rayon schedules the work, so every floating-point sum — and hence every centre, label
+//! and inertia — is the same bit for bit on 1 thread or 64.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::data::Weights;
+use crate::geometry::squared_distance;
+
+/// Points per chunk. Large enough that the per-chunk work (≥ 1024 distance evaluations)
+/// dwarfs rayon's scheduling cost, small enough that a few thousand points already give
+/// both cores something to do.
+pub(crate) const CHUNK: usize = 1024;
+
+/// Chunks run in parallel before their partials are folded. Bounds the memory held by
+/// partials (at most `GROUP` of them at a time, each k·d values for cluster sums) whatever
+/// n is; the fold order is still plain chunk order.
+const GROUP: usize = 64;
+
+/// The training points of a fit in the coordinates the kernels work in (row-major, `dim`
+/// values per point), with their weights.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WeightedPoints<'a> {
+    pub(crate) values: &'a [f64],
+    pub(crate) dim: usize,
+    pub(crate) weights: Weights<'a>,
+}
+
+impl<'a> WeightedPoints<'a> {
+    pub(crate) fn n_points(&self) -> usize {
+        self.values.len() / self.dim
+    }
+
+    #[inline]
+    pub(crate) fn row(&self, index: usize) -> &'a [f64] {
+        &self.values[index * self.dim..(index + 1) * self.dim]
+    }
+
+    #[inline]
+    pub(crate) fn weight(&self, index: usize) -> f64 {
+        self.weights.get(index)
+    }
+
+    /// The index ranges of the chunks, in order.
+    pub(crate) fn chunk_ranges(&self) -> impl IndexedParallelIterator<Item = Range<usize>> {
+        let n = self.n_points();
+        (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(move |c| c * CHUNK..((c + 1) * CHUNK).min(n))
+    }
+
+    /// Total weight Σ w(x).
+    pub(crate) fn total_weight(&self) -> f64 {
+        match self.weights {
+            Weights::Unit => self.n_points() as f64,
+            Weights::Given(weights) => ordered_sum(weights.par_chunks(CHUNK).map(sequential_sum)),
+        }
+    }
+
+    /// The weighted mean Σ w(x)·x / Σ w(x).
+    pub(crate) fn weighted_mean(&self) -> Vec<f64> {
+        let dim = self.dim;
+        let partials: Vec<Vec<f64>> = self
+            .chunk_ranges()
+            .map(|range| {
+                let mut sum = vec![0.0; dim];
+                for i in range {
+                    let w = self.weight(i);
+                    for (s, x) in sum.iter_mut().zip(self.row(i)) {
+                        *s += w * x;
+                    }
+                }
+                sum
+            })
+            .collect();
+        let mut mean = vec![0.0; dim];
+        for partial in &partials {
+            for (m, s) in mean.iter_mut().zip(partial) {
+                *m += s;
+            }
+        }
+        let total = self.total_weight();
+        mean.iter_mut().for_each(|m| *m /= total);
+        mean
+    }
+
+    /// Σ w(x)·‖x − centre‖² (the weighted inertia of a single centre).
+    pub(crate) fn weighted_spread(&self, centre: &[f64]) -> f64 {
+        ordered_sum(self.chunk_ranges().map(|range| {
+            range
+                .map(|i| self.weight(i) * squared_distance(self.row(i), centre))
+                .sum::<f64>()
+        }))
+    }
+
+    /// The inertia Σ w(x)·‖x − c_{label(x)}‖², from direct differences.
+    pub(crate) fn inertia(&self, centres: &[f64], labels: &[usize]) -> f64 {
+        let dim = self.dim;
+        ordered_sum(self.chunk_ranges().map(|range| {
+            range
+                .map(|i| {
+                    let centre = &centres[labels[i] * dim..(labels[i] + 1) * dim];
+                    self.weight(i) * squared_distance(self.row(i), centre)
+                })
+                .sum::<f64>()
+        }))
+    }
+}
+
+/// Sums per-chunk values in chunk order.
+pub(crate) fn ordered_sum(partials: impl IndexedParallelIterator<Item = f64>) -> f64 {
+    let partials: Vec<f64> = partials.collect();
+    sequential_sum(&partials)
+}
+
+fn sequential_sum(values: &[f64]) -> f64 {
+    values.iter().fold(0.0, |acc, v| acc + v)
+}
+
+/// Runs `work(first_index, chunk_items, partial)` on every chunk of `items` in parallel and
+/// then `fold(partial)` on the partials in chunk order.
+///
+/// `work` must overwrite its partial completely (the buffers in `scratch` are reused from
+/// chunk to chunk); `make` creates a fresh buffer when `scratch` is too short.
+pub(crate) fn fold_chunks<T, P>(
+    items: &mut [T],
+    scratch: &mut Vec<P>,
+    make: impl Fn() -> P,
+    work: impl Fn(usize, &mut [T], &mut P) + Sync,
+    mut fold: impl FnMut(&P),
+) where
+    T: Send,
+    P: Send,
+{
+    let group_len = CHUNK * GROUP;
+    for (group_index, group) in items.chunks_mut(group_len).enumerate() {
+        let n_chunks = group.len().div_ceil(CHUNK);
+        while scratch.len() < n_chunks {
+            scratch.push(make());
+        }
+        group
+            .par_chunks_mut(CHUNK)
+            .zip(scratch[..n_chunks].par_iter_mut())
+            .enumerate()
+            .for_each(|(chunk_index, (chunk, partial))| {
+                work(
+                    group_index * group_len + chunk_index * CHUNK,
+                    chunk,
+                    partial,
+                );
+            });
+        for partial in &scratch[..n_chunks] {
+            fold(partial);
+        }
+    }
+}
+
+/// [`fold_chunks`] for passes that only read per-point state: `work(range, partial)` gets
+/// the index range of its chunk.
+pub(crate) fn fold_ranges<P: Send>(
+    n_points: usize,
+    scratch: &mut Vec<P>,
+    make: impl Fn() -> P,
+    work: impl Fn(Range<usize>, &mut P) + Sync,
+    fold: impl FnMut(&P),
+) {
+    // The unit values only carry the chunk boundaries.
+    let mut indices = vec![(); n_points];
+    fold_chunks(
+        &mut indices,
+        scratch,
+        make,
+        |first, chunk, partial| work(first..first + chunk.len(), partial),
+        fold,
+    );
+}
+
+/// Per-cluster weighted sums Σ w(x)·x and masses Σ w(x) of the points assigned to each
+/// cluster, plus the number of points whose label changed: the partial result of one chunk
+/// of an assignment pass, and (folded in chunk order) of the whole pass.
+#[derive(Clone, Debug)]
+pub(crate) struct ClusterSums {
+    dim: usize,
+    pub(crate) sums: Vec<f64>,
+    pub(crate) masses: Vec<f64>,
+    pub(crate) n_changed: usize,
+}
+
+impl ClusterSums {
+    pub(crate) fn new(n_clusters: usize, dim: usize) -> Self {
+        Self {
+            dim,
+            sums: vec![0.0; n_clusters * dim],
+            masses: vec![0.0; n_clusters],
+            n_changed: 0,
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.sums.fill(0.0);
+        self.masses.fill(0.0);
+        self.n_changed = 0;
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, label: usize, point: &[f64], weight: f64) {
+        self.masses[label] += weight;
+        let sum = &mut self.sums[label * self.dim..(label + 1) * self.dim];
+        for (s, x) in sum.iter_mut().zip(point) {
+            *s += weight * x;
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: &Self) {
+        for (a, b) in self.sums.iter_mut().zip(&other.sums) {
+            *a += b;
+        }
+        for (a, b) in self.masses.iter_mut().zip(&other.masses) {
+            *a += b;
+        }
+        self.n_changed += other.n_changed;
+    }
+
+    /// The weighted means of the clusters; a cluster without mass keeps its centre from
+    /// `previous`.
+    pub(crate) fn means(&self, previous: &[f64]) -> Vec<f64> {
+        let mut centres = previous.to_vec();
+        for (j, &mass) in self.masses.iter().enumerate() {
+            if mass > 0.0 {
+                let range = j * self.dim..(j + 1) * self.dim;
+                for (c, s) in centres[range.clone()].iter_mut().zip(&self.sums[range]) {
+                    *c = s / mass;
+                }
+            }
+        }
+        centres
+    }
+}
+
+/// The cluster sums of the points under the labelling `label`, computed chunk by chunk in the same order
+/// as the fused sums of the assignment kernels (so the two agree bit for bit).
+pub(crate) fn cluster_sums(
+    points: &WeightedPoints<'_>,
+    label: impl Fn(usize) -> usize + Sync,
+    n_clusters: usize,
+) -> ClusterSums {
+    let dim = points.dim;
+    let mut total = ClusterSums::new(n_clusters, dim);
+    fold_ranges(
+        points.n_points(),
+        &mut Vec::new(),
+        || ClusterSums::new(n_clusters, dim),
+        |range, partial| {
+            partial.clear();
+            for i in range {
+                partial.add(label(i), points.row(i), points.weight(i));
+            }
+        },
+        |partial| total.merge(partial),
+    );
+    total
+}
+
+/// Calls `$kernel::<D>($args)` with the dimension as a constant for d ≤ 16 (and D = 0,
+/// meaning "read the dimension at run time", otherwise). With a constant D the row slices
+/// have a length known at compile time, so the distance loops unroll completely instead of
+/// paying a loop set-up per distance, which dominates at small d; the arithmetic, and so
+/// every result, is the same as in the run-time version.
+macro_rules! with_const_dim {
+    ($dim:expr, $kernel:ident ( $($arg:expr),* $(,)? )) => {
+        match $dim {
+            1 => $kernel::<1>($($arg),*),
+            2 => $kernel::<2>($($arg),*),
+            3 => $kernel::<3>($($arg),*),
+            4 => $kernel::<4>($($arg),*),
+            5 => $kernel::<5>($($arg),*),
+            6 => $kernel::<6>($($arg),*),
+            7 => $kernel::<7>($($arg),*),
+            8 => $kernel::<8>($($arg),*),
+            9 => $kernel::<9>($($arg),*),
+            10 => $kernel::<10>($($arg),*),
+            11 => $kernel::<11>($($arg),*),
+            12 => $kernel::<12>($($arg),*),
+            13 => $kernel::<13>($($arg),*),
+            14 => $kernel::<14>($($arg),*),
+            15 => $kernel::<15>($($arg),*),
+            16 => $kernel::<16>($($arg),*),
+            _ => $kernel::<0>($($arg),*),
+        }
+    };
+}
+pub(crate) use with_const_dim;

@@ -1,0 +1,307 @@
+//! Hamerly's bounds (Hamerly 2010, "Making k-means even faster").
+//!
+//! For every point x with label a, keep an upper bound u ≥ ‖x − c_a‖ and a lower bound
+//! l ≤ min_{j≠a} ‖x − c_j‖ (distances, not squared). With s(a) = ½ min_{j≠a} ‖c_a − c_j‖,
+//! the triangle inequality gives, for every j ≠ a,
+//!
+//! - ‖x − c_j‖ ≥ ‖c_a − c_j‖ − ‖x − c_a‖ ≥ 2s(a) − u > u if u < s(a), and
+//! - ‖x − c_j‖ ≥ l > u if u < l,
+//!
+//! so when u < max(s(a), l) the label cannot change and the point costs no distance at all.
+//! Otherwise u is first tightened to the exact ‖x − c_a‖ and the test repeated; only then
+//! are all k distances computed, which also resets u and l. When the centres move by
+//! p(j) = ‖c_j' − c_j‖, the bounds stay valid as u ← u + p(a) and l ← l − max_{j≠a} p(j).
+//!
+//! **Exactness in floating point.** The bounds are kept conservative: every computed
+//! distance, movement and bound is widened by a relative slack δ = (d + 8)·ε_mach that
+//! exceeds the rounding error of a d-term squared distance, its square root and one
+//! addition (about (d/2 + 3)·ε_mach/2) several times over, upper bounds upward and lower
+//! bounds downward. The inequalities are strict, so a point at an exact tie is always
+//! recomputed and goes to the lowest index, as in plain Lloyd. A skipped point therefore
+//! keeps the label that is nearest in exact arithmetic; plain Lloyd, which compares rounded
+//! distances, can only disagree where the two nearest distances are within rounding of
+//! each other. When a point is recomputed it uses the same distance function as plain
+//! Lloyd, and gets the same label.
+
+use super::assign::{Assigner, nearest_two};
+use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, with_const_dim};
+use crate::geometry::squared_distance;
+
+/// A point's label and its distance bounds.
+#[derive(Clone, Copy, Debug)]
+struct Bounded {
+    label: usize,
+    /// Upper bound on the distance to the assigned centre.
+    upper: f64,
+    /// Lower bound on the distance to every other centre.
+    lower: f64,
+}
+
+/// Hamerly's kernel: labels, bounds, and the centre movements not yet applied to the bounds
+/// (they are applied lazily, point by point, in the next assignment pass, so the update
+/// costs no extra pass over the data).
+#[derive(Debug)]
+pub(crate) struct Hamerly {
+    points: Vec<Bounded>,
+    /// Upper bounds on how far each centre moved since the last assignment.
+    movement: Vec<f64>,
+    /// Whether the points have been assigned once (before that, bounds mean nothing).
+    assigned: bool,
+    /// The relative slack δ that makes the bounds conservative.
+    slack: f64,
+    scratch: Vec<ClusterSums>,
+}
+
+impl Hamerly {
+    pub(crate) fn new(n_points: usize, n_clusters: usize, dim: usize) -> Self {
+        Self {
+            points: vec![
+                Bounded {
+                    label: usize::MAX,
+                    upper: f64::INFINITY,
+                    lower: 0.0,
+                };
+                n_points
+            ],
+            movement: vec![0.0; n_clusters],
+            assigned: false,
+            slack: (dim as f64 + 8.0) * f64::EPSILON,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// What every point of a pass needs to know about the centres.
+struct CentreInfo<'a> {
+    centres: &'a [f64],
+    /// s(j), a lower bound on half the distance from centre j to its nearest other centre.
+    half_gap: Vec<f64>,
+    /// The movement of each centre, widened.
+    movement: &'a [f64],
+    /// The centre that moved most, and the two largest movements.
+    farthest_moved: usize,
+    largest_move: f64,
+    second_largest_move: f64,
+    /// Whether the bounds are meaningful (false on the first pass).
+    assigned: bool,
+    slack: f64,
+}
+
+impl CentreInfo<'_> {
+    #[inline(always)]
+    fn up(&self, value: f64) -> f64 {
+        value * (1.0 + self.slack)
+    }
+
+    #[inline(always)]
+    fn down(&self, value: f64) -> f64 {
+        value * (1.0 - self.slack)
+    }
+}
+
+fn hamerly_chunk<const D: usize>(
+    points: &WeightedPoints<'_>,
+    info: &CentreInfo<'_>,
+    first: usize,
+    states: &mut [Bounded],
+    partial: &mut ClusterSums,
+) {
+    let dim = if D == 0 { points.dim } else { D };
+    let centre = |j: usize| &info.centres[j * dim..(j + 1) * dim];
+    partial.clear();
+    for (offset, state) in states.iter_mut().enumerate() {
+        let i = first + offset;
+        let point = &points.row(i)[..dim];
+        let previous = state.label;
+        let mut recompute = !info.assigned || previous == usize::MAX;
+        if !recompute {
+            state.upper = info.up(state.upper + info.movement[previous]);
+            let others_moved = if previous == info.farthest_moved {
+                info.second_largest_move
+            } else {
+                info.largest_move
+            };
+            state.lower = info.down(state.lower - others_moved).max(0.0);
+            let bound = info.half_gap[previous].max(state.lower);
+            if state.upper >= bound {
+                state.upper = info.up(squared_distance(point, centre(previous)).sqrt());
+                recompute = state.upper >= bound;
+            }
+        }
+        if recompute {
+            let best = nearest_two::<D>(point, info.centres, dim);
+            state.label = best.0;
+            state.upper = info.up(best.1.sqrt());
+            state.lower = info.down(best.2.sqrt());
+        }
+        if state.label != previous {
+            partial.n_changed += 1;
+        }
+        partial.add(state.label, point, points.weight(i));
+    }
+}
+
+impl Assigner for Hamerly {
+    fn assign(&mut self, points: &WeightedPoints<'_>, centres: &[f64], totals: &mut ClusterSums) {
+        let (n_clusters, dim) = (centres.len() / points.dim, points.dim);
+        let (farthest_moved, largest_move, second_largest_move) = two_largest(&self.movement);
+        let info = CentreInfo {
+            centres,
+            half_gap: half_gaps(centres, dim, self.slack),
+            movement: &self.movement,
+            farthest_moved,
+            largest_move,
+            second_largest_move,
+            assigned: self.assigned,
+            slack: self.slack,
+        };
+        totals.clear();
+        fold_chunks(
+            &mut self.points,
+            &mut self.scratch,
+            || ClusterSums::new(n_clusters, dim),
+            |first, states, partial| {
+                with_const_dim!(dim, hamerly_chunk(points, &info, first, states, partial));
+            },
+            |partial| totals.merge(partial),
+        );
+        self.movement.fill(0.0);
+        self.assigned = true;
+    }
+
+    fn label(&self, index: usize) -> usize {
+        self.points[index].label
+    }
+
+    fn relabel(&mut self, index: usize, label: usize) {
+        // The bounds refer to the old label: make the point recompute everything.
+        self.points[index] = Bounded {
+            label,
+            upper: f64::INFINITY,
+            lower: 0.0,
+        };
+    }
+
+    fn centres_moved(&mut self, old: &[f64], new: &[f64]) {
+        let dim = old.len() / self.movement.len();
+        for (j, movement) in self.movement.iter_mut().enumerate() {
+            let range = j * dim..(j + 1) * dim;
+            let moved = squared_distance(&old[range.clone()], &new[range]).sqrt();
+            *movement = (*movement + moved) * (1.0 + self.slack);
+        }
+    }
+
+    fn into_labels(self) -> Vec<usize> {
+        self.points.into_iter().map(|p| p.label).collect()
+    }
+}
+
+/// The index of the largest value, the largest and the second largest (0 for k = 1).
+fn two_largest(values: &[f64]) -> (usize, f64, f64) {
+    let mut top = (0, 0.0);
+    let mut second = 0.0;
+    for (j, &v) in values.iter().enumerate() {
+        if v > top.1 {
+            second = top.1;
+            top = (j, v);
+        } else if v > second {
+            second = v;
+        }
+    }
+    (top.0, top.1, second)
+}
+
+/// s(j) = ½ min_{j'≠j} ‖c_j − c_j'‖ for every centre, widened downward (∞ when k = 1).
+fn half_gaps(centres: &[f64], dim: usize, slack: f64) -> Vec<f64> {
+    let n_clusters = centres.len() / dim;
+    let mut nearest = vec![f64::INFINITY; n_clusters];
+    for a in 0..n_clusters {
+        for b in a + 1..n_clusters {
+            let d2 = squared_distance(
+                &centres[a * dim..(a + 1) * dim],
+                &centres[b * dim..(b + 1) * dim],
+            );
+            nearest[a] = nearest[a].min(d2);
+            nearest[b] = nearest[b].min(d2);
+        }
+    }
+    nearest
+        .into_iter()
+        .map(|d2| 0.5 * d2.sqrt() * (1.0 - slack))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Weights;
+    use crate::kmeans::assign::PlainLloyd;
+    use crate::rng::StreamRng;
+
+    /// Drives both kernels through centres that move arbitrarily between passes (small
+    /// drifts, far jumps, two centres meeting), which Lloyd's own updates would rarely do,
+    /// and checks Hamerly's labels and sums against plain Lloyd's at every pass.
+    #[test]
+    fn bounds_survive_arbitrary_centre_moves() {
+        for (dim, n_clusters) in [(1, 3), (2, 6), (5, 4), (20, 7)] {
+            let mut rng = StreamRng::seed_from(dim as u64);
+            let n = 3000;
+            let values: Vec<f64> = (0..n * dim)
+                .map(|_| 4.0 * rng.standard_normal() + (rng.index_below(3) as f64) * 6.0)
+                .collect();
+            let weights: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+            let points = WeightedPoints {
+                values: &values,
+                dim,
+                weights: Weights::Given(&weights),
+            };
+            let mut centres: Vec<f64> = (0..n_clusters * dim)
+                .map(|_| 8.0 * rng.standard_normal())
+                .collect();
+            let mut hamerly = Hamerly::new(n, n_clusters, dim);
+            let mut plain = PlainLloyd::new(n);
+            let (mut from_hamerly, mut from_plain) = (
+                ClusterSums::new(n_clusters, dim),
+                ClusterSums::new(n_clusters, dim),
+            );
+            let mut stable_labels_seen = false;
+            for pass in 0..40 {
+                hamerly.assign(&points, &centres, &mut from_hamerly);
+                plain.assign(&points, &centres, &mut from_plain);
+                for i in 0..n {
+                    assert_eq!(hamerly.label(i), plain.label(i), "d = {dim}, pass {pass}");
+                }
+                assert_eq!(from_hamerly.sums, from_plain.sums);
+                assert_eq!(from_hamerly.masses, from_plain.masses);
+                assert_eq!(from_hamerly.n_changed, from_plain.n_changed);
+                stable_labels_seen |= pass > 0 && from_hamerly.n_changed < n;
+                let old = centres.clone();
+                let scale = match pass % 4 {
+                    0 => 0.01,
+                    1 => 0.3,
+                    2 => 3.0,
+                    _ => 0.0,
+                };
+                for c in &mut centres {
+                    *c += scale * rng.standard_normal();
+                }
+                if pass % 7 == 6 && n_clusters > 1 {
+                    // Centre 1 jumps onto centre 0: every point near them is a tie.
+                    let first = centres[..dim].to_vec();
+                    centres[dim..2 * dim].copy_from_slice(&first);
+                }
+                hamerly.centres_moved(&old, &centres);
+            }
+            assert!(stable_labels_seen);
+        }
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(two_largest(&[1.0, 5.0, 3.0, 5.0]), (1, 5.0, 5.0));
+        assert_eq!(two_largest(&[2.0]), (0, 2.0, 0.0));
+        let gaps = half_gaps(&[0.0, 4.0, 10.0], 1, 0.0);
+        assert_eq!(gaps, [2.0, 2.0, 3.0]);
+        assert_eq!(half_gaps(&[1.0, 2.0], 2, 0.0), [f64::INFINITY]);
+    }
+}
