@@ -7,7 +7,7 @@
 //! regret can be accounted by [`crate::eval`] without the learner keeping its past.
 //!
 //! Contract of every implementation (checked for each learner by the conformance suite,
-//! [`crate::conformance`]):
+//! the `conformance` module, behind the feature of that name):
 //!
 //! - **prequential**: the loss in the step is the loss of the model held *before* the call;
 //! - **atomic**: if `learn_one` returns an error, the learner is exactly as before the call
