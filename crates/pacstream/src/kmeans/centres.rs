@@ -124,6 +124,7 @@ impl Centres {
 
     /// Mutable row-major buffer (crate-internal: values must stay finite).
     #[inline]
+    #[allow(dead_code, reason = "unused by the placeholder Lloyd")]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [f64] {
         &mut self.values
     }

@@ -450,7 +450,7 @@ impl SequentialKMeans {
         let mut moved = 0;
         for &label in &dying {
             let total: f64 = self.recent_losses.iter().sum();
-            if !(total > 0.0) {
+            if total.is_nan() || total <= 0.0 {
                 break;
             }
             let target = self.rng.next_f64() * total;
