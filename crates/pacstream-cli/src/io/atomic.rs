@@ -1,0 +1,91 @@
+//! Atomic file replacement: a crash at any moment leaves the old file or the new one, never
+//! a torn mixture.
+//!
+//! The new content goes to a temporary file in the same directory (so that the rename does
+//! not cross file systems), which is flushed to disk (fsync) and renamed over the target;
+//! then the directory is fsynced so that the rename itself survives a power cut.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::failure::{bad_input, describe_io};
+use crate::options::OutputTarget;
+
+/// Replaces the file at `path` with `bytes`, atomically.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| bad_input(format!("'{name}' is not a file name")))?;
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(file_name);
+    prefix.push(".");
+    let mut temporary = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempfile_in(directory)
+        .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e))))?;
+    temporary
+        .write_all(bytes)
+        .and_then(|()| temporary.as_file().sync_all())
+        .with_context(|| format!("cannot write '{name}'"))?;
+    temporary
+        .persist(path)
+        .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e.error))))?;
+    sync_directory(directory).with_context(|| format!("cannot sync the directory of '{name}'"))?;
+    Ok(())
+}
+
+/// Flushes a directory's entries to disk (a no-op where directories cannot be opened).
+fn sync_directory(directory: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(directory)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = directory;
+        Ok(())
+    }
+}
+
+/// Writes a whole document (a summary, a figure) to a file atomically or to stdout.
+pub fn write_document(target: &OutputTarget, bytes: &[u8]) -> anyhow::Result<()> {
+    match target {
+        OutputTarget::File(path) => write_atomically(path, bytes),
+        OutputTarget::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_atomically(&path, b"old").unwrap();
+        write_atomically(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let missing = dir.path().join("no/such/dir/state.json");
+        let error = write_atomically(&missing, b"x").unwrap_err();
+        assert!(
+            error.to_string().contains("No such file or directory"),
+            "{error}"
+        );
+    }
+}
