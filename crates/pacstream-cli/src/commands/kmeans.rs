@@ -74,7 +74,12 @@ pub struct KMeansArgs {
 
     /// Stop when the total squared centre shift is at most T × the mean per-feature variance
     /// [default: 1e-4].
-    #[arg(long, value_name = "T", conflicts_with = "online")]
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "online",
+        allow_negative_numbers = true
+    )]
     pub tol: Option<f64>,
 
     /// Learn from the stream, one row at a time (sequential k-means).
@@ -242,8 +247,10 @@ fn library_error(error: pacstream::Error) -> anyhow::Error {
             _ => None,
         };
         if let Some(option) = option {
-            let reason = reason.replace("n_clusters", "k");
-            return anyhow::Error::new(error).context(format!("invalid --{option}: {reason}"));
+            return bad_input(format!(
+                "invalid --{option}: {}",
+                reason.replace("n_clusters", "k")
+            ));
         }
     }
     anyhow::Error::new(error).context("k-means")

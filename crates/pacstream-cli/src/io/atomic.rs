@@ -27,9 +27,16 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(file_name);
     prefix.push(".");
-    let mut temporary = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // Like any new file (0666 less the umask), not the private 0600 of temporary files: the
+    // temporary file becomes the user's summary, figure or checkpoint.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temporary = builder
         .tempfile_in(directory)
         .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e))))?;
     temporary

@@ -168,6 +168,7 @@ fn draw_loss(area: &DrawingArea<SVGBackend<'_>, Shift>, loss: &LossCurve) -> any
     chart
         .configure_mesh()
         .x_desc("round t")
+        .x_label_formatter(&|t| format!("{t:.0}"))
         .y_desc("cumulative loss / scored rounds")
         .light_line_style(WHITE.mix(0.0))
         .draw()
