@@ -48,6 +48,33 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
     }
 }
 
+/// An I/O failure described for a person ("cannot write to 'x': No space left on device"),
+/// keeping the kind of the underlying error so that a closed pipe can be recognised. Exits
+/// with code 1: the input and options were fine, the environment failed.
+#[derive(Debug)]
+pub struct IoFailure {
+    /// The whole message.
+    pub message: String,
+    /// The kind of the underlying `io::Error`.
+    pub kind: io::ErrorKind,
+}
+
+impl fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for IoFailure {}
+
+/// An [`IoFailure`]: `{what}: {the error, without its OS error number}`.
+pub fn io_failure(what: impl fmt::Display, error: &io::Error) -> anyhow::Error {
+    anyhow::Error::new(IoFailure {
+        message: format!("{what}: {}", describe_io(error)),
+        kind: error.kind(),
+    })
+}
+
 /// Whether `error` comes from writing to a closed pipe (`pacstream ... --output - | head`):
 /// the reader has all it wanted, so the run ends quietly.
 pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
@@ -55,6 +82,9 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
         cause
             .downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<IoFailure>()
+                .is_some_and(|e| e.kind == io::ErrorKind::BrokenPipe)
     })
 }
 
@@ -93,6 +123,24 @@ mod tests {
         assert_eq!(exit_code(&library), EXIT_BAD_INPUT);
         let other = anyhow::anyhow!("disk on fire");
         assert_eq!(exit_code(&other), EXIT_FAILURE);
+    }
+
+    #[test]
+    fn closed_pipes_are_recognised() {
+        let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
+        assert!(is_broken_pipe(&io_failure(
+            "cannot write to '<stdout>'",
+            &pipe
+        )));
+        assert!(is_broken_pipe(&anyhow::Error::new(pipe).context("writing")));
+        let full = io::Error::from_raw_os_error(28);
+        let error = io_failure("cannot write to 'x'", &full);
+        assert!(!is_broken_pipe(&error));
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot write to 'x': No space left on device"
+        );
+        assert_eq!(exit_code(&error), EXIT_FAILURE);
     }
 
     #[test]

@@ -304,6 +304,7 @@ impl CommonArgs {
             check_plot_path(plot)?;
         }
         let checkpoint = &self.checkpoint_options;
+        check_distinct_files(self)?;
         let checkpoints = CheckpointOptions {
             save: checkpoint
                 .checkpoint
@@ -327,6 +328,69 @@ impl CommonArgs {
             quiet: out.quiet,
             checkpoints,
         })
+    }
+}
+
+/// Refuses runs that would write one file twice, or overwrite their own input
+/// (`-o data.csv data.csv` would truncate the data before it is read).
+fn check_distinct_files(args: &CommonArgs) -> anyhow::Result<()> {
+    let out = &args.output_options;
+    let checkpoint = &args.checkpoint_options;
+    let mut files: Vec<(&str, PathBuf)> = Vec::new();
+    if args.input != "-" {
+        files.push(("the input", PathBuf::from(&args.input)));
+    }
+    for (name, path) in [("--output", &out.output), ("--summary", &out.summary)] {
+        if let Some(path) = path.as_deref().filter(|p| *p != "-") {
+            files.push((name, PathBuf::from(path)));
+        }
+    }
+    if let Some(path) = &out.plot {
+        files.push(("--plot", path.clone()));
+    }
+    if let Some(path) = &checkpoint.checkpoint {
+        files.push(("--checkpoint", path.clone()));
+    }
+    let resolved: Vec<PathBuf> = files.iter().map(|(_, path)| resolve(path)).collect();
+    for (i, (name, path)) in files.iter().enumerate() {
+        if let Some(j) = resolved[..i].iter().position(|p| *p == resolved[i]) {
+            return Err(bad_input(format!(
+                "{} and {name} are the same file '{}'",
+                files[j].0,
+                path.display()
+            )));
+        }
+    }
+    if let Some(resume) = &checkpoint.resume {
+        let resume_path = resolve(resume);
+        if let Some((name, _)) = files
+            .iter()
+            .zip(&resolved)
+            .find(|((name, _), p)| **p == resume_path && *name != "--checkpoint")
+            .map(|(file, _)| file)
+        {
+            return Err(bad_input(format!(
+                "--resume and {name} are the same file '{}'",
+                resume.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A path made comparable: its directory resolved (links, `..`), the file name kept, so
+/// that files which do not exist yet compare too.
+fn resolve(path: &Path) -> PathBuf {
+    if let Ok(full) = std::fs::canonicalize(path) {
+        return full;
+    }
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(parent), path.file_name()) {
+        (Ok(parent), Some(name)) => parent.join(name),
+        _ => path.to_path_buf(),
     }
 }
 

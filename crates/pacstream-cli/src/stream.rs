@@ -77,16 +77,22 @@ pub fn run_stream<T: StreamTask>(
             Ok(Some(row)) => row,
             Ok(None) => break,
             Err(error) => {
+                // Keep what was learned: save it (when checkpoints are on), then report the
+                // bad row. A failure to save is noted, never allowed to hide the bad row.
                 if let Some((path, _)) = &checkpoints.save {
-                    if task.is_settled() && reader.progress().rows_consumed > 0 {
-                        save(task, reader.progress(), &mut sink, path)?;
-                        notes.note(format!(
-                            "the {} rows before the bad row are learned and saved in '{}': fix \
-                             the row and continue with --resume {}",
-                            reader.progress().rows_consumed,
-                            path.display(),
-                            path.display()
-                        ));
+                    let consumed = reader.progress().rows_consumed;
+                    if task.is_settled() && consumed > 0 {
+                        match save(task, reader.progress(), &mut sink, path) {
+                            Ok(()) => notes.note(format!(
+                                "the {consumed} rows before the bad row are learned and saved in \
+                                 '{}': fix the row and continue with --resume {}",
+                                path.display(),
+                                path.display()
+                            )),
+                            Err(save_error) => notes.note(format!(
+                                "the rows before the bad row could not be saved: {save_error:#}"
+                            )),
+                        }
                     }
                 }
                 // The records written so far stay: they are the rounds that were learned.

@@ -381,3 +381,70 @@ fn arbitrary_bytes_never_crash_the_binary() {
         }
     }
 }
+
+#[test]
+fn a_run_never_overwrites_its_input_or_writes_a_file_twice() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let text = format!("{FAITHFUL_HEAD}4.1,70\n");
+    write(dir.path(), "f.csv", &text);
+    let cases: &[&[&str]] = &[
+        &["kmeans", "--k", "1", "f.csv", "-o", "./f.csv"],
+        &["kmeans", "--k", "1", "f.csv", "--summary", "f.csv"],
+        &[
+            "kmeans",
+            "--k",
+            "1",
+            "--online",
+            "f.csv",
+            "-o",
+            "a.csv",
+            "--checkpoint",
+            "a.csv",
+        ],
+        &[
+            "kmeans", "--k", "1", "--online", "f.csv", "--resume", "f.csv",
+        ],
+    ];
+    for args in cases {
+        let outcome = run(dir.path(), args);
+        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
+        assert!(
+            outcome.stderr.contains("are the same file"),
+            "{}",
+            outcome.stderr
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.csv")).expect("input"),
+        text
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_the_run_quietly() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write(
+        dir.path(),
+        "big.csv",
+        common::blobs_csv(200_000, 2, 3, false),
+    );
+    let mut child = common::pacstream()
+        .args(["kmeans", "--k", "2", "--online", "big.csv", "-o", "-", "-q"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut first = [0u8; 100];
+    stdout.read_exact(&mut first).expect("the first records");
+    drop(stdout);
+    let output = child.wait_with_output().expect("the binary ends");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -524,9 +524,10 @@ fn print_batch_report(
     let labels = &reader.layout().feature_labels;
     writeln!(
         out,
-        "k-means on '{}': {n} rows × {} columns, k = {k}",
+        "k-means on '{}': {} × {}, k = {k}",
         reader.source_name(),
-        labels.len()
+        plural(n as u64, "row"),
+        plural(labels.len() as u64, "column")
     )?;
     writeln!(
         out,
@@ -593,6 +594,15 @@ fn write_centres_table(
     }
     out.flush()?;
     Ok(())
+}
+
+/// `1 row`, `2 rows`.
+fn plural(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("{count} {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 fn human_seconds(seconds: f64) -> String {
@@ -1068,17 +1078,17 @@ fn print_online_report(
     let labels = &reader.layout().feature_labels;
     writeln!(
         out,
-        "sequential k-means on '{}': {} rounds × {} columns, k = {}",
+        "sequential k-means on '{}': {} × {}, k = {}",
         reader.source_name(),
-        totals.rounds,
-        labels.len(),
+        plural(totals.rounds, "round"),
+        plural(labels.len() as u64, "column"),
         learner.config().n_clusters()
     )?;
     writeln!(
         out,
-        "  cumulative loss        {} over {} scored rounds",
+        "  cumulative loss        {} over {}",
         human_number(totals.cumulative_loss),
-        totals.scored_rounds
+        plural(totals.scored_rounds, "scored round")
     )?;
     if let Some(mean) = totals.mean_loss {
         writeln!(out, "  mean loss per round    {}", human_number(mean))?;

@@ -9,9 +9,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
-
-use crate::failure::{bad_input, describe_io};
+use crate::failure::{bad_input, describe_io, io_failure};
 use crate::options::OutputTarget;
 
 /// Replaces the file at `path` with `bytes`, atomically.
@@ -42,11 +40,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     temporary
         .write_all(bytes)
         .and_then(|()| temporary.as_file().sync_all())
-        .with_context(|| format!("cannot write '{name}'"))?;
+        .map_err(|e| io_failure(format!("cannot write '{name}'"), &e))?;
     temporary
         .persist(path)
         .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e.error))))?;
-    sync_directory(directory).with_context(|| format!("cannot sync the directory of '{name}'"))?;
+    sync_directory(directory)
+        .map_err(|e| io_failure(format!("cannot sync the directory of '{name}'"), &e))?;
     Ok(())
 }
 
@@ -69,9 +68,9 @@ pub fn write_document(target: &OutputTarget, bytes: &[u8]) -> anyhow::Result<()>
         OutputTarget::File(path) => write_atomically(path, bytes),
         OutputTarget::Stdout => {
             let mut out = std::io::stdout().lock();
-            out.write_all(bytes)?;
-            out.flush()?;
-            Ok(())
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| io_failure("cannot write to '<stdout>'", &e))
         }
     }
 }

@@ -9,7 +9,7 @@ use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::failure::{bad_input, describe_io};
+use crate::failure::{bad_input, describe_io, io_failure};
 use crate::options::{OutputTarget, RecordFormat, RecordOutput};
 
 /// Where records go: nowhere (no `--output`), a file, or stdout.
@@ -92,7 +92,9 @@ impl RecordSink {
                         file
                     }
                 };
-                (Target::File(file), name)
+                // Only regular files are fsynced: /dev/null or a named pipe refuse it.
+                let regular = file.metadata().is_ok_and(|m| m.is_file());
+                (Target::File { file, regular }, name)
             }
         };
         let counting = Counting {
@@ -128,13 +130,19 @@ impl RecordSink {
         let Some(sink) = &mut self.inner else {
             return Ok(());
         };
+        // Errors become io::Error where they are one, so that a closed pipe is recognised.
         let result = match &mut sink.format {
             Format::Jsonl(writer) => serde_json::to_writer(&mut *writer, record)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| writer.write_all(b"\n").map_err(anyhow::Error::from)),
-            Format::Delimited(writer) => writer.serialize(record).map_err(anyhow::Error::from),
+                .map_err(io::Error::from)
+                .and_then(|()| writer.write_all(b"\n")),
+            Format::Delimited(writer) => {
+                writer.serialize(record).map_err(|e| match e.into_kind() {
+                    csv::ErrorKind::Io(e) => e,
+                    other => io::Error::other(format!("{other:?}")),
+                })
+            }
         };
-        result.with_context(|| format!("cannot write to '{}'", sink.name))
+        result.map_err(|e| write_error(&sink.name, e))
     }
 
     /// Flushes the records to the file and makes them durable (fsync); returns the output's
@@ -147,22 +155,15 @@ impl RecordSink {
         let name = &sink.name;
         let counting = match &mut sink.format {
             Format::Jsonl(writer) => {
-                writer
-                    .flush()
-                    .with_context(|| format!("cannot write to '{name}'"))?;
+                writer.flush().map_err(|e| write_error(name, e))?;
                 writer.get_ref()
             }
             Format::Delimited(writer) => {
-                writer
-                    .flush()
-                    .with_context(|| format!("cannot write to '{name}'"))?;
+                writer.flush().map_err(|e| write_error(name, e))?;
                 writer.get_ref()
             }
         };
-        counting
-            .target
-            .sync()
-            .with_context(|| format!("cannot write to '{name}'"))?;
+        counting.target.sync().map_err(|e| write_error(name, e))?;
         Ok(Some(counting.bytes))
     }
 
@@ -170,6 +171,11 @@ impl RecordSink {
     pub fn finish(mut self) -> anyhow::Result<()> {
         self.sync().map(drop)
     }
+}
+
+/// A write error naming the output.
+fn write_error(name: &str, error: io::Error) -> anyhow::Error {
+    io_failure(format!("cannot write to '{name}'"), &error)
 }
 
 /// A writer that counts the bytes that pass through it.
@@ -194,7 +200,11 @@ impl Write for Counting {
 #[derive(Debug)]
 enum Target {
     Stdout(io::Stdout),
-    File(File),
+    File {
+        file: File,
+        /// Whether it is a regular file (which can be fsynced).
+        regular: bool,
+    },
 }
 
 impl Target {
@@ -205,7 +215,13 @@ impl Target {
                 let mut out = out;
                 out.flush()
             }
-            Target::File(file) => file.sync_data(),
+            Target::File { file, regular } => {
+                if *regular {
+                    file.sync_data()
+                } else {
+                    Ok(())
+                }
+            }
         }
     }
 }
@@ -214,14 +230,14 @@ impl Write for Target {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Target::Stdout(out) => out.write(buf),
-            Target::File(file) => file.write(buf),
+            Target::File { file, .. } => file.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Target::Stdout(out) => out.flush(),
-            Target::File(file) => file.flush(),
+            Target::File { file, .. } => file.flush(),
         }
     }
 }
