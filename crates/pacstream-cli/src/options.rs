@@ -64,7 +64,9 @@ pub struct OutputArgs {
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub seed: u64,
 
-    /// Write one record per round (online) or per input row (batch) to FILE (`-`: stdout).
+    /// Write one record per input row (batch) or per round (online) to FILE (`-`: stdout),
+    /// as they come. k-means: `row,label,squared_distance` (batch),
+    /// `t,label,loss,cumulative_loss` (online).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<String>,
 
@@ -77,7 +79,8 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub summary: Option<String>,
 
-    /// Draw a figure to FILE (SVG).
+    /// Draw a figure to FILE (SVG): the points coloured by cluster with the centres marked;
+    /// online runs add the running average loss. PNG is not supported.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 

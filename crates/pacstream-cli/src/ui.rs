@@ -98,7 +98,7 @@ impl Progress {
     }
 
     fn make_bar(&self) -> ProgressBar {
-        match self.total_bytes {
+        let bar = match self.total_bytes {
             Some(total) => {
                 let bar = ProgressBar::new(total);
                 if let Ok(style) = ProgressStyle::with_template(
@@ -115,7 +115,9 @@ impl Progress {
                 }
                 bar
             }
-        }
+        };
+        // The bar appears late: its clock starts with the run, not with the bar.
+        bar.with_elapsed(self.started.elapsed())
     }
 
     /// Removes the bar, if one was shown.

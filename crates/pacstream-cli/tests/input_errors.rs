@@ -333,6 +333,48 @@ fn standard_input_is_read_as_a_stream() {
     );
 }
 
+/// Values near the largest double, whose squared distances overflow: every mode finishes
+/// (the figure too), without a crash.
+#[test]
+fn extreme_values_do_not_hang_or_crash() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write(
+        dir.path(),
+        "extreme.csv",
+        "x,y\n1e308,1e308\n-1e308,-1e308\n1.7e308,1e308\n1e308,-1.7e308\n0,0\n5e-324,5e307\n",
+    );
+    let modes: &[&[&str]] = &[
+        &[],
+        &["--online"],
+        &["--online", "--batch-size", "2"],
+        &[
+            "--online",
+            "--init-size",
+            "2",
+            "--reassignment-ratio",
+            "0.5",
+        ],
+    ];
+    for mode in modes {
+        let mut args = vec![
+            "kmeans",
+            "--k",
+            "2",
+            "extreme.csv",
+            "-q",
+            "--plot",
+            "e.svg",
+            "-o",
+            "e.csv",
+            "--summary",
+            "s.json",
+        ];
+        args.extend_from_slice(mode);
+        let outcome = run(dir.path(), &args);
+        assert_eq!(outcome.code, 0, "{mode:?}: {outcome:?}");
+    }
+}
+
 /// Random bytes, and random mixtures of CSV-ish characters, never crash the binary: it
 /// succeeds or says what is wrong, with exit code 2.
 #[test]

@@ -88,7 +88,8 @@ pub struct RowReader {
     header: Option<Vec<String>>,
     width: usize,
     layout: ColumnLayout,
-    extra_non_negative: Vec<bool>,
+    /// For each extra column, the option that named it if its values must be ≥ 0.
+    extra_non_negative: Vec<Option<&'static str>>,
     /// The first data record, read while choosing the columns.
     pending: Option<ByteRecord>,
     record: ByteRecord,
@@ -170,7 +171,10 @@ impl RowReader {
                 feature_labels: Vec::new(),
                 extras: Vec::new(),
             },
-            extra_non_negative: extra_columns.iter().map(|x| x.non_negative).collect(),
+            extra_non_negative: extra_columns
+                .iter()
+                .map(|x| x.non_negative.then_some(x.option))
+                .collect(),
             pending: None,
             record: ByteRecord::new(),
             policy: options.on_bad_row,
@@ -448,12 +452,14 @@ impl RowReader {
             let value = checked_number(field).map_err(|problem| {
                 format!("line {line}, column {}: {problem}", names.describe(index))
             })?;
-            if self.extra_non_negative[position] && value < 0.0 {
-                return Err(format!(
-                    "line {line}, column {}: {} is negative, and a weight must be >= 0",
-                    names.describe(index),
-                    quote(field)
-                ));
+            if let Some(option) = self.extra_non_negative[position] {
+                if value < 0.0 {
+                    return Err(format!(
+                        "line {line}, column {}: {} is negative, and {option} values must be >= 0",
+                        names.describe(index),
+                        quote(field)
+                    ));
+                }
             }
             self.extras.push(value);
         }

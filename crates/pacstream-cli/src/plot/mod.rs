@@ -43,12 +43,11 @@ pub fn axis_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     } else {
         low.abs().max(1.0) * 0.5
     };
-    let (from, to) = (low - pad, high + pad);
-    if from.is_finite() && to.is_finite() && from < to {
-        from..to
-    } else {
-        low.min(-1.0)..high.max(1.0)
-    }
+    // The span must stay finite: plotters' tick search never ends on an infinite one.
+    let limit = f64::MAX / 2.0;
+    let from = (low - pad).max(-limit);
+    let to = (high + pad).min(limit);
+    if from < to { from..to } else { -1.0..1.0 }
 }
 
 #[cfg(test)]
@@ -62,7 +61,13 @@ mod tests {
         let range = axis_range([5.0].into_iter());
         assert!(range.start < 5.0 && range.end > 5.0);
         assert_eq!(axis_range(std::iter::empty()), 0.0..1.0);
-        let range = axis_range([f64::MAX, -f64::MAX].into_iter());
-        assert!(range.start < range.end);
+        for values in [
+            [f64::MAX, -f64::MAX],
+            [1.7e308, -1e308],
+            [f64::MAX, f64::MAX],
+        ] {
+            let range = axis_range(values.into_iter());
+            assert!(range.start < range.end && (range.end - range.start).is_finite());
+        }
     }
 }

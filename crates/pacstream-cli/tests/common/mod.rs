@@ -27,6 +27,10 @@ pub fn run(dir: &Path, args: &[&str]) -> Outcome {
     run_with_stdin(dir, args, None)
 }
 
+/// The longest any single run may take in the tests: a run that hangs fails the test
+/// instead of hanging the suite.
+pub const RUN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs `pacstream args...` in `dir` with `stdin` piped in.
 pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Outcome {
     let mut child = pacstream()
@@ -41,16 +45,49 @@ pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Outcom
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary starts");
+    // Drain both pipes on their own threads so that a chatty child never blocks.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     if let Some(bytes) = stdin {
         let mut pipe = child.stdin.take().expect("stdin is piped");
         // The binary may stop reading early (an error on the first rows): ignore EPIPE.
         let _ = pipe.write_all(bytes);
     }
-    let output = child.wait_with_output().expect("the binary runs");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be polled") {
+            break status;
+        }
+        if started.elapsed() > RUN_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pacstream {args:?} did not finish within {RUN_DEADLINE:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
     let outcome = Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout.join().expect("stdout drained")).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr.join().expect("stderr drained")).into_owned(),
     };
     assert!(
         !outcome.stderr.contains("panicked"),
