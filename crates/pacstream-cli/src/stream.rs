@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::failure::bad_input;
+use crate::io::atomic::remove_stale_temporaries;
 use crate::io::checkpoint::{self, Checkpoint};
 use crate::io::reader::{InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
@@ -66,6 +67,9 @@ pub fn run_stream<T: StreamTask>(
     checkpoints: &CheckpointOptions,
     notes: Notes,
 ) -> anyhow::Result<InputProgress> {
+    if let Some((path, _)) = &checkpoints.save {
+        remove_stale_temporaries(path);
+    }
     let mut sink = match &checkpoints.resume {
         Some(path) => resume(task, reader, output, path, notes)?,
         None => RecordSink::create(output)?,

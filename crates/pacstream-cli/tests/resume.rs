@@ -189,6 +189,14 @@ fn kill_and_resume(scenario: &Scenario) {
         args.extend(checkpoint_args(scenario, resume));
         run_to_end(dir, &args);
     }
+    // A kill between creating a checkpoint's temporary file and renaming it leaves the
+    // temporary behind; the next run clears it.
+    let leftovers: Vec<String> = std::fs::read_dir(dir)
+        .expect("listable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     assert!(
         kills >= 2,
         "{}: only {kills} kills landed inside the run (seed {seed})",
