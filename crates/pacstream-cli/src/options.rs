@@ -206,6 +206,17 @@ pub enum RecordFormat {
     Delimited(u8),
 }
 
+impl RecordFormat {
+    /// The format's name, as `--format` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordFormat::Jsonl => "jsonl",
+            RecordFormat::Delimited(b'\t') => "tsv",
+            RecordFormat::Delimited(_) => "csv",
+        }
+    }
+}
+
 /// Validated input options.
 #[derive(Clone, Debug)]
 pub struct InputOptions {

@@ -16,6 +16,7 @@
 
 use std::path::Path;
 
+use anyhow::Context;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -86,7 +87,7 @@ pub fn run_stream<T: StreamTask>(
                 if let Some((path, _)) = &checkpoints.save {
                     let consumed = reader.progress().rows_consumed;
                     if task.is_settled() && consumed > 0 {
-                        match save(task, reader.progress(), &mut sink, path) {
+                        match save(task, reader.progress(), &mut sink, output, path) {
                             Ok(()) => notes.note(format!(
                                 "the {consumed} rows before the bad row are learned and saved in \
                                  '{}': fix the row and continue with --resume {}",
@@ -111,14 +112,14 @@ pub fn run_stream<T: StreamTask>(
         }
         if let Some((path, every)) = &checkpoints.save {
             if consumed - last_checkpoint >= *every && task.is_settled() {
-                save(task, reader.progress(), &mut sink, path)?;
+                save(task, reader.progress(), &mut sink, output, path)?;
                 last_checkpoint = consumed;
             }
         }
     }
     task.finish(&mut sink)?;
     if let Some((path, _)) = &checkpoints.save {
-        save(task, reader.progress(), &mut sink, path)?;
+        save(task, reader.progress(), &mut sink, output, path)?;
     }
     sink.finish()?;
     progress.finish();
@@ -142,7 +143,16 @@ fn resume<T: StreamTask>(
             path.display()
         )));
     }
-    task.restore(saved.state, &input)?;
+    if let (Some(output), Some(format)) = (output, &saved.output_format) {
+        if output.format.name() != format {
+            return Err(bad_input(format!(
+                "the run saved in '{}' wrote its --output as {format}; resume with --format {format}",
+                path.display()
+            )));
+        }
+    }
+    task.restore(saved.state, &input)
+        .with_context(|| format!("cannot resume from '{}'", path.display()))?;
     reader.fast_forward(&input)?;
     let sink = match (output, saved.output_bytes) {
         (None, _) => RecordSink::disabled(),
@@ -172,9 +182,11 @@ fn save<T: StreamTask>(
     task: &T,
     input: InputProgress,
     sink: &mut RecordSink,
+    output: Option<&RecordOutput>,
     path: &Path,
 ) -> anyhow::Result<()> {
     let output_bytes = sink.sync()?;
+    let output_format = output_bytes.and(output.map(|o| o.format.name().to_string()));
     checkpoint::save(
         path,
         &Checkpoint {
@@ -184,6 +196,7 @@ fn save<T: StreamTask>(
             settings: task.settings(),
             input,
             output_bytes,
+            output_format,
             state: task.state(),
         },
     )

@@ -330,6 +330,14 @@ fn resuming_with_other_settings_or_input_is_refused() {
             .count(),
         273
     );
+    // The output must continue in its format.
+    let outcome = resume(&["--k", "2", "-o", "rounds.csv", "--format", "jsonl"]);
+    assert_eq!(outcome.code, 2);
+    assert!(
+        outcome.stderr.contains("resume with --format csv"),
+        "{}",
+        outcome.stderr
+    );
     // Another input with the same columns.
     let mut other = std::fs::read_to_string(&faithful).expect("faithful");
     other = other.replacen("3.6,79", "3.6,80", 1);

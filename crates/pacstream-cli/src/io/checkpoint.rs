@@ -41,6 +41,9 @@ pub struct Checkpoint<S> {
     pub input: InputProgress,
     /// The length of `--output` in bytes, if the run had one.
     pub output_bytes: Option<u64>,
+    /// The format of `--output` (`jsonl`, `csv`, `tsv`), if the run had one: a resumed run
+    /// must append in the same format.
+    pub output_format: Option<String>,
     /// The command's state.
     pub state: S,
 }
@@ -141,6 +144,7 @@ mod tests {
             settings,
             input: InputProgress::default(),
             output_bytes: Some(10),
+            output_format: Some("jsonl".to_string()),
             state: vec![0.1, 1.0 / 3.0],
         }
     }
@@ -160,6 +164,7 @@ mod tests {
                 settings: checkpoint.settings.clone(),
                 input: checkpoint.input,
                 output_bytes: checkpoint.output_bytes,
+                output_format: checkpoint.output_format.clone(),
                 state: &checkpoint.state,
             },
         )
