@@ -151,7 +151,7 @@ fn iris_text_column_is_left_out_with_a_note() {
     assert!(
         outcome
             .stderr
-            .contains("column 5 (\"Species\") (first value \"setosa\")"),
+            .contains("leaving out column 5 (\"Species\") of"),
         "{}",
         outcome.stderr
     );

@@ -265,16 +265,14 @@ impl RowReader {
             None => {
                 let mut features = Vec::new();
                 let mut left_out = Vec::new();
+                let mut first_values = Vec::new();
                 for index in (0..self.width).filter(|i| !extras.contains(i)) {
                     // A field missing from a short first row counts as numeric: the row is
                     // reported as bad when it is read, and the column is not lost.
                     match data.get(index) {
                         Some(field) if parse_number(field).is_none() => {
-                            left_out.push(format!(
-                                "{} (first value {})",
-                                names.describe(index),
-                                quote(field)
-                            ));
+                            left_out.push(names.describe(index));
+                            first_values.push(quote(field));
                         }
                         _ => features.push(index),
                     }
@@ -287,12 +285,19 @@ impl RowReader {
                         line_of(&data)
                     )));
                 }
-                if !left_out.is_empty() {
+                if left_out.len() == 1 {
                     self.notes.note(format!(
-                        "leaving out the non-numeric column{} {} of '{}' (choose columns with --columns)",
-                        if left_out.len() == 1 { "" } else { "s" },
+                        "leaving out column {} of '{}': its first value {} is not a number \
+                         (choose columns with --columns)",
+                        left_out[0], self.source_name, first_values[0]
+                    ));
+                } else if !left_out.is_empty() {
+                    self.notes.note(format!(
+                        "leaving out columns {} of '{}': their first values {} are not numbers \
+                         (choose columns with --columns)",
                         left_out.join(", "),
-                        self.source_name
+                        self.source_name,
+                        first_values.join(", ")
                     ));
                 }
                 features
