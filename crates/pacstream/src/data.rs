@@ -14,7 +14,26 @@ use ndarray::ArrayView2;
 
 use crate::error::{Error, Result};
 
-/// Checks that every coordinate of `point` is finite.
+/// The largest absolute value of a point's coordinate: the losses of the point learners are
+/// squared distances, and with coordinates within ±1e150 a squared distance in up to 10⁷
+/// dimensions stays far from overflow (4·10³⁰⁷). Larger values are refused with
+/// [`Error::ValueTooLarge`] rather than silently producing infinite losses.
+pub const MAX_COORDINATE: f64 = 1e150;
+
+/// Checks that every coordinate of a point is finite and within ±[`MAX_COORDINATE`].
+pub fn check_coordinates(point: &[f64]) -> Result<()> {
+    check_finite(point)?;
+    match point.iter().position(|v| v.abs() > MAX_COORDINATE) {
+        Some(column) => Err(Error::ValueTooLarge {
+            row: None,
+            column,
+            value: point[column],
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks that every value is finite (advice, losses, weights: any size).
 pub fn check_finite(point: &[f64]) -> Result<()> {
     // The vectorised test first; the position only for the error message.
     if crate::kernels::all_finite(point) {
@@ -30,7 +49,7 @@ pub fn check_finite(point: &[f64]) -> Result<()> {
     }
 }
 
-/// Checks that `point` has dimension `dim` and finite coordinates.
+/// Checks that `point` has dimension `dim` and finite coordinates within ±[`MAX_COORDINATE`].
 ///
 /// ```
 /// use pacstream::data::check_point;
@@ -46,20 +65,20 @@ pub fn check_point(point: &[f64], dim: usize) -> Result<()> {
             found: point.len(),
         });
     }
-    check_finite(point)
+    check_coordinates(point)
 }
 
 /// Checks the first point of a stream, which fixes the dimension: it must have at least one
-/// coordinate, all finite.
+/// coordinate, all finite and within ±[`MAX_COORDINATE`].
 pub fn check_first_point(point: &[f64]) -> Result<()> {
     if point.is_empty() {
         return Err(Error::EmptyInput("a point needs at least one coordinate"));
     }
-    check_finite(point)
+    check_coordinates(point)
 }
 
-/// A validated batch of points: row-major, `n_points × dim`, every value finite, at least one
-/// point and one coordinate.
+/// A validated batch of points: row-major, `n_points × dim`, every value finite and within
+/// ±[`MAX_COORDINATE`], at least one point and one coordinate.
 #[derive(Debug, Clone)]
 pub struct Points<'a> {
     values: Cow<'a, [f64]>,
@@ -102,6 +121,13 @@ impl<'a> Points<'a> {
         }
         if let Some(index) = values.iter().position(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
+                row: Some(index / dim),
+                column: index % dim,
+                value: values[index],
+            });
+        }
+        if let Some(index) = values.iter().position(|v| v.abs() > MAX_COORDINATE) {
+            return Err(Error::ValueTooLarge {
                 row: Some(index / dim),
                 column: index % dim,
                 value: values[index],
@@ -232,6 +258,25 @@ mod tests {
                 value: f64::INFINITY
             }
         );
+    }
+
+    #[test]
+    fn huge_coordinates_are_refused() {
+        let err = Points::from_slice(&[1.0, 2.0, 3.0, -1e200], 2).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::ValueTooLarge {
+                    row: Some(1),
+                    column: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(check_point(&[1e151], 1).is_err());
+        assert!(check_point(&[MAX_COORDINATE, -MAX_COORDINATE], 2).is_ok());
+        assert!(err.to_string().contains("too large"));
     }
 
     #[test]

@@ -49,6 +49,18 @@ pub enum Error {
         value: f64,
     },
 
+    /// A coordinate of a point is larger in absolute value than
+    /// [`crate::data::MAX_COORDINATE`], beyond which squared distances would overflow.
+    #[error("{}value {value} in column {column} is too large: coordinates must lie within ±{}, so that squared distances stay finite", Location(*.row), crate::data::MAX_COORDINATE)]
+    ValueTooLarge {
+        /// Index of the offending row in a batch (0-based), if the point came from a batch.
+        row: Option<usize>,
+        /// Index of the offending coordinate (0-based).
+        column: usize,
+        /// The offending value.
+        value: f64,
+    },
+
     /// A sample weight is negative or not finite, or all weights are zero.
     #[error("{}", match .row {
         Some(row) => format!("sample weight {value} of row {row} must be finite and >= 0"),
@@ -106,6 +118,11 @@ impl Error {
                 found,
             },
             Error::NonFinite { column, value, .. } => Error::NonFinite {
+                row: Some(row),
+                column,
+                value,
+            },
+            Error::ValueTooLarge { column, value, .. } => Error::ValueTooLarge {
                 row: Some(row),
                 column,
                 value,

@@ -332,6 +332,29 @@ fn merged_statistics_equal_the_whole_batch() {
     }
 }
 
+/// A mini-batch of weightless points pays its losses and moves nothing but the decay.
+#[test]
+fn a_weightless_batch_is_learned_and_moves_nothing() {
+    let mut learner = warmed_up(3, 2, 81);
+    let before = learner.centres().unwrap().clone();
+    let batch = to_array(&blobs(5, 3, 2, 1.0, 82));
+    let zeros = ndarray::Array1::zeros(5);
+    let steps = learner
+        .learn_batch(batch.view(), Some(zeros.view()))
+        .unwrap();
+    assert_eq!(steps.len(), 5);
+    assert!(steps.iter().all(|s| s.loss.is_some()));
+    assert_eq!(learner.centres().unwrap(), &before);
+    let negative = ndarray::Array1::from_vec(vec![1.0, 1.0, -1.0, 1.0, 1.0]);
+    let err = learner
+        .learn_batch(batch.view(), Some(negative.view()))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidWeight { row: Some(2), .. }),
+        "{err}"
+    );
+}
+
 #[test]
 fn statistics_are_refused_when_they_do_not_fit() {
     let mut learner = warmed_up(3, 2, 31);

@@ -3,7 +3,7 @@
 use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
-use crate::data::{check_finite, check_point};
+use crate::data::{check_coordinates, check_point};
 use crate::error::{Error, Result};
 use crate::geometry::squared_distance;
 use crate::online::Model;
@@ -77,8 +77,13 @@ impl Centres {
                 self.dim
             )));
         }
-        check_finite(&self.values).map_err(|e| match e {
+        check_coordinates(&self.values).map_err(|e| match e {
             Error::NonFinite { column, value, .. } => Error::NonFinite {
+                row: Some(column / self.dim),
+                column: column % self.dim,
+                value,
+            },
+            Error::ValueTooLarge { column, value, .. } => Error::ValueTooLarge {
                 row: Some(column / self.dim),
                 column: column % self.dim,
                 value,

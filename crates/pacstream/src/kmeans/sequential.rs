@@ -205,7 +205,21 @@ impl SequentialKMeans {
     ) -> Result<Vec<SequentialKMeansStep>> {
         let points = Points::from_array(points)?;
         let weights = weights.map(|w| w.to_vec());
-        let weights = Weights::new(weights.as_deref(), points.n_points())?;
+        // Each weight is checked as `learn_one_weighted` checks it: a batch whose points all
+        // weigh 0 is a legitimate part of a stream (it pays its losses and moves nothing).
+        if let Some(weights) = &weights {
+            if weights.len() != points.n_points() {
+                return Err(Error::InconsistentInput(format!(
+                    "{} sample weights for {} points",
+                    weights.len(),
+                    points.n_points()
+                )));
+            }
+            for (row, &weight) in weights.iter().enumerate() {
+                check_weight(weight).map_err(|e| e.at_row(row))?;
+            }
+        }
+        let weights = weights.as_deref().map_or(Weights::Unit, Weights::Given);
         if let Some(first) = points.rows().next() {
             self.check_input(first)?;
         }

@@ -1,0 +1,154 @@
+//! Atomic file replacement: a crash at any moment leaves the old file or the new one, never
+//! a torn mixture.
+//!
+//! The new content goes to a temporary file in the same directory (so that the rename does
+//! not cross file systems), which is flushed to disk (fsync) and renamed over the target;
+//! then the directory is fsynced so that the rename itself survives a power cut.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use crate::failure::{bad_input, describe_io, io_failure};
+use crate::options::OutputTarget;
+
+/// The random part of a temporary file's name (`.{name}.XXXXXX.tmp`).
+const TEMPORARY_RANDOM_CHARS: usize = 6;
+
+/// Replaces the file at `path` with `bytes`, atomically.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| bad_input(format!("'{name}' is not a file name")))?;
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(file_name);
+    prefix.push(".");
+    let mut builder = tempfile::Builder::new();
+    builder
+        .prefix(&prefix)
+        .rand_bytes(TEMPORARY_RANDOM_CHARS)
+        .suffix(".tmp");
+    // Like any new file (0666 less the umask), not the private 0600 of temporary files: the
+    // temporary file becomes the user's summary, figure or checkpoint.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temporary = builder
+        .tempfile_in(directory)
+        .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e))))?;
+    temporary
+        .write_all(bytes)
+        .and_then(|()| temporary.as_file().sync_all())
+        .map_err(|e| io_failure(format!("cannot write '{name}'"), &e))?;
+    temporary
+        .persist(path)
+        .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e.error))))?;
+    sync_directory(directory)
+        .map_err(|e| io_failure(format!("cannot sync the directory of '{name}'"), &e))?;
+    Ok(())
+}
+
+/// Removes the temporary files that [`write_atomically`] leaves behind when its process is
+/// killed between creating one and renaming it (`.{name}.XXXXXX.tmp` beside `path`). Called
+/// before a run starts writing `path`; failures are ignored (a stale file is only clutter).
+pub fn remove_stale_temporaries(path: &Path) {
+    let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let prefix = format!(".{file_name}.");
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let is_ours = name.starts_with(&prefix)
+            && name.ends_with(".tmp")
+            && name.len() == prefix.len() + TEMPORARY_RANDOM_CHARS + ".tmp".len();
+        if is_ours && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Flushes a directory's entries to disk (a no-op where directories cannot be opened).
+fn sync_directory(directory: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(directory)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = directory;
+        Ok(())
+    }
+}
+
+/// Writes a whole document (a summary, a figure) to a file atomically or to stdout.
+pub fn write_document(target: &OutputTarget, bytes: &[u8]) -> anyhow::Result<()> {
+    match target {
+        OutputTarget::File(path) => write_atomically(path, bytes),
+        OutputTarget::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| io_failure("cannot write to '<stdout>'", &e))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_atomically(&path, b"old").unwrap();
+        write_atomically(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let missing = dir.path().join("no/such/dir/state.json");
+        let error = write_atomically(&missing, b"x").unwrap_err();
+        assert!(
+            error.to_string().contains("No such file or directory"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ck.json");
+        for name in [
+            ".ck.json.a1B2c3.tmp",
+            ".ck.json.long-name.tmp",
+            "ck.json",
+            ".other.x1y2z3.tmp",
+        ] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        remove_stale_temporaries(&path);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [".ck.json.long-name.tmp", ".other.x1y2z3.tmp", "ck.json"]
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! Figures, drawn as SVG with plotters (no font files needed: text stays text in the SVG
+//! and the viewer renders it).
+//!
+//! Each figure is drawn into a string first and written atomically, so a failed run never
+//! leaves half a picture.
+
+mod clusters;
+
+pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+
+/// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
+pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {
+    const PALETTE: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    let (r, g, b) = PALETTE[index % PALETTE.len()];
+    plotters::style::RGBColor(r, g, b)
+}
+
+/// A padded axis range that covers `values` (a unit range around a single value, `0..1`
+/// when there is none), so that every point is drawn inside the frame.
+pub fn axis_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (low, high) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if low > high {
+        return 0.0..1.0;
+    }
+    let span = high - low;
+    let pad = if span > 0.0 && span.is_finite() {
+        span * 0.05
+    } else {
+        low.abs().max(1.0) * 0.5
+    };
+    // The span must stay finite: plotters' tick search never ends on an infinite one.
+    let limit = f64::MAX / 2.0;
+    let from = (low - pad).max(-limit);
+    let to = (high + pad).min(limit);
+    if from < to { from..to } else { -1.0..1.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_never_empty() {
+        let range = axis_range([1.0, 3.0].into_iter());
+        assert!(range.start < 1.0 && range.end > 3.0);
+        let range = axis_range([5.0].into_iter());
+        assert!(range.start < 5.0 && range.end > 5.0);
+        assert_eq!(axis_range(std::iter::empty()), 0.0..1.0);
+        for values in [
+            [f64::MAX, -f64::MAX],
+            [1.7e308, -1e308],
+            [f64::MAX, f64::MAX],
+        ] {
+            let range = axis_range(values.into_iter());
+            assert!(range.start < range.end && (range.end - range.start).is_finite());
+        }
+    }
+}

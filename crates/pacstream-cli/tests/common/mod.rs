@@ -1,0 +1,171 @@
+//! Helpers shared by the integration tests: run the real binary, make input files.
+
+#![allow(
+    dead_code,
+    reason = "each test file uses a different part of these helpers"
+)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The `pacstream` binary built by cargo for these tests.
+pub fn pacstream() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pacstream"))
+}
+
+/// What a finished run left.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `pacstream args...` in `dir` and waits for it.
+pub fn run(dir: &Path, args: &[&str]) -> Outcome {
+    run_with_stdin(dir, args, None)
+}
+
+/// The longest any single run may take in the tests: a run that hangs fails the test
+/// instead of hanging the suite.
+pub const RUN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs `pacstream args...` in `dir` with `stdin` piped in.
+pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Outcome {
+    let mut child = pacstream()
+        .args(args)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    // Drain both pipes on their own threads so that a chatty child never blocks.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        // The binary may stop reading early (an error on the first rows): ignore EPIPE.
+        let _ = pipe.write_all(bytes);
+    }
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be polled") {
+            break status;
+        }
+        if started.elapsed() > RUN_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pacstream {args:?} did not finish within {RUN_DEADLINE:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    let outcome = Outcome {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout.join().expect("stdout drained")).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr.join().expect("stderr drained")).into_owned(),
+    };
+    assert!(
+        !outcome.stderr.contains("panicked"),
+        "the binary panicked on {args:?}: {}",
+        outcome.stderr
+    );
+    outcome
+}
+
+/// A file of the project's `data/` folder.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data")
+        .join(name)
+}
+
+/// Writes `bytes` to `dir/name`; returns the path.
+pub fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("the test file is written");
+    path
+}
+
+/// A small deterministic generator (xorshift64*), so tests need no extra dependency.
+#[derive(Debug, Clone)]
+pub struct TestRng(u64);
+
+impl TestRng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in 0..n.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// CSV text of `rows` points in `dim` dimensions around four well-separated centres, with a
+/// header `x1,...,xd` (and a `w` weight column when `weights`).
+pub fn blobs_csv(rows: usize, dim: usize, seed: u64, weights: bool) -> String {
+    let mut rng = TestRng::new(seed);
+    let mut text = String::with_capacity(rows * dim * 12);
+    let names: Vec<String> = (1..=dim).map(|j| format!("x{j}")).collect();
+    text.push_str(&names.join(","));
+    if weights {
+        text.push_str(",w");
+    }
+    text.push('\n');
+    for _ in 0..rows {
+        let blob = rng.below(4);
+        let fields: Vec<String> = (0..dim)
+            .map(|j| {
+                let centre = if (blob >> (j % 2)) & 1 == 1 {
+                    10.0
+                } else {
+                    0.0
+                };
+                format!("{:.6}", centre + 2.0 * rng.next_f64() - 1.0)
+            })
+            .collect();
+        text.push_str(&fields.join(","));
+        if weights {
+            text.push_str(&format!(",{:.3}", 0.5 + rng.next_f64()));
+        }
+        text.push('\n');
+    }
+    text
+}
