@@ -45,6 +45,8 @@ struct Cli {
 /// The commands, one per algorithm family.
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Aggregate experts' advice over a stream, with the rule's regret bound.
+    Experts(commands::experts::ExpertsArgs),
     /// Cluster points with k-means (batch) or sequential k-means (--online).
     Kmeans(commands::kmeans::KMeansArgs),
 }
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
+        Command::Experts(args) => commands::experts::run(args),
         Command::Kmeans(args) => commands::kmeans::run(args),
     }
 }

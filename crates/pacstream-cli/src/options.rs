@@ -233,6 +233,9 @@ pub struct InputOptions {
     /// The largest absolute value a data column may hold (the point learners refuse
     /// coordinates whose squared distances could overflow); `None`: any finite value.
     pub max_magnitude: Option<f64>,
+    /// Whether an empty feature field is a missing value (read as NaN, for the command to
+    /// interpret: a sleeping expert) rather than a bad row.
+    pub empty_is_missing: bool,
 }
 
 /// Validated `--output` options.
@@ -337,6 +340,7 @@ impl CommonArgs {
                 header: input.header,
                 delimiter: input.delimiter,
                 max_magnitude: None,
+                empty_is_missing: false,
             },
             seed: out.seed,
             output,

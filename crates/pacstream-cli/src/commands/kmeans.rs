@@ -25,9 +25,9 @@ use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::human_number;
+use super::{InputSummary, human_number, no_good_rows, note_skipped, write_summary};
 use crate::failure::bad_input;
-use crate::io::atomic::{write_atomically, write_document};
+use crate::io::atomic::write_atomically;
 use crate::io::columns::{parse_column_list, parse_selector};
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
@@ -290,65 +290,8 @@ fn plot_axes(args: &KMeansArgs, reader: &RowReader) -> anyhow::Result<(usize, Op
 }
 
 /// What the summary says about the input.
-#[derive(Serialize)]
-struct InputSummary<'a> {
-    source: &'a str,
-    columns: &'a [String],
-    weights: Option<String>,
-    rows: u64,
-    bad_rows_skipped: u64,
-}
-
-impl<'a> InputSummary<'a> {
-    fn new(reader: &'a RowReader, progress: &InputProgress) -> Self {
-        let layout = reader.layout();
-        Self {
-            source: reader.source_name(),
-            columns: &layout.feature_labels,
-            weights: layout
-                .extras
-                .first()
-                .map(|&index| reader.column_names().label(index)),
-            rows: progress.rows_consumed - progress.bad_rows_skipped,
-            bad_rows_skipped: progress.bad_rows_skipped,
-        }
-    }
-}
-
-fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
-    if progress.bad_rows_skipped > 0 {
-        notes.note(format!(
-            "skipped {} bad row{} of '{source}' (of {} data rows)",
-            progress.bad_rows_skipped,
-            if progress.bad_rows_skipped == 1 {
-                ""
-            } else {
-                "s"
-            },
-            progress.rows_consumed
-        ));
-    }
-}
-
-fn no_good_rows(source: &str, progress: &InputProgress) -> anyhow::Error {
-    bad_input(format!(
-        "'{source}' has no good rows to learn from: all {} data rows were bad and skipped",
-        progress.rows_consumed
-    ))
-}
-
 fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
     centres.iter().map(<[f64]>::to_vec).collect()
-}
-
-/// Writes the summary and, for a file, says nothing more; `-` prints it.
-fn write_summary(options: &RunOptions, summary: &impl Serialize) -> anyhow::Result<()> {
-    if let Some(target) = &options.summary {
-        let mut bytes = serde_json::to_vec_pretty(summary)?;
-        bytes.push(b'\n');
-        write_document(target, &bytes)?;
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------

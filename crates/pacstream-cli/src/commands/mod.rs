@@ -1,7 +1,74 @@
 //! One module per command family. Each turns its arguments into validated library settings,
 //! runs the library, and writes what the shared options ask for.
 
+pub mod experts;
 pub mod kmeans;
+
+use serde::Serialize;
+
+use crate::failure::bad_input;
+use crate::io::atomic::write_document;
+use crate::io::reader::{InputProgress, RowReader};
+use crate::options::RunOptions;
+use crate::ui::Notes;
+
+/// What the summary says of the input.
+#[derive(Serialize)]
+pub struct InputSummary<'a> {
+    source: &'a str,
+    columns: &'a [String],
+    weights: Option<String>,
+    rows: u64,
+    bad_rows_skipped: u64,
+}
+
+impl<'a> InputSummary<'a> {
+    pub fn new(reader: &'a RowReader, progress: &InputProgress) -> Self {
+        let layout = reader.layout();
+        Self {
+            source: reader.source_name(),
+            columns: &layout.feature_labels,
+            weights: layout
+                .extras
+                .first()
+                .map(|&index| reader.column_names().label(index)),
+            rows: progress.rows_consumed - progress.bad_rows_skipped,
+            bad_rows_skipped: progress.bad_rows_skipped,
+        }
+    }
+}
+
+pub fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
+    if progress.bad_rows_skipped > 0 {
+        notes.note(format!(
+            "skipped {} bad row{} of '{source}' (of {} data rows)",
+            progress.bad_rows_skipped,
+            if progress.bad_rows_skipped == 1 {
+                ""
+            } else {
+                "s"
+            },
+            progress.rows_consumed
+        ));
+    }
+}
+
+pub fn no_good_rows(source: &str, progress: &InputProgress) -> anyhow::Error {
+    bad_input(format!(
+        "'{source}' has no good rows to learn from: all {} data rows were bad and skipped",
+        progress.rows_consumed
+    ))
+}
+
+/// Writes the summary and, for a file, says nothing more; `-` prints it.
+pub fn write_summary(options: &RunOptions, summary: &impl Serialize) -> anyhow::Result<()> {
+    if let Some(target) = &options.summary {
+        let mut bytes = serde_json::to_vec_pretty(summary)?;
+        bytes.push(b'\n');
+        write_document(target, &bytes)?;
+    }
+    Ok(())
+}
 
 /// A number for a human-readable report: six significant digits, plain notation for
 /// everyday magnitudes and scientific notation otherwise.

@@ -75,7 +75,8 @@ pub struct Row<'a> {
     /// The 1-based number of the data row in the input (the header is not counted; bad rows
     /// skipped are), so that results can be joined back to the input.
     pub number: u64,
-    /// The feature values, finite.
+    /// The feature values, finite (or NaN for an empty cell when empty cells are missing
+    /// values).
     pub values: &'a [f64],
     /// The extra columns' values, finite (and ≥ 0 where required).
     pub extras: &'a [f64],
@@ -100,7 +101,24 @@ pub struct RowReader {
     notes: Notes,
     total_bytes: Option<u64>,
     max_magnitude: Option<f64>,
+    empty_is_missing: bool,
 }
+
+/// What a command that chooses its own columns sees when the input is opened: the column
+/// names and which columns hold a number (or, when empty cells are missing values, nothing)
+/// in the first data row.
+#[derive(Debug)]
+pub struct FirstRow<'a> {
+    /// The header names (or `column N`) and selector resolution.
+    pub names: ColumnNames<'a>,
+    /// For each column, whether its first data value is a number (or a missing value).
+    pub numeric: Vec<bool>,
+    /// The line of the first data row, for messages.
+    pub line: u64,
+}
+
+/// Chooses the feature columns (0-based) from the first row, instead of `--columns`.
+pub type ColumnPlan<'p> = &'p dyn Fn(&FirstRow<'_>) -> anyhow::Result<Vec<usize>>;
 
 impl std::fmt::Debug for RowReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -119,6 +137,16 @@ impl RowReader {
         options: &InputOptions,
         extra_columns: &[ExtraColumn],
         notes: Notes,
+    ) -> anyhow::Result<Self> {
+        Self::open_with(options, extra_columns, notes, None)
+    }
+
+    /// [`RowReader::open`], with the feature columns chosen by `plan` (when given).
+    pub fn open_with(
+        options: &InputOptions,
+        extra_columns: &[ExtraColumn],
+        notes: Notes,
+        plan: Option<ColumnPlan<'_>>,
     ) -> anyhow::Result<Self> {
         let source_name = options.source.display_name();
         let (raw, total_bytes, tab_by_name): (Box<dyn Read>, Option<u64>, bool) =
@@ -188,8 +216,9 @@ impl RowReader {
             notes,
             total_bytes,
             max_magnitude: options.max_magnitude,
+            empty_is_missing: options.empty_is_missing,
         };
-        reader.read_head(options, extra_columns)?;
+        reader.read_head(options, extra_columns, plan)?;
         Ok(reader)
     }
 
@@ -198,6 +227,7 @@ impl RowReader {
         &mut self,
         options: &InputOptions,
         extra_columns: &[ExtraColumn],
+        plan: Option<ColumnPlan<'_>>,
     ) -> anyhow::Result<()> {
         let mut first = ByteRecord::new();
         if !self.read_record(&mut first)? {
@@ -250,8 +280,27 @@ impl RowReader {
             }
             extras.push(index);
         }
-        let features = match &options.columns {
-            Some(selectors) => {
+        let features = match (&options.columns, plan) {
+            (None, Some(plan)) => {
+                let numeric = (0..self.width)
+                    .map(|index| {
+                        data.get(index).is_none_or(|field| {
+                            parse_number(field).is_some()
+                                || (self.empty_is_missing && is_empty(field))
+                        })
+                    })
+                    .collect();
+                plan(&FirstRow {
+                    names: ColumnNames {
+                        source: &self.source_name,
+                        header: self.header.as_deref(),
+                        width: self.width,
+                    },
+                    numeric,
+                    line: line_of(&data),
+                })?
+            }
+            (Some(selectors), _) => {
                 let features = names
                     .resolve_list(selectors)
                     .map_err(|reason| bad_input(format!("--columns: {reason}")))?;
@@ -264,7 +313,7 @@ impl RowReader {
                 }
                 features
             }
-            None => {
+            (None, None) => {
                 let mut features = Vec::new();
                 let mut left_out = Vec::new();
                 let mut first_values = Vec::new();
@@ -449,6 +498,10 @@ impl RowReader {
         };
         for &index in &self.layout.features {
             let field = self.record.get(index).unwrap_or_default();
+            if self.empty_is_missing && is_empty(field) {
+                self.values.push(f64::NAN);
+                continue;
+            }
             let value = checked_number(field).map_err(|problem| {
                 format!("line {line}, column {}: {problem}", names.describe(index))
             })?;
@@ -493,6 +546,11 @@ impl RowReader {
             bad_input(format!("cannot read '{}': {detail}", self.source_name))
         })
     }
+}
+
+/// Whether a field holds nothing but spaces.
+fn is_empty(field: &[u8]) -> bool {
+    field.iter().all(u8::is_ascii_whitespace)
 }
 
 /// The value of a numeric field (surrounding spaces allowed), or `None`.
@@ -591,6 +649,7 @@ mod tests {
             header: HeaderMode::Auto,
             delimiter: None,
             max_magnitude: None,
+            empty_is_missing: false,
         }
     }
 

@@ -22,6 +22,47 @@ pub struct RecordSink {
 struct Sink {
     name: String,
     format: Format,
+    /// Whether [`RecordSink::write_fields`] must still write the header row.
+    header_pending: bool,
+}
+
+/// One value of a record written by [`RecordSink::write_fields`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cell {
+    /// A number.
+    Number(f64),
+    /// A count or an index.
+    Integer(u64),
+    /// No value: `null` in JSON, an empty field in delimited text.
+    Missing,
+}
+
+impl Cell {
+    /// A number, or `Missing` for `None`.
+    pub fn from_option(value: Option<f64>) -> Self {
+        value.map_or(Cell::Missing, Cell::Number)
+    }
+}
+
+/// Named cells serialised as a JSON object in their order.
+struct Fields<'a> {
+    names: &'a [String],
+    cells: &'a [Cell],
+}
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.names.len()))?;
+        for (name, cell) in self.names.iter().zip(self.cells) {
+            match cell {
+                Cell::Number(value) if value.is_finite() => map.serialize_entry(name, value)?,
+                Cell::Integer(value) => map.serialize_entry(name, value)?,
+                Cell::Number(_) | Cell::Missing => map.serialize_entry(name, &())?,
+            }
+        }
+        map.end()
+    }
 }
 
 #[derive(Debug)]
@@ -115,7 +156,11 @@ impl RecordSink {
             )),
         };
         Ok(Self {
-            inner: Some(Sink { name, format }),
+            inner: Some(Sink {
+                name,
+                format,
+                header_pending: write_header,
+            }),
         })
     }
 
@@ -140,6 +185,41 @@ impl RecordSink {
                     csv::ErrorKind::Io(e) => e,
                     other => io::Error::other(format!("{other:?}")),
                 })
+            }
+        };
+        result.map_err(|e| write_error(&sink.name, e))
+    }
+
+    /// Writes one record whose fields are known only at run time (one column per expert,
+    /// say): `names` and `cells` in the same order, the same names for every record.
+    pub fn write_fields(&mut self, names: &[String], cells: &[Cell]) -> anyhow::Result<()> {
+        let Some(sink) = &mut self.inner else {
+            return Ok(());
+        };
+        debug_assert_eq!(names.len(), cells.len());
+        let result = match &mut sink.format {
+            Format::Jsonl(writer) => serde_json::to_writer(&mut *writer, &Fields { names, cells })
+                .map_err(io::Error::from)
+                .and_then(|()| writer.write_all(b"\n")),
+            Format::Delimited(writer) => {
+                let header = if sink.header_pending {
+                    sink.header_pending = false;
+                    writer.write_record(names)
+                } else {
+                    Ok(())
+                };
+                header
+                    .and_then(|()| {
+                        writer.write_record(cells.iter().map(|cell| match cell {
+                            Cell::Number(value) if value.is_finite() => value.to_string(),
+                            Cell::Integer(value) => value.to_string(),
+                            Cell::Number(_) | Cell::Missing => String::new(),
+                        }))
+                    })
+                    .map_err(|e| match e.into_kind() {
+                        csv::ErrorKind::Io(e) => e,
+                        other => io::Error::other(format!("{other:?}")),
+                    })
             }
         };
         result.map_err(|e| write_error(&sink.name, e))

@@ -5,8 +5,10 @@
 //! leaves half a picture.
 
 mod clusters;
+mod experts;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+pub use experts::{ExpertsFigure, draw_experts};
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
 pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {

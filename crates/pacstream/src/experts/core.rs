@@ -11,31 +11,47 @@ use crate::error::{Error, Result};
 use crate::kernels::{self, Kernel};
 
 /// The range of charged losses the bounds assume; rounds outside it are counted, not refused.
+/// Without a loss bound (AdaHedge needs none) nothing is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LossRange {
-    pub(crate) lower: f64,
-    pub(crate) upper: f64,
+    /// The width B of the range, if known.
+    bound: Option<f64>,
+    /// [−B/2, B/2] (linearised losses) rather than [0, B].
+    centred: bool,
 }
 
 impl LossRange {
-    /// Charged losses in [0, B].
-    pub(crate) fn nonnegative(bound: f64) -> Self {
+    /// Charged losses in [0, B] (B unknown: no range is checked).
+    pub(crate) fn nonnegative(bound: Option<f64>) -> Self {
         Self {
-            lower: 0.0,
-            upper: bound,
+            bound,
+            centred: false,
         }
     }
 
     /// Linearised losses in [−B/2, B/2] (the gradient option: width B = 2GY).
-    pub(crate) fn centred(width: f64) -> Self {
+    pub(crate) fn centred(width: Option<f64>) -> Self {
         Self {
-            lower: -0.5 * width,
-            upper: 0.5 * width,
+            bound: width,
+            centred: true,
         }
     }
 
+    /// The width B that the tuned rates divide by (1 when unknown: only AdaHedge, which does
+    /// not use it, runs without B).
     pub(crate) fn width(&self) -> f64 {
-        self.upper - self.lower
+        self.bound.unwrap_or(1.0)
+    }
+
+    /// The interval [lower, upper] checked, if any.
+    fn interval(&self) -> Option<(f64, f64)> {
+        self.bound.map(|b| {
+            if self.centred {
+                (-0.5 * b, 0.5 * b)
+            } else {
+                (0.0, b)
+            }
+        })
     }
 }
 
@@ -151,10 +167,13 @@ impl Core {
             let mix = ExpWeights::mix_loss(eta, &self.probabilities, charges);
             self.schedule.add_gap(mixture - mix);
         }
-        let outside = self
-            .weights
-            .charge_checked(charges, self.range.lower, self.range.upper);
-        self.out_of_range_rounds += u64::from(outside);
+        match self.range.interval() {
+            Some((lower, upper)) => {
+                let outside = self.weights.charge_checked(charges, lower, upper);
+                self.out_of_range_rounds += u64::from(outside);
+            }
+            None => self.weights.charge(charges),
+        }
         self.ledger.record(learner_loss, expert_losses, awake);
         self.n_rounds += 1;
     }
@@ -177,7 +196,11 @@ impl Core {
         let width = self.range.width();
         let gap = self.schedule.gap;
         let in_range = gap.is_finite() && gap >= 0.0 && width.is_finite() && width > 0.0;
-        if !in_range || self.schedule.rate.check().is_err() || self.ledger.rounds() != self.n_rounds
+        let schedule_width = self.schedule.loss_range;
+        if !in_range
+            || schedule_width != width
+            || self.schedule.rate.check().is_err()
+            || self.ledger.rounds() != self.n_rounds
         {
             return Err(Error::InvalidSnapshot(
                 "expert aggregator: schedule or counters out of range".into(),

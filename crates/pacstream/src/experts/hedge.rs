@@ -65,7 +65,7 @@ impl Checked<HedgeParams> {
             self.prior.as_deref(),
             self.rate,
             Tuning::Hedge,
-            LossRange::nonnegative(self.loss_bound.unwrap_or(1.0)),
+            LossRange::nonnegative(self.loss_bound),
         )
         .expect("invariant: checked parameters");
         Hedge {
@@ -188,11 +188,10 @@ validated_snapshot!(Ewa);
 impl Checked<EwaParams> {
     /// The learner.
     pub fn build(&self) -> Ewa {
-        let bound = self.loss_bound.unwrap_or(1.0);
         let range = if self.gradient {
-            LossRange::centred(bound)
+            LossRange::centred(self.loss_bound)
         } else {
-            LossRange::nonnegative(bound)
+            LossRange::nonnegative(self.loss_bound)
         };
         let core = Core::new(
             self.n_experts,

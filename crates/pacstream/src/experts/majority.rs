@@ -83,7 +83,7 @@ impl Checked<WeightedMajorityParams> {
             None,
             LearningRate::Fixed(-self.beta.ln()),
             Tuning::Beta,
-            LossRange::nonnegative(1.0),
+            LossRange::nonnegative(Some(1.0)),
         )
         .expect("invariant: checked parameters");
         WeightedMajority {
@@ -203,7 +203,7 @@ impl Checked<RandomizedWeightedMajorityParams> {
             None,
             self.rate,
             Tuning::Beta,
-            LossRange::nonnegative(1.0),
+            LossRange::nonnegative(Some(1.0)),
         )
         .expect("invariant: checked parameters");
         RandomizedWeightedMajority {
