@@ -36,7 +36,7 @@ pub fn check_coordinates(point: &[f64]) -> Result<()> {
 /// Checks that every value is finite (advice, losses, weights: any size).
 pub fn check_finite(point: &[f64]) -> Result<()> {
     // The vectorised test first; the position only for the error message.
-    if crate::kernels::all_finite(point) {
+    if crate::kernels::all_finite_any_length(point) {
         return Ok(());
     }
     match point.iter().position(|v| !v.is_finite()) {

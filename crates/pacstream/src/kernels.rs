@@ -137,6 +137,28 @@ pub(crate) fn all_finite(values: &[f64]) -> bool {
     (combine(lanes) + tail) == 0.0
 }
 
+struct AllFinite<'a>(&'a [f64]);
+
+impl Kernel for AllFinite<'_> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run(self) -> bool {
+        all_finite(self.0)
+    }
+}
+
+/// [`all_finite`], dispatched to the CPU's best instructions for long slices (an advice
+/// vector of a thousand experts) and inline for short ones (a point in a few dimensions).
+#[inline]
+pub(crate) fn all_finite_any_length(values: &[f64]) -> bool {
+    if values.len() >= 64 {
+        dispatch(AllFinite(values))
+    } else {
+        all_finite(values)
+    }
+}
+
 /// acc_i += values_i for every i; returns min_i acc_i (one pass).
 #[inline(always)]
 pub(crate) fn add_and_min(acc: &mut [f64], values: &[f64]) -> f64 {
@@ -197,7 +219,7 @@ pub(crate) fn min(values: &[f64]) -> f64 {
 
 /// The first index holding `target` (0 if none).
 #[inline(always)]
-fn first_position(values: &[f64], target: f64) -> usize {
+pub(crate) fn first_position(values: &[f64], target: f64) -> usize {
     let mut chunks = values.chunks_exact(LANES);
     let mut offset = 0;
     for chunk in &mut chunks {

@@ -64,9 +64,21 @@ pub(crate) struct Core {
     pub(crate) n_rounds: u64,
     /// Rounds where some charged loss fell outside `range` (the bounds then do not apply).
     pub(crate) out_of_range_rounds: u64,
-    /// p_t of the current round (scratch: recomputed every round).
+    /// The shift of the canonical weights (see [`ExpWeights::canonical_weights`]): min C
+    /// before the last charge, 0 after a restart. Part of the state, so that weights
+    /// recomputed after a snapshot are the bits the uninterrupted run used.
+    shift: f64,
+    /// The weights of the current round, unnormalised: p_t = `probabilities` × `scale`
+    /// (cache, recomputed when missing).
     #[serde(skip)]
     pub(crate) probabilities: Vec<f64>,
+    /// 1 / Σ `probabilities`.
+    #[serde(skip)]
+    pub(crate) scale: f64,
+    /// `Some(η)` when `probabilities` already holds the canonical weights of the next round
+    /// for that η (written by the fused pass at the end of the previous round).
+    #[serde(skip)]
+    ready: Option<f64>,
     /// The losses charged this round (scratch).
     #[serde(skip)]
     pub(crate) charges: Vec<f64>,
@@ -93,7 +105,10 @@ impl Core {
             range,
             n_rounds: 0,
             out_of_range_rounds: 0,
+            shift: 0.0,
             probabilities: vec![0.0; n_experts],
+            scale: 1.0,
+            ready: None,
             charges: vec![0.0; n_experts],
             expert_losses: vec![0.0; n_experts],
             gradient_charges: vec![0.0; n_experts],
@@ -105,7 +120,8 @@ impl Core {
     }
 
     /// Starts round t = n_rounds + 1: restarts the weights at a new doubling epoch and
-    /// computes p_t over the awake experts. Returns η_t. Call only after validating the round.
+    /// computes the weights p_t of the awake experts (`probabilities` × `scale`). Returns η_t.
+    /// Call only after validating the round.
     pub(crate) fn begin(&mut self, awake: Option<&[bool]>) -> f64 {
         let n = self.n_experts();
         // Scratch buffers are not part of snapshots: size them after a restore.
@@ -119,22 +135,39 @@ impl Core {
         let round = self.n_rounds + 1;
         if self.schedule.restarts_at(round) {
             self.weights.restart();
+            self.shift = 0.0;
+            self.ready = None;
         }
         let eta = self.schedule.eta(round);
-        self.weights
-            .probabilities(eta, awake, &mut self.probabilities);
+        let cached = self.ready.take();
+        match awake {
+            None if eta.is_finite() => {
+                if cached != Some(eta) {
+                    let total =
+                        self.weights
+                            .canonical_weights(eta, self.shift, &mut self.probabilities);
+                    self.scale = 1.0 / total;
+                }
+            }
+            _ => {
+                self.weights
+                    .probabilities(eta, awake, &mut self.probabilities);
+                self.scale = 1.0;
+            }
+        }
         eta
     }
 
     /// Σ_i p_i v_i over the awake experts (asleep values may be anything, even NaN).
     pub(crate) fn mixture(&self, values: &[f64], awake: Option<&[bool]>) -> f64 {
-        match awake {
+        let unscaled = match awake {
             None => kernels::dispatch(Dot(&self.probabilities, values)),
             Some(awake) => (0..values.len())
                 .filter(|&i| awake[i])
                 .map(|i| self.probabilities[i] * values[i])
                 .sum(),
-        }
+        };
+        unscaled * self.scale
     }
 
     /// Ends the round. `charges[i]` is what awake expert i is charged; asleep experts are
@@ -163,17 +196,48 @@ impl Core {
         if matches!(self.schedule.rate, LearningRate::AdaHedge) {
             // δ_t = h_t − m_t: the mixture loss of the charged losses minus their mix loss,
             // both under p_t (asleep experts have weight 0).
-            let mixture = kernels::dispatch(Dot(&self.probabilities, charges));
-            let mix = ExpWeights::mix_loss(eta, &self.probabilities, charges);
+            let mixture = kernels::dispatch(Dot(&self.probabilities, charges)) * self.scale;
+            let mix = ExpWeights::mix_loss(eta, &self.probabilities, self.scale, charges);
             self.schedule.add_gap(mixture - mix);
         }
-        match self.range.interval() {
-            Some((lower, upper)) => {
-                let outside = self.weights.charge_checked(charges, lower, upper);
-                self.out_of_range_rounds += u64::from(outside);
+        let before = self.weights.least();
+        let next_round = self.n_rounds + 2;
+        let next_eta = self.schedule.eta(next_round);
+        let range = self.range.interval();
+        let outside = if self.schedule.restarts_at(next_round) || !next_eta.is_finite() {
+            // The next round starts afresh or follows the leader: no canonical weights to
+            // prepare.
+            self.shift = before;
+            match range {
+                Some((lower, upper)) => self.weights.charge_checked(charges, lower, upper),
+                None => {
+                    self.weights.charge(charges);
+                    false
+                }
             }
-            None => self.weights.charge(charges),
-        }
+        } else {
+            // Charge, check and weigh the next round in one pass over the experts.
+            let (outside, mut total) = self.weights.charge_and_weigh(
+                charges,
+                range,
+                next_eta,
+                before,
+                &mut self.probabilities,
+            );
+            self.shift = before;
+            // If every weight underflowed (the losses moved by more than ~700/η), shift to
+            // the new least: the largest weight is then 1.
+            if !(total > 1e-250) {
+                self.shift = self.weights.least();
+                total =
+                    self.weights
+                        .canonical_weights(next_eta, self.shift, &mut self.probabilities);
+            }
+            self.scale = 1.0 / total;
+            self.ready = Some(next_eta);
+            outside
+        };
+        self.out_of_range_rounds += u64::from(outside);
         self.ledger.record(learner_loss, expert_losses, awake);
         self.n_rounds += 1;
     }

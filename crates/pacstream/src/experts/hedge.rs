@@ -120,7 +120,8 @@ impl OnlineLearner for Hedge {
         let eta = self.core.begin(round.awake);
         let mixture = self.core.mixture(round.losses, round.awake);
         let chosen = self.params.sample.then(|| {
-            let target = self.rng.next_f64();
+            // The weights are unnormalised: draw against their total.
+            let target = self.rng.next_f64() / self.core.scale;
             let mut cumulative = 0.0;
             let mut chosen = 0;
             for (i, &p) in self.core.probabilities.iter().enumerate() {

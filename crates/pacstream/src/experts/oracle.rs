@@ -100,19 +100,7 @@ impl ExpertLedger {
     /// expert maximising the regret on its awake rounds.
     pub fn best_expert(&self) -> (usize, f64) {
         match &self.learner_when_awake {
-            None => {
-                let (index, least) =
-                    self.experts
-                        .iter()
-                        .enumerate()
-                        .fold(
-                            (0, f64::INFINITY),
-                            |best, (i, &l)| {
-                                if l < best.1 { (i, l) } else { best }
-                            },
-                        );
-                (index, self.learner.value() - least)
-            }
+            None => (self.least_at, self.learner.value() - self.least),
             Some(when_awake) => when_awake.iter().zip(&self.experts).enumerate().fold(
                 (0, f64::NEG_INFINITY),
                 |best, (i, (learner, expert))| {
@@ -169,10 +157,8 @@ impl Kernel for AddAndArgmin<'_> {
 
     #[inline(always)]
     fn run(self) -> (f64, usize) {
-        for (total, loss) in self.totals.iter_mut().zip(self.losses) {
-            *total += loss;
-        }
-        kernels::min_and_position(self.totals)
+        let least = kernels::add_and_min(self.totals, self.losses);
+        (least, kernels::first_position(self.totals, least))
     }
 }
 

@@ -106,6 +106,51 @@ impl ExpWeights {
         outside
     }
 
+    /// The smallest charged loss min_i C_i.
+    #[inline]
+    pub(crate) fn least(&self) -> f64 {
+        self.least
+    }
+
+    /// The canonical weights of a round where every expert is awake and η is finite:
+    /// w_i = π_i · exp(−η (C_i − shift)) (π_i dropped for the uniform prior, where it cancels),
+    /// unnormalised, into `weights`; returns Σ_i w_i. `shift` ≤ min C keeps every exponent
+    /// ≤ 0. The same kernel writes them in [`ExpWeights::charge_and_weigh`], so weights cached
+    /// at the end of a round and weights recomputed after a snapshot are the same bits.
+    pub(crate) fn canonical_weights(&self, eta: f64, shift: f64, weights: &mut [f64]) -> f64 {
+        kernels::dispatch(Weigh {
+            charged: &self.charged,
+            log_prior: self.log_prior.as_deref(),
+            eta,
+            shift,
+            weights,
+        })
+    }
+
+    /// In one pass: C_i += `losses[i]`, counts the losses outside [lower, upper] (if given),
+    /// and writes the canonical weights of the next round for `next_eta` and `shift` into
+    /// `weights`. Returns (whether a loss was out of range, Σ_i w_i).
+    pub(crate) fn charge_and_weigh(
+        &mut self,
+        losses: &[f64],
+        range: Option<(f64, f64)>,
+        next_eta: f64,
+        shift: f64,
+        weights: &mut [f64],
+    ) -> (bool, f64) {
+        let (least, outside, total) = kernels::dispatch(ChargeAndWeigh {
+            charged: &mut self.charged,
+            losses,
+            log_prior: self.log_prior.as_deref(),
+            range: range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY)),
+            eta: next_eta,
+            shift,
+            weights,
+        });
+        self.least = least;
+        (outside, total)
+    }
+
     /// Forgets the charged losses (a new epoch of the doubling trick).
     pub fn restart(&mut self) {
         self.charged.iter_mut().for_each(|c| *c = 0.0);
@@ -157,11 +202,11 @@ impl ExpWeights {
         probabilities.iter_mut().for_each(|p| *p *= scale);
     }
 
-    /// The mix loss of a round, −(1/η) ln Σ_i p_i exp(−η ℓ_i), for the weights `probabilities`
-    /// (computed with the same η) and the losses of the round; at η = +∞, min over the experts
+    /// The mix loss of a round, −(1/η) ln Σ_i p_i exp(−η ℓ_i), for the weights
+    /// p = `probabilities` × `scale` (computed with the same η) and the losses of the round; at η = +∞, min over the experts
     /// with positive weight of ℓ_i. Used by AdaHedge: the mixture loss Σ p_i ℓ_i minus the mix
     /// loss is the round's mixability gap, ≥ 0.
-    pub fn mix_loss(eta: f64, probabilities: &[f64], losses: &[f64]) -> f64 {
+    pub fn mix_loss(eta: f64, probabilities: &[f64], scale: f64, losses: &[f64]) -> f64 {
         let supported = || {
             probabilities
                 .iter()
@@ -181,7 +226,7 @@ impl ExpWeights {
             eta,
             least,
         });
-        least - sum.ln() / eta
+        least - (sum * scale).ln() / eta
     }
 
     pub(crate) fn validate_snapshot(&self) -> Result<()> {
@@ -245,6 +290,74 @@ impl Kernel for OutsideRange<'_> {
             .map(|&v| usize::from(v < self.lower || v > self.upper))
             .sum();
         outside > 0
+    }
+}
+
+/// w_i = π_i e^{−η(C_i − shift)}; returns Σ w_i.
+struct Weigh<'a> {
+    charged: &'a [f64],
+    log_prior: Option<&'a [f64]>,
+    eta: f64,
+    shift: f64,
+    weights: &'a mut [f64],
+}
+
+impl Kernel for Weigh<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run(self) -> f64 {
+        let minus_eta = -self.eta;
+        match self.log_prior {
+            None => {
+                for (w, c) in self.weights.iter_mut().zip(self.charged) {
+                    *w = kernels::exp(minus_eta * (c - self.shift));
+                }
+            }
+            Some(log_prior) => {
+                for ((w, c), lp) in self.weights.iter_mut().zip(self.charged).zip(log_prior) {
+                    *w = kernels::exp(minus_eta.mul_add(c - self.shift, *lp));
+                }
+            }
+        }
+        kernels::sum(self.weights)
+    }
+}
+
+/// C_i += ℓ_i, the range check, and the next round's weights; returns
+/// (min C, any loss out of range, Σ w).
+struct ChargeAndWeigh<'a> {
+    charged: &'a mut [f64],
+    losses: &'a [f64],
+    log_prior: Option<&'a [f64]>,
+    range: (f64, f64),
+    eta: f64,
+    shift: f64,
+    weights: &'a mut [f64],
+}
+
+impl Kernel for ChargeAndWeigh<'_> {
+    type Output = (f64, bool, f64);
+
+    #[inline(always)]
+    fn run(self) -> (f64, bool, f64) {
+        let (lower, upper) = self.range;
+        // A count rather than `any`, whose early exit would keep the loop scalar.
+        let outside: usize = self
+            .losses
+            .iter()
+            .map(|&l| usize::from(l < lower || l > upper))
+            .sum();
+        let least = kernels::add_and_min(self.charged, self.losses);
+        let total = Weigh {
+            charged: self.charged,
+            log_prior: self.log_prior,
+            eta: self.eta,
+            shift: self.shift,
+            weights: self.weights,
+        }
+        .run();
+        (least, outside > 0, total)
     }
 }
 
@@ -342,11 +455,11 @@ mod tests {
         let losses = [1.0, 0.0, 3.0];
         let mixture: f64 = p.iter().zip(&losses).map(|(p, l)| p * l).sum();
         for eta in [1e-6, 0.1, 1.0, 10.0, 1e6] {
-            let mix = ExpWeights::mix_loss(eta, &p, &losses);
+            let mix = ExpWeights::mix_loss(eta, &p, 1.0, &losses);
             assert!(mix >= 0.0 - 1e-12 && mix <= mixture + 1e-12, "{eta}: {mix}");
         }
         // η → 0: the mix loss tends to the mixture loss; η → ∞: to the least loss.
-        assert!((ExpWeights::mix_loss(1e-9, &p, &losses) - mixture).abs() < 1e-6);
-        assert_eq!(ExpWeights::mix_loss(f64::INFINITY, &p, &losses), 0.0);
+        assert!((ExpWeights::mix_loss(1e-9, &p, 1.0, &losses) - mixture).abs() < 1e-6);
+        assert_eq!(ExpWeights::mix_loss(f64::INFINITY, &p, 1.0, &losses), 0.0);
     }
 }
