@@ -227,7 +227,8 @@ impl Core {
             self.shift = before;
             // If every weight underflowed (the losses moved by more than ~700/η), shift to
             // the new least: the largest weight is then 1.
-            if !(total > 1e-250) {
+            // (A NaN total cannot occur: charges and C are finite; the test covers 0.)
+            if total <= 1e-250 {
                 self.shift = self.weights.least();
                 total =
                     self.weights
