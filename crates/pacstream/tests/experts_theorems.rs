@@ -589,3 +589,40 @@ fn one_expert_is_copied() {
     assert_eq!(ewa.ledger().regret(), 0.0);
     assert_eq!(wm.ledger().regret(), 0.0);
 }
+
+/// Losses so large, or linearised losses so negative, that the cached weights would
+/// underflow or overflow: the weights are re-shifted, stay a distribution, and the bound
+/// still holds.
+#[test]
+fn huge_losses_keep_the_weights_finite() {
+    for scale in [1e6, -1e6] {
+        let mut ewa = EwaParams::new(3)
+            .loss(Loss::Square)
+            .gradient(true)
+            .learning_rate(LearningRate::Fixed(1.0))
+            .loss_bound(4e12)
+            .check()
+            .unwrap()
+            .build();
+        for t in 0..50 {
+            let y = scale * (t % 2) as f64;
+            let step = ewa.learn_one(AdviceRound::new(&[y, -y, 0.5 * y], y)).unwrap();
+            let prediction = step.prediction.unwrap();
+            assert!(prediction.is_finite() && prediction.abs() <= scale.abs(), "{prediction}");
+            let weights = ewa.weights();
+            assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{weights:?}");
+            assert!(weights.iter().all(|w| w.is_finite() && *w >= 0.0));
+        }
+        let mut hedge = HedgeParams::new(2)
+            .learning_rate(LearningRate::Fixed(1.0))
+            .loss_bound(1e6)
+            .check()
+            .unwrap()
+            .build();
+        for _ in 0..20 {
+            let step = hedge.learn_one(LossRound::new(&[1e6, 0.0])).unwrap();
+            assert!(step.loss.is_finite());
+        }
+        assert!(hedge.weights()[1] > 0.999_999);
+    }
+}

@@ -225,10 +225,10 @@ impl Core {
                 &mut self.probabilities,
             );
             self.shift = before;
-            // If every weight underflowed (the losses moved by more than ~700/η), shift to
-            // the new least: the largest weight is then 1.
-            // (A NaN total cannot occur: charges and C are finite; the test covers 0.)
-            if total <= 1e-250 {
+            // If every weight underflowed (the losses moved by more than ~700/η) or one
+            // overflowed (negative linearised losses), shift to the new least: the largest
+            // weight is then the largest prior weight, at most 1.
+            if !total.is_finite() || total <= 1e-250 {
                 self.shift = self.weights.least();
                 total =
                     self.weights
