@@ -225,10 +225,12 @@ impl Core {
                 &mut self.probabilities,
             );
             self.shift = before;
-            // If every weight underflowed (the losses moved by more than ~700/η) or one
-            // overflowed (negative linearised losses), shift to the new least: the largest
-            // weight is then the largest prior weight, at most 1.
-            if !total.is_finite() || total <= 1e-250 {
+            // Re-shift to the new least, so that the largest exponent is ≤ 0, if every weight
+            // underflowed (the losses moved by more than ~700/η), or if some exponent is
+            // above 700 (negative linearised losses pulled C below the shift), where exp
+            // would saturate.
+            let largest_exponent = next_eta * (before - self.weights.least());
+            if largest_exponent > 700.0 || total <= 1e-250 {
                 self.shift = self.weights.least();
                 total =
                     self.weights
