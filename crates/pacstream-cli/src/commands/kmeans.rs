@@ -365,6 +365,9 @@ fn run_batch(
     }
     let data = ArrayView2::from_shape((n, dim), &values)
         .context("invariant: every row has the number of columns")?;
+    // Start the worker threads first: `fit_seconds` times the fit, not the thread pool's
+    // start-up, which a long-lived program pays once.
+    rayon::broadcast(|_| ());
     let started = Instant::now();
     let fit = if weighted {
         config.fit_weighted(data, ArrayView1::from(&weights))
