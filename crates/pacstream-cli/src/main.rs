@@ -47,6 +47,8 @@ struct Cli {
 enum Command {
     /// Cluster points with k-means (batch) or sequential k-means (--online).
     Kmeans(commands::kmeans::KMeansArgs),
+    /// Cluster a stream with PACBO: an unknown, changing number of clusters.
+    Paco(commands::paco::PacoArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,5 +70,6 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Kmeans(args) => commands::kmeans::run(args),
+        Command::Paco(args) => commands::paco::run(args),
     }
 }

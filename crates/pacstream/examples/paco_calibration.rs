@@ -7,7 +7,7 @@
 //!
 //! Options (all optional): `--scenarios a,b,..` (names below), `--coeff 1,4,..`,
 //! `--eta 1,..`, `--b 1,..`, `--proposal laplace|seed|both`, `--seeds N`, `--horizon T`,
-//! `--iterations N`, `--window W`.
+//! `--iterations N`, `--window W`, `--restart`.
 //!
 //! Scenarios (Gaussian clusters of unit variance per coordinate, equal weights, labels drawn
 //! uniformly per point):
@@ -17,7 +17,10 @@
 //! - `rpkg4`: d = 5, 4 clusters with means uniform on [−10, 10]^5 (the R package's example),
 //!   new means per seed;
 //! - `simplex5`: d = 10, 5 clusters at 6·e_1..6·e_5 (pairwise distance 8.5);
-//! - `wide8`: d = 5, 8 clusters with means uniform on [−15, 15]^5, new means per seed.
+//! - `wide8`: d = 5, 8 clusters with means uniform on [−15, 15]^5, redrawn until every pair
+//!   is at least 8 apart (well separated), new means per seed;
+//! - `change2to5`: d = 2, the stream of `data/changing.csv` (two clusters for 400 rounds,
+//!   then those two and three new ones); its true k is 2 before round 400 and 5 after.
 
 // A report program: its output is the table on stdout.
 #![allow(clippy::print_stdout)]
@@ -31,6 +34,13 @@ struct Scenario {
     name: &'static str,
     dim: usize,
     means: fn(&mut StreamRng) -> Vec<Vec<f64>>,
+    /// The number of active clusters (the first ones of `means`) at round t.
+    active: fn(usize, usize) -> usize,
+}
+
+/// Every cluster active from the start.
+fn all(_t: usize, k: usize) -> usize {
+    k
 }
 
 fn scenarios() -> Vec<Scenario> {
@@ -39,6 +49,7 @@ fn scenarios() -> Vec<Scenario> {
             name: "line3",
             dim: 1,
             means: |_| vec![vec![-8.0], vec![0.0], vec![8.0]],
+            active: all,
         },
         Scenario {
             name: "ring3",
@@ -51,6 +62,7 @@ fn scenarios() -> Vec<Scenario> {
                     })
                     .collect()
             },
+            active: all,
         },
         Scenario {
             name: "grid6",
@@ -60,11 +72,13 @@ fn scenarios() -> Vec<Scenario> {
                     .map(|j| vec![7.0 * (j % 3) as f64, 7.0 * (j / 3) as f64])
                     .collect()
             },
+            active: all,
         },
         Scenario {
             name: "rpkg4",
             dim: 5,
             means: |rng| uniform_means(rng, 4, 5, 10.0),
+            active: all,
         },
         Scenario {
             name: "simplex5",
@@ -74,11 +88,37 @@ fn scenarios() -> Vec<Scenario> {
                     .map(|j| (0..10).map(|i| if i == j { 6.0 } else { 0.0 }).collect())
                     .collect()
             },
+            active: all,
         },
         Scenario {
             name: "wide8",
             dim: 5,
-            means: |rng| uniform_means(rng, 8, 5, 15.0),
+            means: |rng| loop {
+                let means = uniform_means(rng, 8, 5, 15.0);
+                let separated = means.iter().enumerate().all(|(i, a)| {
+                    means[..i].iter().all(|b| {
+                        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() >= 64.0
+                    })
+                });
+                if separated {
+                    break means;
+                }
+            },
+            active: all,
+        },
+        Scenario {
+            name: "change2to5",
+            dim: 2,
+            means: |_| {
+                vec![
+                    vec![0.0, 0.0],
+                    vec![10.0, 0.0],
+                    vec![0.0, 10.0],
+                    vec![10.0, 10.0],
+                    vec![5.0, 17.0],
+                ]
+            },
+            active: |t, _| if t < 400 { 2 } else { 5 },
         },
     ]
 }
@@ -93,15 +133,19 @@ fn uniform_means(rng: &mut StreamRng, k: usize, dim: usize, half_width: f64) -> 
         .collect()
 }
 
-fn stream(scenario: &Scenario, horizon: usize, seed: u64) -> (Vec<f64>, usize) {
+/// The stream and the true number of clusters at each round.
+fn stream(scenario: &Scenario, horizon: usize, seed: u64) -> (Vec<f64>, Vec<usize>) {
     let mut rng = StreamRng::seed_from(seed).child(0x6d69_7874);
     let means = (scenario.means)(&mut rng);
     let mut points = Vec::with_capacity(horizon * scenario.dim);
-    for _ in 0..horizon {
-        let m = &means[rng.index_below(means.len())];
+    let mut true_k = Vec::with_capacity(horizon);
+    for t in 0..horizon {
+        let active = (scenario.active)(t, means.len());
+        let m = &means[rng.index_below(active)];
         points.extend(m.iter().map(|v| v + rng.standard_normal()));
+        true_k.push(active);
     }
-    (points, means.len())
+    (points, true_k)
 }
 
 fn list<T: std::str::FromStr>(text: &str) -> Vec<T> {
@@ -132,7 +176,8 @@ fn main() {
     let horizon: usize = option("--horizon").map_or(1000, |s| s.parse().expect("a number"));
     let iterations: usize = option("--iterations").map_or(500, |s| s.parse().expect("a number"));
     let window: Option<usize> = option("--window").map(|s| s.parse().expect("a number"));
-    let checkpoints: Vec<usize> = [50, 100, 200, 300, 500, 1000, 2000, 5000, 10_000]
+    let restart = args.iter().any(|a| a == "--restart");
+    let checkpoints: Vec<usize> = [50, 100, 200, 300, 400, 500, 700, 1000, 2000, 5000, 10_000]
         .into_iter()
         .filter(|&t| t <= horizon)
         .collect();
@@ -141,12 +186,12 @@ fn main() {
     for t in &checkpoints {
         print!(" t={t} |");
     }
-    println!(" s/run |");
+    println!(" acceptance | s/run |");
     print!("|---|---|---|---|---|");
     for _ in &checkpoints {
         print!("---|");
     }
-    println!("---|");
+    println!("---|---|");
     for scenario in scenarios() {
         if wanted
             .as_ref()
@@ -161,6 +206,8 @@ fn main() {
                         let mut hits = vec![0usize; checkpoints.len()];
                         let mut sums = vec![0usize; checkpoints.len()];
                         let started = Instant::now();
+                        let mut accepted = 0u64;
+                        let mut total_iterations = 0u64;
                         for seed in 0..seeds {
                             let (points, true_k) = stream(&scenario, horizon, seed);
                             let mut params = PacoParams::new()
@@ -169,6 +216,7 @@ fn main() {
                                 .proposal(proposal)
                                 .proposal_scale(b)
                                 .iterations(iterations)
+                                .restart(restart)
                                 .seed(seed);
                             if let Some(w) = window {
                                 params = params.memory(Memory::Window(w));
@@ -179,13 +227,16 @@ fn main() {
                                 if let Some(c) = checkpoints.iter().position(|&c| c == t + 1) {
                                     let k = learner.n_clusters().unwrap_or(0);
                                     sums[c] += k;
-                                    if k == true_k {
+                                    if k == true_k[t] {
                                         hits[c] += 1;
                                     }
                                 }
                             }
+                            accepted += learner.report().accepted;
+                            total_iterations += learner.report().iterations;
                         }
                         let seconds = started.elapsed().as_secs_f64() / seeds as f64;
+                        let acceptance = accepted as f64 / total_iterations.max(1) as f64;
                         print!(
                             "| {} | {} | {coeff} | {eta} | {b} |",
                             scenario.name,
@@ -194,7 +245,7 @@ fn main() {
                         for (h, s) in hits.iter().zip(&sums) {
                             print!(" {}/{seeds} ({:.1}) |", h, *s as f64 / seeds as f64);
                         }
-                        println!(" {seconds:.1} |");
+                        println!(" {:.1}% | {seconds:.1} |", 100.0 * acceptance);
                     }
                 }
             }

@@ -261,8 +261,17 @@ fn library_error(error: pacstream::Error) -> anyhow::Error {
 /// The positions (among the clustered columns) of the plot's x and y axes; no y for
 /// one-dimensional data.
 fn plot_axes(args: &KMeansArgs, reader: &RowReader) -> anyhow::Result<(usize, Option<usize>)> {
+    resolve_plot_axes(args.axes.as_deref(), reader)
+}
+
+/// The positions (among the clustered columns) of the plot's x and y axes named by `--axes`
+/// (default: the first two clustered columns); no y for one-dimensional data.
+pub(crate) fn resolve_plot_axes(
+    axes: Option<&str>,
+    reader: &RowReader,
+) -> anyhow::Result<(usize, Option<usize>)> {
     let features = &reader.layout().features;
-    let Some(text) = &args.axes else {
+    let Some(text) = axes else {
         return Ok((0, (features.len() > 1).then_some(1)));
     };
     let names = reader.column_names();
@@ -315,7 +324,7 @@ impl<'a> InputSummary<'a> {
     }
 }
 
-fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
+pub(crate) fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
     if progress.bad_rows_skipped > 0 {
         notes.note(format!(
             "skipped {} bad row{} of '{source}' (of {} data rows)",
@@ -330,19 +339,19 @@ fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
     }
 }
 
-fn no_good_rows(source: &str, progress: &InputProgress) -> anyhow::Error {
+pub(crate) fn no_good_rows(source: &str, progress: &InputProgress) -> anyhow::Error {
     bad_input(format!(
         "'{source}' has no good rows to learn from: all {} data rows were bad and skipped",
         progress.rows_consumed
     ))
 }
 
-fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
+pub(crate) fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
     centres.iter().map(<[f64]>::to_vec).collect()
 }
 
 /// Writes the summary and, for a file, says nothing more; `-` prints it.
-fn write_summary(options: &RunOptions, summary: &impl Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_summary(options: &RunOptions, summary: &impl Serialize) -> anyhow::Result<()> {
     if let Some(target) = &options.summary {
         let mut bytes = serde_json::to_vec_pretty(summary)?;
         bytes.push(b'\n');
@@ -575,7 +584,7 @@ fn print_batch_report(
     Ok(())
 }
 
-fn write_centres_table(
+pub(crate) fn write_centres_table(
     out: &mut dyn Write,
     labels: &[String],
     centres: &Centres,
@@ -599,7 +608,7 @@ fn write_centres_table(
 }
 
 /// `1 row`, `2 rows`.
-fn plural(count: u64, noun: &str) -> String {
+pub(crate) fn plural(count: u64, noun: &str) -> String {
     if count == 1 {
         format!("{count} {noun}")
     } else {
@@ -607,7 +616,7 @@ fn plural(count: u64, noun: &str) -> String {
     }
 }
 
-fn human_seconds(seconds: f64) -> String {
+pub(crate) fn human_seconds(seconds: f64) -> String {
     if seconds < 1e-3 {
         format!("{} µs", human_number(seconds * 1e6))
     } else if seconds < 1.0 {
@@ -617,7 +626,7 @@ fn human_seconds(seconds: f64) -> String {
     }
 }
 
-fn short_name(source: &str) -> &str {
+pub(crate) fn short_name(source: &str) -> &str {
     std::path::Path::new(source)
         .file_name()
         .and_then(|n| n.to_str())
@@ -626,7 +635,7 @@ fn short_name(source: &str) -> &str {
 
 /// Builds the cluster figure from sampled points (the clustered values and the data row
 /// number) and their labels.
-fn cluster_figure<'a>(
+pub(crate) fn cluster_figure<'a>(
     reader: &RowReader,
     axes: (usize, Option<usize>),
     title: String,

@@ -2,6 +2,7 @@
 //! runs the library, and writes what the shared options ask for.
 
 pub mod kmeans;
+pub mod paco;
 
 /// A number for a human-readable report: six significant digits, plain notation for
 /// everyday magnitudes and scientific notation otherwise.

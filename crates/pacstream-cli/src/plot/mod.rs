@@ -5,8 +5,10 @@
 //! leaves half a picture.
 
 mod clusters;
+mod lines;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+pub use lines::{LineFigure, Series, SeriesStyle, draw_lines};
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
 pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {

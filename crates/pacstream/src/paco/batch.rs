@@ -114,24 +114,27 @@ impl PacoConfig {
         };
         let mut rng = StreamRng::seed_from(self.seed);
         let mut history = MeansHistory::default();
-        let mut source = KMeansSource::new(&memory, &mut history, rng.child(n_points), self.max_k);
-        let outcome = run_chain(
-            target,
-            ProposalRule {
-                scale: self.proposal,
-                multiplier: self.proposal_scale,
-            },
-            &mut source,
-            start,
-            &mut rng,
-            ChainSettings {
-                iterations: self.iterations,
-                restart: false,
-                full_evaluation: false,
-                defect: Defect::None,
-                record_decisions: false,
-            },
-        );
+        let mut source = KMeansSource::new(&memory, &mut history, n_points, &rng, self.max_k);
+        // In the pool, so that the parallel parts cost a join each (see the learner).
+        let outcome = rayon::scope(|_| {
+            run_chain(
+                target,
+                ProposalRule {
+                    scale: self.proposal,
+                    multiplier: self.proposal_scale,
+                },
+                &mut source,
+                start,
+                &mut rng,
+                ChainSettings {
+                    iterations: self.iterations,
+                    restart: false,
+                    full_evaluation: false,
+                    defect: Defect::None,
+                    record_decisions: false,
+                },
+            )
+        });
         let centres = Centres::new(frame.to_user(&outcome.centres), dim)?;
         // Labels in the coordinates the chain worked in (the user's unless scaled).
         let labels = memory

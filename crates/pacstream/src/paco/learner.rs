@@ -313,7 +313,16 @@ impl Paco {
     }
 
     /// Runs the chain of round `round` + 1 from the current prediction and replaces it.
+    ///
+    /// The round runs inside the rayon pool (`rayon::scope` moves it onto a worker thread
+    /// when called from outside): the parallel parts of the round (k-means passes, chunk
+    /// waves) then cost a work-stealing join each instead of a hand-off from an outside
+    /// thread and back, which dominated the time of rounds on small memories.
     fn sample(&mut self, round: u64) -> SamplerReport {
+        rayon::scope(|_| self.sample_in_pool(round))
+    }
+
+    fn sample_in_pool(&mut self, round: u64) -> SamplerReport {
         let frame = self
             .frame
             .as_ref()
@@ -331,12 +340,8 @@ impl Paco {
             eta: config.eta,
             n_points,
         };
-        let mut source = KMeansSource::new(
-            memory,
-            &mut self.history,
-            self.rng.child(round),
-            config.max_k,
-        );
+        let mut source =
+            KMeansSource::new(memory, &mut self.history, round, &self.rng, config.max_k);
         let outcome = run_chain(
             target,
             ProposalRule {

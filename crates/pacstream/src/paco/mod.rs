@@ -23,6 +23,16 @@
 //!   the scales, enter S with their loss term only (nothing was predicted for them, so their
 //!   variance weight is 0), and the first prediction is drawn by the sampler.
 //!
+//! **The variance term anchors.** A point x_s that was predicted badly (large ℓ̂_s) adds
+//! w_s (ℓ(c, x_s) − ℓ̂_s)² to S_t, which is smallest for clusterings that are *as bad* on x_s
+//! as the prediction was (ℓ = ℓ̂_s − 1/λ_{s−1}, when that is positive). With λ_{s−1} ℓ̂_s ≫ 1 it
+//! outweighs the loss itself, and the quasi-posterior keeps to the clusterings that made the
+//! past mistakes. Two consequences: with R given, round 1's prior draw, far from the data,
+//! can hold the learner where it is (use R `auto`, whose warm-up points carry no variance
+//! term and whose first prediction comes from the sampler); and the larger the temperature
+//! multiplier a, the slower a stream whose clusters change is followed, which is what bounds
+//! the calibrated a ([`DEFAULT_COEFF`]).
+//!
 //! Mapping the data to a·x + b (a > 0) and R to a·R maps the predicted centres to a·c + b and
 //! leaves every k̂_t unchanged. In floating point this holds bit for bit for a = 2^j (every
 //! constant that carries the scale is computed in scale-free form, as d log(σ/(2R))).
@@ -101,6 +111,7 @@ pub use learner::{Paco, PacoReport, PacoStep};
 pub use means::ProposalMeans;
 pub use params::{
     DEFAULT_COEFF, DEFAULT_ETA, Memory, PacoConfig, PacoParams, ProposalScale, Radius,
+    default_proposal_scale,
 };
 #[doc(hidden)]
 pub use proposal::{student_draw, student_log_density};

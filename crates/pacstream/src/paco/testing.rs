@@ -111,8 +111,7 @@ pub fn run_toy_chain(
     let outcome = match means {
         ToyMeans::KMeans { round } => {
             let mut history = MeansHistory::default();
-            let mut source =
-                KMeansSource::new(&memory, &mut history, rng.child(*round), target.max_k);
+            let mut source = KMeansSource::new(&memory, &mut history, *round, rng, target.max_k);
             run_chain(round_target, rule, &mut source, start, rng, settings)
         }
         ToyMeans::Fixed(by_k) => {
