@@ -49,6 +49,8 @@ enum Command {
     Experts(commands::experts::ExpertsArgs),
     /// Cluster points with k-means (batch) or sequential k-means (--online).
     Kmeans(commands::kmeans::KMeansArgs),
+    /// Cluster a stream with PACBO: an unknown, changing number of clusters.
+    Paco(commands::paco::PacoArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,5 +73,6 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Experts(args) => commands::experts::run(args),
         Command::Kmeans(args) => commands::kmeans::run(args),
+        Command::Paco(args) => commands::paco::run(args),
     }
 }

@@ -402,7 +402,7 @@ fn check_distinct_files(args: &CommonArgs) -> anyhow::Result<()> {
 
 /// A path made comparable: its directory resolved (links, `..`), the file name kept, so
 /// that files which do not exist yet compare too.
-fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     if let Ok(full) = std::fs::canonicalize(path) {
         return full;
     }
@@ -435,7 +435,7 @@ pub fn extension(path: &Path) -> Option<String> {
 
 /// Figures are SVG: PNG would need a rasteriser and font files, which this build does not
 /// carry; say so rather than write an SVG under a `.png` name.
-fn check_plot_path(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_plot_path(path: &Path) -> anyhow::Result<()> {
     match extension(path).as_deref() {
         Some("svg") => Ok(()),
         Some("png") => Err(bad_input(format!(

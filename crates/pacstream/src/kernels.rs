@@ -37,6 +37,33 @@ pub(crate) fn dispatch<K: Kernel>(kernel: K) -> K::Output {
     pulp::Arch::new().dispatch(Dispatched(kernel))
 }
 
+/// A computation written with explicit vectors of the running CPU's width (`S::f64s`:
+/// four lanes with AVX2, one on the portable path). Such a kernel gives the same bits on every
+/// path when each element goes through the same IEEE operations whatever the width (add,
+/// mul, `mul_add_f64s`, compare-and-select; no `min`/`max`, whose ±0 and NaN conventions
+/// differ) and when which value lands in which accumulator does not depend on the width.
+pub(crate) trait SimdKernel {
+    type Output;
+    fn run<S: pulp::Simd>(self, simd: S) -> Self::Output;
+}
+
+struct SimdDispatched<K>(K);
+
+impl<K: SimdKernel> pulp::WithSimd for SimdDispatched<K> {
+    type Output = K::Output;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> K::Output {
+        self.0.run(simd)
+    }
+}
+
+/// Runs `kernel` with the widest vectors this CPU offers.
+#[inline]
+pub(crate) fn dispatch_simd<K: SimdKernel>(kernel: K) -> K::Output {
+    pulp::Arch::new().dispatch(SimdDispatched(kernel))
+}
+
 /// e^x with a relative error below 5e-16 for x in [−708, 709]; 0 below −708 (where e^x is
 /// subnormal or 0: an absolute error under 3.3e-308), e^709 above 709 (callers pass x ≤ 0).
 ///

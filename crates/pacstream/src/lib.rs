@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | expert advice | [`experts`] | weighted majority, Hedge/EWA, FPL, sleeping experts, bounds |
 //! | k-means | [`kmeans`] | k-means++ seeding, Lloyd, sequential and mini-batch k-means |
+//! | PACBO | [`paco`] | online clustering with an unknown, changing number of clusters (quasi-Bayesian, RJMCMC), its regret bound and hindsight oracle |
 //!
 //! Conventions shared by every learner:
 //!
@@ -63,6 +64,7 @@ pub mod geometry;
 mod kernels;
 pub mod kmeans;
 pub mod online;
+pub mod paco;
 pub mod rng;
 
 #[cfg(feature = "conformance")]

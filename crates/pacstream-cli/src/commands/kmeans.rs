@@ -261,8 +261,17 @@ fn library_error(error: pacstream::Error) -> anyhow::Error {
 /// The positions (among the clustered columns) of the plot's x and y axes; no y for
 /// one-dimensional data.
 fn plot_axes(args: &KMeansArgs, reader: &RowReader) -> anyhow::Result<(usize, Option<usize>)> {
+    resolve_plot_axes(args.axes.as_deref(), reader)
+}
+
+/// The positions (among the clustered columns) of the plot's x and y axes named by `--axes`
+/// (default: the first two clustered columns); no y for one-dimensional data.
+pub(crate) fn resolve_plot_axes(
+    axes: Option<&str>,
+    reader: &RowReader,
+) -> anyhow::Result<(usize, Option<usize>)> {
     let features = &reader.layout().features;
-    let Some(text) = &args.axes else {
+    let Some(text) = axes else {
         return Ok((0, (features.len() > 1).then_some(1)));
     };
     let names = reader.column_names();
@@ -290,7 +299,7 @@ fn plot_axes(args: &KMeansArgs, reader: &RowReader) -> anyhow::Result<(usize, Op
 }
 
 /// What the summary says about the input.
-fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
+pub(crate) fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
     centres.iter().map(<[f64]>::to_vec).collect()
 }
 
@@ -521,7 +530,7 @@ fn print_batch_report(
     Ok(())
 }
 
-fn write_centres_table(
+pub(crate) fn write_centres_table(
     out: &mut dyn Write,
     labels: &[String],
     centres: &Centres,
@@ -545,7 +554,7 @@ fn write_centres_table(
 }
 
 /// `1 row`, `2 rows`.
-fn plural(count: u64, noun: &str) -> String {
+pub(crate) fn plural(count: u64, noun: &str) -> String {
     if count == 1 {
         format!("{count} {noun}")
     } else {
@@ -553,7 +562,7 @@ fn plural(count: u64, noun: &str) -> String {
     }
 }
 
-fn human_seconds(seconds: f64) -> String {
+pub(crate) fn human_seconds(seconds: f64) -> String {
     if seconds < 1e-3 {
         format!("{} µs", human_number(seconds * 1e6))
     } else if seconds < 1.0 {
@@ -563,7 +572,7 @@ fn human_seconds(seconds: f64) -> String {
     }
 }
 
-fn short_name(source: &str) -> &str {
+pub(crate) fn short_name(source: &str) -> &str {
     std::path::Path::new(source)
         .file_name()
         .and_then(|n| n.to_str())
@@ -572,7 +581,7 @@ fn short_name(source: &str) -> &str {
 
 /// Builds the cluster figure from sampled points (the clustered values and the data row
 /// number) and their labels.
-fn cluster_figure<'a>(
+pub(crate) fn cluster_figure<'a>(
     reader: &RowReader,
     axes: (usize, Option<usize>),
     title: String,

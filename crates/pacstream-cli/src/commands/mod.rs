@@ -3,6 +3,7 @@
 
 pub mod experts;
 pub mod kmeans;
+pub mod paco;
 
 use serde::Serialize;
 
@@ -12,17 +13,22 @@ use crate::io::reader::{InputProgress, RowReader};
 use crate::options::RunOptions;
 use crate::ui::Notes;
 
-/// What the summary says of the input.
+/// What the summary says of the input. The first extra column is the weights column of
+/// the commands that weigh rows, or the labels column of those that compare with labels.
 #[derive(Serialize)]
 pub struct InputSummary<'a> {
     source: &'a str,
     columns: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
     weights: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<String>,
     rows: u64,
     bad_rows_skipped: u64,
 }
 
 impl<'a> InputSummary<'a> {
+    /// The input of a command whose extra column, if any, holds weights.
     pub fn new(reader: &'a RowReader, progress: &InputProgress) -> Self {
         let layout = reader.layout();
         Self {
@@ -32,9 +38,17 @@ impl<'a> InputSummary<'a> {
                 .extras
                 .first()
                 .map(|&index| reader.column_names().label(index)),
+            labels: None,
             rows: progress.rows_consumed - progress.bad_rows_skipped,
             bad_rows_skipped: progress.bad_rows_skipped,
         }
+    }
+
+    /// The input of a command whose extra column, if any, holds labels.
+    pub fn labelled(reader: &'a RowReader, progress: &InputProgress) -> Self {
+        let mut summary = Self::new(reader, progress);
+        summary.labels = summary.weights.take();
+        summary
     }
 }
 

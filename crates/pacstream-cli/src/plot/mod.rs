@@ -6,9 +6,11 @@
 
 mod clusters;
 mod experts;
+mod lines;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
 pub use experts::{ExpertsFigure, draw_experts};
+pub use lines::{LineFigure, Series, SeriesStyle, draw_lines};
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
 pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {

@@ -1,0 +1,1334 @@
+//! `pacstream paco`: PAC-Bayesian online clustering (PACBO) of a stream whose number of
+//! clusters is unknown and may change; `--batch` for one chain on a static data set.
+//!
+//! Online mode streams the rows through [`Paco`]: every row after the warm-up pays the loss
+//! of the current clustering and then the round's chain draws the next one. It writes one
+//! record per round (t, k̂_t, loss, cumulative loss, label, acceptance rate, and the centres
+//! with `--centres`), a summary (final centres, k̂, the k̂_t path, time, the regret bound for
+//! the ideal sampler with its hindsight oracle), and three figures: the final clustering
+//! (`--plot`), k̂_t over time against the true number of clusters when `--labels` names a
+//! column of cluster labels (`--plot-k`), and the cumulative loss against the hindsight
+//! oracle and the bound (`--plot-loss`). Long runs can be checkpointed and resumed.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use ndarray::ArrayView2;
+use pacstream::eval::{Prequential, Totals};
+use pacstream::geometry::squared_distance;
+use pacstream::kmeans::Centres;
+use pacstream::paco::bounds::{BoundSettings, RegretBound};
+use pacstream::paco::oracle::{OracleFit, bound_with_oracle};
+use pacstream::paco::{
+    Memory, Paco, PacoConfig, PacoParams, PacoReport, PacoStep, ProposalScale, Radius,
+    SamplerReport,
+};
+use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::kmeans::{
+    centre_rows, cluster_figure, human_seconds, plural, resolve_plot_axes, short_name,
+    write_centres_table,
+};
+use super::{InputSummary, human_number, no_good_rows, note_skipped, write_summary};
+use crate::failure::bad_input;
+use crate::io::atomic::write_atomically;
+use crate::io::columns::parse_selector;
+use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
+use crate::io::records::RecordSink;
+use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_plot_path, resolve};
+use crate::plot::{LineFigure, LossCurve, Series, SeriesStyle, draw_clusters, draw_lines};
+use crate::stream::{StreamTask, run_stream};
+use crate::ui::{Notes, Progress, report_writer};
+
+/// Arguments of `pacstream paco`.
+#[derive(Args, Debug, Clone)]
+#[command(
+    about = "Cluster a stream with PACBO: an unknown, changing number of clusters",
+    long_about = "PAC-Bayesian online clustering (PACBO, Li, Guedj & Loustau 2018).\n\n\
+        Each row, after a warm-up, pays the squared distance to the nearest centre of the \
+        current clustering; then a reversible-jump MCMC chain of --iterations steps draws the \
+        next clustering, number of clusters included, from the quasi-posterior. --output \
+        gets one record per round: t, k (the number of clusters that predicted the row), \
+        loss, cumulative_loss, label (the nearest centre), acceptance_rate (of the chain run \
+        after the row), and true_label with --labels, centres with --centres. Warm-up rows \
+        (with --radius auto, the default) are not predicted: their loss is undefined (null \
+        in JSON, empty in CSV).\n\n\
+        The summary holds the final centres, k̂, the k̂_t path, the run time and the regret \
+        bound of the seed's corollary with its hindsight oracle (exact memory only). The bound \
+        is for exact draws from the quasi-posterior (\"the ideal sampler\"); the chain only \
+        approximates them. The oracle is k-means with restarts, a local optimum: the bound \
+        computed from it is an over-estimate.\n\n\
+        --batch runs one chain on the whole data set instead (an estimate of the number of \
+        clusters and the centres).",
+    after_help = "Examples:\n  \
+        pacstream paco data/faithful.csv --plot faithful.svg --plot-k faithful-k.svg\n  \
+        pacstream paco data/changing.csv --columns x,y --labels cluster --window 400 \\\n      \
+        --plot-k k.svg --plot-loss loss.svg -o rounds.csv --summary summary.json"
+)]
+pub struct PacoArgs {
+    /// p, the largest number of clusters.
+    #[arg(long, value_name = "P", default_value_t = 50)]
+    pub max_k: usize,
+
+    /// R, the radius that bounds the centred data: a number, or `auto` (1.5 × the largest
+    /// distance from the warm-up mean among the warm-up rows, which are not predicted).
+    #[arg(
+        long,
+        value_name = "R|auto",
+        default_value = "auto",
+        allow_negative_numbers = true
+    )]
+    pub radius: String,
+
+    /// Centre the data on the mean of the warm-up rows (the default with --radius auto).
+    #[arg(long, conflicts_with = "no_center")]
+    pub center: bool,
+
+    /// Do not centre the data (the default with a given radius).
+    #[arg(long)]
+    pub no_center: bool,
+
+    /// Standardise the columns by their standard deviations over the warm-up rows (needs
+    /// --radius auto). Losses are then in standardised units; centres stay in the data's.
+    #[arg(long)]
+    pub scale: bool,
+
+    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub warmup: usize,
+
+    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} [default: the calibrated value].
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub eta: Option<f64>,
+
+    /// a, the temperature multiplier: λ_t = a (d + 2)/(2 √n_t R²) [default: the calibrated
+    /// value; the seed's regret bound is for a = 1].
+    #[arg(long, value_name = "A", allow_negative_numbers = true)]
+    pub coeff: Option<f64>,
+
+    /// The scale of the Student-t proposal of each centre.
+    #[arg(long, value_enum, default_value = "laplace", value_name = "RULE")]
+    pub proposal: ProposalArg,
+
+    /// b, the multiplier of the proposal scale [default: the calibrated value of the rule].
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    pub proposal_scale: Option<f64>,
+
+    /// N, the MCMC iterations per round.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub iterations: usize,
+
+    /// Keep only the last W rows in memory (constant cost per round; the model forgets).
+    /// Default: every row (exact memory, the setting of the regret bound).
+    #[arg(long, value_name = "W")]
+    pub window: Option<usize>,
+
+    /// Start each round's chain from k-means centres for the current k̂ (the R package's
+    /// behaviour) instead of the previous round's state.
+    #[arg(long)]
+    pub restart: bool,
+
+    /// One chain on the whole data set (no stream, no checkpoints).
+    #[arg(long)]
+    pub batch: bool,
+
+    /// A column of true cluster labels (name or 1-based index; numbers): reported beside each
+    /// round, and the true number of clusters in memory is drawn by --plot-k.
+    #[arg(long, value_name = "COL", help_heading = "Input")]
+    pub labels: Option<String>,
+
+    /// Add the centres of the clustering that predicted each row to its --output record.
+    #[arg(long, help_heading = "Output")]
+    pub centres: bool,
+
+    /// Draw k̂_t over time to FILE (SVG), with the true number of clusters if --labels.
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
+    pub plot_k: Option<PathBuf>,
+
+    /// Draw the cumulative loss against the hindsight oracle and the bound to FILE (SVG).
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
+    pub plot_loss: Option<PathBuf>,
+
+    /// The two columns drawn by --plot (default: the first two columns clustered).
+    #[arg(
+        long,
+        value_name = "COL,COL",
+        requires = "plot",
+        help_heading = "Output"
+    )]
+    pub axes: Option<String>,
+
+    /// k-means restarts of the hindsight oracle (per number of clusters).
+    #[arg(long, value_name = "N", default_value_t = 5, help_heading = "Output",
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub oracle_restarts: u64,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `--proposal` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProposalArg {
+    /// The width of the quasi-posterior of one centre, b / √(2 λ_t n_j).
+    Laplace,
+    /// The seed's τ_t = b R / √(p n_t).
+    Seed,
+}
+
+impl ProposalArg {
+    fn rule(self) -> ProposalScale {
+        match self {
+            ProposalArg::Laplace => ProposalScale::Laplace,
+            ProposalArg::Seed => ProposalScale::Seed,
+        }
+    }
+}
+
+/// Runs `pacstream paco`.
+pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
+    let mut options = args.common.validate()?;
+    options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
+    check_extra_plots(args, &options)?;
+    if args.batch {
+        let checkpoints = &options.checkpoints;
+        if checkpoints.save.is_some() || checkpoints.resume.is_some() {
+            return Err(bad_input(
+                "--checkpoint and --resume apply to streams; --batch fits a data set at once",
+            ));
+        }
+        if args.window.is_some() || args.restart {
+            return Err(bad_input(
+                "--window and --restart apply to streams, not to --batch",
+            ));
+        }
+        if args.plot_k.is_some() || args.plot_loss.is_some() {
+            return Err(bad_input(
+                "--plot-k and --plot-loss draw a stream's rounds; --batch has none (use --plot)",
+            ));
+        }
+    }
+    let config = config(args, options.seed)?;
+    let notes = Notes::new(options.quiet);
+    let extra_columns = match &args.labels {
+        Some(text) => vec![ExtraColumn {
+            option: "--labels",
+            selector: parse_selector(text).map_err(|r| bad_input(format!("--labels: {r}")))?,
+            non_negative: false,
+        }],
+        None => Vec::new(),
+    };
+    let reader = RowReader::open(&options.input, &extra_columns, notes)?;
+    let axes = resolve_plot_axes(args.axes.as_deref(), &reader)?;
+    if args.batch {
+        run_batch(&options, &config, reader, axes, notes)
+    } else {
+        run_online(args, &options, config, reader, axes, notes)
+    }
+}
+
+/// `--plot-k` and `--plot-loss` are SVG files distinct from each other and from every other
+/// file of the run (the shared options check the others among themselves).
+fn check_extra_plots(args: &PacoArgs, options: &RunOptions) -> anyhow::Result<()> {
+    let mut files: Vec<(&str, PathBuf)> = Vec::new();
+    if let InputSource::File(path) = &options.input.source {
+        files.push(("the input", path.clone()));
+    }
+    for (name, path) in [
+        ("--output", args.common.output_options.output.as_deref()),
+        ("--summary", args.common.output_options.summary.as_deref()),
+    ] {
+        if let Some(path) = path.filter(|p| *p != "-") {
+            files.push((name, PathBuf::from(path)));
+        }
+    }
+    if let Some(path) = &options.plot {
+        files.push(("--plot", path.clone()));
+    }
+    if let Some(path) = &args.common.checkpoint_options.checkpoint {
+        files.push(("--checkpoint", path.clone()));
+    }
+    let shared = files.len();
+    for (name, path) in [("--plot-k", &args.plot_k), ("--plot-loss", &args.plot_loss)] {
+        if let Some(path) = path {
+            check_plot_path(path)?;
+            files.push((name, path.clone()));
+        }
+    }
+    let resolved: Vec<PathBuf> = files.iter().map(|(_, path)| resolve(path)).collect();
+    for i in shared..files.len() {
+        if let Some(j) = (0..i).find(|&j| resolved[j] == resolved[i]) {
+            return Err(bad_input(format!(
+                "{} and {} are the same file '{}'",
+                files[j].0,
+                files[i].0,
+                files[i].1.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
+    let radius = match args.radius.as_str() {
+        "auto" => Radius::Auto,
+        text => Radius::Given(text.parse::<f64>().map_err(|_| {
+            bad_input(format!(
+                "invalid --radius: expected a number or `auto`, got {text:?}"
+            ))
+        })?),
+    };
+    let mut params = PacoParams::new()
+        .max_k(args.max_k)
+        .radius(radius)
+        .scale(args.scale)
+        .warmup(args.warmup)
+        .proposal(args.proposal.rule())
+        .iterations(args.iterations)
+        .restart(args.restart)
+        .seed(seed);
+    if args.center {
+        params = params.center(true);
+    }
+    if args.no_center {
+        params = params.center(false);
+    }
+    if let Some(eta) = args.eta {
+        params = params.eta(eta);
+    }
+    if let Some(coeff) = args.coeff {
+        params = params.coeff(coeff);
+    }
+    if let Some(b) = args.proposal_scale {
+        params = params.proposal_scale(b);
+    }
+    if let Some(window) = args.window {
+        params = params.memory(Memory::Window(window));
+    }
+    params.check().map_err(library_error)
+}
+
+/// A library error, with the library's parameter names turned into this command's options.
+fn library_error(error: pacstream::Error) -> anyhow::Error {
+    if let pacstream::Error::InvalidParameter { name, reason } = &error {
+        let option = match *name {
+            "max_k" => Some("max-k"),
+            "radius" => Some("radius"),
+            "scale" => Some("scale"),
+            "warmup" => Some("warmup"),
+            "eta" => Some("eta"),
+            "coeff" => Some("coeff"),
+            "proposal_scale" => Some("proposal-scale"),
+            "iterations" => Some("iterations"),
+            "window" => Some("window"),
+            _ => None,
+        };
+        if let Some(option) = option {
+            return bad_input(format!("invalid --{option}: {reason}"));
+        }
+    }
+    anyhow::Error::new(error).context("PACBO")
+}
+
+/// The settings, as the summary and checkpoints record them.
+#[derive(Serialize)]
+struct Settings {
+    max_k: usize,
+    radius: String,
+    center: bool,
+    scale: bool,
+    warmup: usize,
+    eta: f64,
+    coeff: f64,
+    proposal: &'static str,
+    proposal_scale: f64,
+    iterations: usize,
+    window: Option<usize>,
+    restart: bool,
+    seed: u64,
+}
+
+impl Settings {
+    fn new(config: &PacoConfig) -> Self {
+        Self {
+            max_k: config.max_k(),
+            radius: match config.radius() {
+                Radius::Auto => "auto".to_string(),
+                Radius::Given(r) => format!("{r:e}"),
+            },
+            center: config.center(),
+            scale: config.scale(),
+            warmup: config.warmup(),
+            eta: config.eta(),
+            coeff: config.coeff(),
+            proposal: config.proposal().name(),
+            proposal_scale: config.proposal_scale(),
+            iterations: config.iterations(),
+            window: match config.memory() {
+                Memory::Exact => None,
+                Memory::Window(w) => Some(w),
+            },
+            restart: config.restart(),
+            seed: config.seed(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Batch mode
+
+#[derive(Serialize)]
+struct LabelRecord {
+    row: u64,
+    label: usize,
+    squared_distance: f64,
+}
+
+#[derive(Serialize)]
+struct BatchSummary<'a> {
+    command: &'static str,
+    mode: &'static str,
+    input: InputSummary<'a>,
+    settings: Settings,
+    n_clusters: usize,
+    centres: Vec<Vec<f64>>,
+    cluster_sizes: Vec<u64>,
+    radius: f64,
+    origin: &'a [f64],
+    report: &'a SamplerReport,
+    fit_seconds: f64,
+}
+
+fn run_batch(
+    options: &RunOptions,
+    config: &PacoConfig,
+    mut reader: RowReader,
+    axes: (usize, Option<usize>),
+    notes: Notes,
+) -> anyhow::Result<()> {
+    let dim = reader.layout().features.len();
+    let mut values = Vec::new();
+    let mut numbers = Vec::new();
+    let mut progress = Progress::new(notes, reader.bytes().1);
+    while let Some(row) = reader.next_row()? {
+        values.extend_from_slice(row.values);
+        numbers.push(row.number);
+        if numbers.len() % 4096 == 0 {
+            progress.update(numbers.len() as u64, reader.bytes().0);
+        }
+    }
+    progress.finish();
+    let input = reader.progress();
+    note_skipped(notes, &input, reader.source_name());
+    let n = numbers.len();
+    if n == 0 {
+        return Err(no_good_rows(reader.source_name(), &input));
+    }
+    let data = ArrayView2::from_shape((n, dim), &values)
+        .context("invariant: every row has the number of columns")?;
+    let started = Instant::now();
+    let fit = config.fit(data).map_err(library_error)?;
+    let fit_seconds = started.elapsed().as_secs_f64();
+    let centres = fit.centres();
+    let labels = fit.labels();
+    let mut sink = RecordSink::create(options.output.as_ref())?;
+    if sink.is_enabled() {
+        for (index, point) in values.chunks_exact(dim).enumerate() {
+            sink.write(&LabelRecord {
+                row: numbers[index],
+                label: labels[index],
+                squared_distance: squared_distance(point, centres.centre(labels[index])),
+            })?;
+        }
+    }
+    sink.finish()?;
+    let k = centres.n_centres();
+    let mut sizes = vec![0u64; k];
+    for &label in labels {
+        sizes[label] += 1;
+    }
+    let report = fit.report();
+    if !options.quiet {
+        let mut out = report_writer(options.stdout_carries_data());
+        let feature_labels = &reader.layout().feature_labels;
+        writeln!(
+            out,
+            "PACBO (batch) on '{}': {} × {}",
+            reader.source_name(),
+            plural(n as u64, "row"),
+            plural(dim as u64, "column")
+        )?;
+        writeln!(out, "  clusters found         {k}")?;
+        writeln!(
+            out,
+            "  acceptance rate        {}% of {} iterations",
+            human_number(100.0 * report.acceptance_rate),
+            report.iterations
+        )?;
+        writeln!(
+            out,
+            "  radius R               {}",
+            human_number(fit.frame().radius())
+        )?;
+        writeln!(
+            out,
+            "  fit time               {}",
+            human_seconds(fit_seconds)
+        )?;
+        write_centres_table(&mut out, feature_labels, centres, "size", |j| {
+            sizes[j].to_string()
+        })?;
+    }
+    let summary = BatchSummary {
+        command: "paco",
+        mode: "batch",
+        input: InputSummary::labelled(&reader, &input),
+        settings: Settings::new(config),
+        n_clusters: k,
+        centres: centre_rows(centres),
+        cluster_sizes: sizes,
+        radius: fit.frame().radius(),
+        origin: fit.frame().origin(),
+        report,
+        fit_seconds,
+    };
+    write_summary(options, &summary)?;
+    if let Some(path) = &options.plot {
+        let stride = n.div_ceil(options.plot_points.max(1));
+        let sample: Vec<usize> = (0..n).step_by(stride).collect();
+        let figure = cluster_figure(
+            &reader,
+            axes,
+            format!(
+                "PACBO (batch) on {}: k̂ = {k}",
+                short_name(reader.source_name())
+            ),
+            sample
+                .iter()
+                .map(|&i| (&values[i * dim..(i + 1) * dim], numbers[i])),
+            sample.iter().map(|&i| labels[i]),
+            centres,
+            None,
+        );
+        write_atomically(path, draw_clusters(&figure)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Online mode
+
+/// The centres of a record: nested arrays in JSON lines, JSON text in delimited files
+/// (which cannot hold nested values).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CentresField {
+    Nested(Vec<Vec<f64>>),
+    Text(String),
+}
+
+/// One `--output` record of online mode.
+#[derive(Serialize)]
+struct RoundRecord {
+    /// The round t (1-based; bad rows skipped are not rounds).
+    t: u64,
+    /// k̂_t, the number of clusters that predicted the row (undefined during the warm-up).
+    k: Option<usize>,
+    /// ℓ(ĉ_t, x_t) (undefined during the warm-up).
+    loss: Option<f64>,
+    /// The sum of the losses so far.
+    cumulative_loss: f64,
+    /// The nearest centre of ĉ_t.
+    label: Option<usize>,
+    /// The acceptance rate of the chain run after the row (none while the warm-up buffers).
+    acceptance_rate: Option<f64>,
+    /// The --labels value of the row (a column only with --labels).
+    #[serde(skip_serializing_if = "Column::is_absent")]
+    true_label: Column<f64>,
+    /// The centres of ĉ_t (a column only with --centres; undefined during the warm-up).
+    #[serde(skip_serializing_if = "Column::is_absent")]
+    centres: Column<CentresField>,
+}
+
+/// An optional column of the records: absent from every record, or present in every record
+/// (undefined in some), so that delimited files keep one width.
+enum Column<T> {
+    Absent,
+    Present(Option<T>),
+}
+
+impl<T> Column<T> {
+    fn is_absent(&self) -> bool {
+        matches!(self, Column::Absent)
+    }
+}
+
+impl<T: Serialize> Serialize for Column<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Column::Present(Some(value)) => value.serialize(serializer),
+            _ => serializer.serialize_none(),
+        }
+    }
+}
+
+/// Run-length path of a count over rounds: (first round, value) at every change.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct CountPath {
+    changes: Vec<(u64, usize)>,
+    last_round: u64,
+}
+
+impl CountPath {
+    fn record(&mut self, round: u64, value: usize) {
+        if self.changes.last().is_none_or(|&(_, v)| v != value) {
+            self.changes.push((round, value));
+        }
+        self.last_round = round;
+    }
+
+    /// The staircase points (round, value), closed at the last round.
+    fn points(&self) -> Vec<(f64, f64)> {
+        let mut points: Vec<(f64, f64)> = self
+            .changes
+            .iter()
+            .map(|&(t, v)| (t as f64, v as f64))
+            .collect();
+        if let Some(&(t, v)) = self.changes.last() {
+            if self.last_round > t {
+                points.push((self.last_round as f64, v as f64));
+            }
+        }
+        points
+    }
+}
+
+/// The number of distinct true labels among the rows in memory (all rows, or the last W).
+#[derive(Debug, Serialize, Deserialize)]
+struct LabelTracker {
+    window: Option<usize>,
+    /// Labels of the rows in the window, oldest first (window memory only).
+    recent: VecDeque<u64>,
+    /// How many rows in memory carry each label (keyed by the bits of the value).
+    counts: BTreeMap<u64, u64>,
+}
+
+impl LabelTracker {
+    fn new(window: Option<usize>) -> Self {
+        Self {
+            window,
+            recent: VecDeque::new(),
+            counts: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, label: f64) -> usize {
+        let key = (label + 0.0).to_bits();
+        *self.counts.entry(key).or_insert(0) += 1;
+        if let Some(window) = self.window {
+            self.recent.push_back(key);
+            if self.recent.len() > window {
+                if let Some(old) = self.recent.pop_front() {
+                    if let Some(count) = self.counts.get_mut(&old) {
+                        *count -= 1;
+                        if *count == 0 {
+                            self.counts.remove(&old);
+                        }
+                    }
+                }
+            }
+        }
+        self.counts.len()
+    }
+}
+
+/// The cumulative loss over rounds, thinned to at most [`LossTrace::LIMIT`] points by
+/// doubling the stride (bounded memory whatever the length of the stream).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct LossTrace {
+    /// (scored rounds, round t, cumulative loss).
+    points: Vec<(u64, u64, f64)>,
+    stride: u64,
+}
+
+impl LossTrace {
+    const LIMIT: usize = 1000;
+
+    fn add(&mut self, totals: &Totals) {
+        if totals.loss.is_none() {
+            return;
+        }
+        let stride = self.stride.max(1);
+        if totals.scored_rounds % stride == 0 {
+            self.points
+                .push((totals.scored_rounds, totals.round, totals.cumulative_loss));
+            if self.points.len() > Self::LIMIT {
+                self.stride = stride * 2;
+                let stride = self.stride;
+                self.points.retain(|(scored, _, _)| scored % stride == 0);
+            }
+        }
+    }
+}
+
+/// A uniform sample of the stream for `--plot` (reservoir sampling with its own stream).
+#[derive(Debug, Serialize, Deserialize)]
+struct PointSample {
+    capacity: usize,
+    dim: usize,
+    seen: u64,
+    points: Vec<f64>,
+    numbers: Vec<u64>,
+    rng: StreamRng,
+}
+
+impl PointSample {
+    const STREAM: u64 = 0x706c_6f74; // "plot"
+
+    fn new(capacity: usize, dim: usize, seed: u64) -> Self {
+        Self {
+            capacity,
+            dim,
+            seen: 0,
+            points: Vec::new(),
+            numbers: Vec::new(),
+            rng: StreamRng::seed_from(seed).child(Self::STREAM),
+        }
+    }
+
+    fn add(&mut self, point: &[f64], number: u64) {
+        if self.numbers.len() < self.capacity {
+            self.points.extend_from_slice(point);
+            self.numbers.push(number);
+        } else {
+            let population = usize::try_from(self.seen + 1).unwrap_or(usize::MAX);
+            let slot = self.rng.index_below(population);
+            if slot < self.capacity {
+                self.points[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(point);
+                self.numbers[slot] = number;
+            }
+        }
+        self.seen += 1;
+    }
+
+    fn is_consistent(&self, capacity: usize, dim: usize) -> bool {
+        let n = self.numbers.len();
+        self.capacity == capacity
+            && self.dim == dim
+            && n <= capacity
+            && self.points.len() == n * dim
+            && (n as u64) <= self.seen
+            && self.points.iter().all(|v| v.is_finite())
+    }
+}
+
+/// Everything a checkpoint holds about an online PACBO run.
+#[derive(Debug, Serialize, Deserialize)]
+struct OnlineState {
+    learner: Paco,
+    totals: Prequential,
+    last: Option<Totals>,
+    k_path: CountPath,
+    true_k_path: Option<CountPath>,
+    labels: Option<LabelTracker>,
+    loss_trace: LossTrace,
+    plot: Option<PointSample>,
+    /// Seconds spent learning, over every run that built this state.
+    seconds: f64,
+}
+
+struct OnlineTask {
+    config: PacoConfig,
+    settings: Value,
+    state: OnlineState,
+    dim: usize,
+    with_centres: bool,
+    format: Option<RecordFormat>,
+}
+
+impl OnlineTask {
+    fn centres_field(&self, centres: Option<&Centres>) -> Column<CentresField> {
+        if !self.with_centres {
+            return Column::Absent;
+        }
+        Column::Present(centres.map(|centres| {
+            let rows = centre_rows(centres);
+            match self.format {
+                Some(RecordFormat::Delimited(_)) => {
+                    CentresField::Text(serde_json::to_string(&rows).unwrap_or_default())
+                }
+                _ => CentresField::Nested(rows),
+            }
+        }))
+    }
+}
+
+impl StreamTask for OnlineTask {
+    const COMMAND: &'static str = "paco";
+    type State = OnlineState;
+
+    fn settings(&self) -> Value {
+        self.settings.clone()
+    }
+
+    fn state(&self) -> &OnlineState {
+        &self.state
+    }
+
+    fn restore(&mut self, state: OnlineState, input: &InputProgress) -> anyhow::Result<()> {
+        let inconsistent =
+            |what: &str| bad_input(format!("the checkpoint is inconsistent: {what}"));
+        if state.learner.config() != &self.config {
+            return Err(inconsistent(
+                "its learner's settings differ from the settings it records",
+            ));
+        }
+        let learned = input.rows_consumed - input.bad_rows_skipped;
+        if state.learner.n_rounds() != learned || state.totals.rounds() != learned {
+            return Err(inconsistent(
+                "the rounds learned do not match the rows it read",
+            ));
+        }
+        if state.learner.dim().is_some_and(|d| d != self.dim) {
+            return Err(inconsistent("its learner has another number of columns"));
+        }
+        if state.labels.is_some() != self.state.labels.is_some()
+            || state.true_k_path.is_some() != self.state.true_k_path.is_some()
+        {
+            return Err(inconsistent("its label tracking does not match --labels"));
+        }
+        match (&self.state.plot, &state.plot) {
+            (None, None) => {}
+            (Some(mine), Some(theirs)) if theirs.is_consistent(mine.capacity, self.dim) => {}
+            _ => return Err(inconsistent("its plot sample does not match --plot")),
+        }
+        if !(state.seconds.is_finite() && state.seconds >= 0.0) {
+            return Err(inconsistent("its run time is not a number of seconds"));
+        }
+        self.state = state;
+        Ok(())
+    }
+
+    fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let predicted_by = if self.with_centres {
+            self.state.learner.centres().cloned()
+        } else {
+            None
+        };
+        let step: PacoStep = self
+            .state
+            .learner
+            .learn_one(row.values)
+            .map_err(library_error)?;
+        self.state.seconds += started.elapsed().as_secs_f64();
+        let totals = self.state.totals.record(&step);
+        self.state.last = Some(totals);
+        if let Some(k) = step.n_clusters {
+            self.state.k_path.record(step.round, k);
+        }
+        let true_label = row.extras.first().copied();
+        if let (Some(label), Some(tracker), Some(path)) = (
+            true_label,
+            self.state.labels.as_mut(),
+            self.state.true_k_path.as_mut(),
+        ) {
+            let distinct = tracker.add(label);
+            path.record(step.round, distinct);
+        }
+        self.state.loss_trace.add(&totals);
+        if let Some(sample) = &mut self.state.plot {
+            sample.add(row.values, row.number);
+        }
+        let centres = self.centres_field(predicted_by.as_ref());
+        sink.write(&RoundRecord {
+            t: step.round,
+            k: step.n_clusters,
+            loss: step.loss,
+            cumulative_loss: totals.cumulative_loss,
+            label: step.label,
+            acceptance_rate: step.sampler.as_ref().map(|s| s.acceptance_rate),
+            true_label: if self.state.labels.is_some() {
+                Column::Present(true_label)
+            } else {
+                Column::Absent
+            },
+            centres,
+        })
+    }
+
+    fn is_settled(&self) -> bool {
+        true
+    }
+
+    fn finish(&mut self, _sink: &mut RecordSink) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The regret bound and its oracle, as the summary records them.
+#[derive(Serialize)]
+struct BoundSummary {
+    /// The corollary's right-hand side for the scored rounds.
+    value: f64,
+    /// The number of clusters attaining its infimum, and the oracle loss there.
+    best_k: usize,
+    oracle_loss: f64,
+    /// The term outside the infimum and the price of one cluster.
+    constant: f64,
+    per_cluster: f64,
+    /// The learner's cumulative loss over the same rounds.
+    cumulative_loss: f64,
+    /// Whether the corollary's assumptions hold for this run (its bound is for exact draws
+    /// from the quasi-posterior, with a = 1 and R ≥ max ‖x_t − μ_0‖, in exact memory).
+    coeff_is_one: bool,
+    radius_covers_data: bool,
+    /// The oracle's cumulative loss (k-means with restarts, an over-estimate of L*_k) for
+    /// each k computed.
+    oracle_losses: Vec<f64>,
+    note: &'static str,
+}
+
+#[derive(Serialize)]
+struct OnlineTotals {
+    rounds: u64,
+    scored_rounds: u64,
+    cumulative_loss: f64,
+    mean_loss: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct OnlineSummary<'a> {
+    command: &'static str,
+    mode: &'static str,
+    input: InputSummary<'a>,
+    settings: &'a Value,
+    n_clusters: Option<usize>,
+    centres: Option<Vec<Vec<f64>>>,
+    /// (first round, k̂) at every change of k̂_t.
+    k_path: &'a [(u64, usize)],
+    /// (first round, number of distinct labels in memory) at every change, with --labels.
+    true_k_path: Option<&'a [(u64, usize)]>,
+    totals: OnlineTotals,
+    /// Seconds spent learning (the library's learn_one calls).
+    learn_seconds: f64,
+    radius: Option<f64>,
+    origin: Option<&'a [f64]>,
+    scales: Option<&'a [f64]>,
+    report: &'a PacoReport,
+    last_chain: Option<&'a SamplerReport>,
+    bound: Option<BoundSummary>,
+}
+
+/// The scored rows of the memory (after the warm-up) as an n × d view, in internal
+/// coordinates; `None` in window memory (the oracle needs the whole stream).
+fn scored_points(learner: &Paco) -> Option<(ArrayView2<'_, f64>, usize)> {
+    if learner.config().memory() != Memory::Exact {
+        return None;
+    }
+    let dim = learner.dim()?;
+    let skip = learner.memory_warmup_points();
+    let points = &learner.memory_points()[skip * dim..];
+    let n = points.len() / dim;
+    if n == 0 {
+        return None;
+    }
+    ArrayView2::from_shape((n, dim), points)
+        .ok()
+        .map(|view| (view, n))
+}
+
+/// The bound for the first `n` scored rows.
+fn bound_for(
+    learner: &Paco,
+    data: ArrayView2<'_, f64>,
+    n: usize,
+    restarts: usize,
+    seed: u64,
+) -> anyhow::Result<(RegretBound, Vec<OracleFit>, BoundSettings)> {
+    // The first n rows (`s![..n, ..]` would bring `unsafe` code into this crate).
+    let (prefix, _) = data.split_at(ndarray::Axis(0), n);
+    let max_norm = prefix
+        .rows()
+        .into_iter()
+        .map(|row| row.iter().map(|v| v * v).sum::<f64>().sqrt())
+        .fold(0.0, f64::max);
+    let frame = learner
+        .frame()
+        .context("invariant: a learner with scored rows has a frame")?;
+    let settings = BoundSettings {
+        horizon: n as u64,
+        dim: data.ncols(),
+        radius: frame.radius(),
+        max_norm,
+        max_k: learner.config().max_k(),
+        eta: learner.config().eta(),
+    };
+    let (bound, fits) =
+        bound_with_oracle(prefix, &settings, restarts, seed).map_err(library_error)?;
+    Ok((bound, fits, settings))
+}
+
+fn run_online(
+    args: &PacoArgs,
+    options: &RunOptions,
+    config: PacoConfig,
+    mut reader: RowReader,
+    axes: (usize, Option<usize>),
+    notes: Notes,
+) -> anyhow::Result<()> {
+    let layout = reader.layout().clone();
+    let dim = layout.features.len();
+    let plot_points = options.plot.is_some().then_some(options.plot_points);
+    let window = match config.memory() {
+        Memory::Exact => None,
+        Memory::Window(w) => Some(w),
+    };
+    let labelled = !layout.extras.is_empty();
+    let mut settings = serde_json::to_value(Settings::new(&config))?;
+    settings["columns"] = serde_json::to_value(
+        layout
+            .features
+            .iter()
+            .map(|i| i + 1)
+            .collect::<Vec<usize>>(),
+    )?;
+    settings["labels"] = serde_json::to_value(layout.extras.first().map(|i| i + 1))?;
+    settings["on_bad_row"] = serde_json::to_value(options.input.on_bad_row)?;
+    settings["plot_points"] = serde_json::to_value(plot_points)?;
+    let mut task = OnlineTask {
+        settings,
+        state: OnlineState {
+            learner: config.build(),
+            totals: Prequential::new(),
+            last: None,
+            k_path: CountPath::default(),
+            true_k_path: labelled.then(CountPath::default),
+            labels: labelled.then(|| LabelTracker::new(window)),
+            loss_trace: LossTrace::default(),
+            plot: plot_points.map(|capacity| PointSample::new(capacity, dim, options.seed)),
+            seconds: 0.0,
+        },
+        config,
+        dim,
+        with_centres: args.centres,
+        format: options.output.as_ref().map(|o| o.format),
+    };
+    let input = run_stream(
+        &mut task,
+        &mut reader,
+        options.output.as_ref(),
+        &options.checkpoints,
+        notes,
+    )?;
+    note_skipped(notes, &input, reader.source_name());
+    let state = &task.state;
+    let learner = &state.learner;
+    if learner.n_rounds() == 0 {
+        return Err(no_good_rows(reader.source_name(), &input));
+    }
+    if learner.is_warming_up() {
+        notes.note(format!(
+            "the stream ended during the warm-up ({} of {} rows): nothing was predicted",
+            learner.n_rounds(),
+            learner.config().warmup()
+        ));
+    }
+    let last = state.last;
+    let totals = OnlineTotals {
+        rounds: learner.n_rounds(),
+        scored_rounds: last.map_or(0, |t| t.scored_rounds),
+        cumulative_loss: state.totals.cumulative_loss(),
+        mean_loss: last.and_then(|t| t.mean_loss()),
+    };
+
+    // The regret bound and the oracle (exact memory, after the warm-up).
+    let restarts = usize::try_from(args.oracle_restarts).unwrap_or(5);
+    let hindsight = match scored_points(learner) {
+        Some((data, n)) => Some((
+            data,
+            n,
+            bound_for(learner, data, n, restarts, options.seed)?,
+        )),
+        None => None,
+    };
+    let bound = hindsight
+        .as_ref()
+        .map(|(_, _, (bound, fits, settings))| BoundSummary {
+            value: bound.value,
+            best_k: bound.best_k,
+            oracle_loss: bound.best_oracle_loss,
+            constant: bound.constant,
+            per_cluster: bound.per_cluster,
+            cumulative_loss: totals.cumulative_loss,
+            coeff_is_one: learner.config().coeff() == 1.0,
+            radius_covers_data: settings.radius_covers_data(),
+            oracle_losses: fits.iter().map(|f| f.loss).collect(),
+            note: "bound for the ideal sampler (exact draws from the quasi-posterior); the oracle \
+               is k-means with restarts, so the bound computed is an over-estimate",
+        });
+
+    if !options.quiet {
+        let mut out = report_writer(options.stdout_carries_data());
+        print_online_report(&mut out, &reader, learner, &totals, state, bound.as_ref())?;
+    }
+    let frame = learner.frame();
+    let summary = OnlineSummary {
+        command: "paco",
+        mode: "online",
+        input: InputSummary::labelled(&reader, &input),
+        settings: &task.settings,
+        n_clusters: learner.n_clusters(),
+        centres: learner.centres().map(centre_rows),
+        k_path: &state.k_path.changes,
+        true_k_path: state.true_k_path.as_ref().map(|p| p.changes.as_slice()),
+        totals,
+        learn_seconds: state.seconds,
+        radius: frame.map(|f| f.radius()),
+        origin: frame.map(|f| f.origin()),
+        scales: frame.and_then(|f| f.scales()),
+        report: learner.report(),
+        last_chain: learner.last_chain(),
+        bound,
+    };
+    write_summary(options, &summary)?;
+
+    let source = short_name(reader.source_name()).to_string();
+    if let (Some(path), Some(sample), Some(centres)) =
+        (&options.plot, &state.plot, learner.centres())
+    {
+        let points: Vec<&[f64]> = sample.points.chunks_exact(dim).collect();
+        let figure = cluster_figure(
+            &reader,
+            axes,
+            format!(
+                "PACBO on {source}: k̂ = {}, {} rounds{}",
+                centres.n_centres(),
+                learner.n_rounds(),
+                if sample.seen > sample.numbers.len() as u64 {
+                    format!(" ({} sampled)", sample.numbers.len())
+                } else {
+                    String::new()
+                }
+            ),
+            points.iter().copied().zip(sample.numbers.iter().copied()),
+            points.iter().map(|p| centres.nearest(p).0),
+            centres,
+            None::<LossCurve>,
+        );
+        write_atomically(path, draw_clusters(&figure)?.as_bytes())?;
+    }
+    if let Some(path) = &args.plot_k {
+        let mut series = vec![Series {
+            name: "k̂_t (PACBO)".to_string(),
+            points: state.k_path.points(),
+            style: SeriesStyle::Steps,
+            colour: 0,
+        }];
+        if let Some(true_path) = &state.true_k_path {
+            series.push(Series {
+                name: if window.is_some() {
+                    "true k (labels in the window)".to_string()
+                } else {
+                    "true k (labels seen)".to_string()
+                },
+                points: true_path.points(),
+                style: SeriesStyle::Dashed,
+                colour: 3,
+            });
+        }
+        let figure = LineFigure {
+            title: format!("number of clusters over time: {source}"),
+            x_label: "round t".to_string(),
+            y_label: "clusters".to_string(),
+            series,
+            log_y: false,
+            integer_y: true,
+        };
+        write_atomically(path, draw_lines(&figure)?.as_bytes())?;
+    }
+    if let Some(path) = &args.plot_loss {
+        let mut series = vec![Series {
+            name: "PACBO cumulative loss".to_string(),
+            points: state
+                .loss_trace
+                .points
+                .iter()
+                .map(|&(_, t, loss)| (t as f64, loss))
+                .collect(),
+            style: SeriesStyle::Line,
+            colour: 0,
+        }];
+        if let Some((data, n, (bound, fits, _))) = &hindsight {
+            series.extend(loss_figure_series(
+                learner,
+                *data,
+                *n,
+                bound,
+                fits,
+                state,
+                restarts,
+                options.seed,
+            )?);
+        } else {
+            notes.note(
+                "--plot-loss: the hindsight oracle and the bound need exact memory and rounds \
+                 after the warm-up; drawing the cumulative loss alone",
+            );
+        }
+        let figure = LineFigure {
+            title: format!("cumulative loss: {source}"),
+            x_label: "round t".to_string(),
+            y_label: "cumulative loss (log scale)".to_string(),
+            series,
+            log_y: true,
+            integer_y: false,
+        };
+        write_atomically(path, draw_lines(&figure)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The oracle's cumulative loss along the stream (the clustering attaining the bound's
+/// infimum on the whole stream) and the bound at a dozen prefixes of the stream.
+#[allow(clippy::too_many_arguments, reason = "one figure, every part of it")]
+fn loss_figure_series(
+    learner: &Paco,
+    data: ArrayView2<'_, f64>,
+    n: usize,
+    bound: &RegretBound,
+    fits: &[OracleFit],
+    state: &OnlineState,
+    restarts: usize,
+    seed: u64,
+) -> anyhow::Result<Vec<Series>> {
+    let warmup = learner.memory_warmup_points() as u64;
+    let oracle = &fits[bound.best_k - 1].centres;
+    let mut cumulative = 0.0;
+    let mut oracle_points = Vec::new();
+    let wanted: Vec<u64> = state.loss_trace.points.iter().map(|p| p.0).collect();
+    let mut next = 0;
+    for (index, row) in data.rows().into_iter().enumerate() {
+        let point = row.to_vec();
+        cumulative += oracle.nearest(&point).1;
+        let scored = index as u64 + 1;
+        while next < wanted.len() && wanted[next] < scored {
+            next += 1;
+        }
+        if next < wanted.len() && wanted[next] == scored {
+            oracle_points.push(((warmup + scored) as f64, cumulative));
+        }
+    }
+    if oracle_points
+        .last()
+        .is_none_or(|p| p.0 < (warmup + n as u64) as f64)
+    {
+        oracle_points.push(((warmup + n as u64) as f64, cumulative));
+    }
+    let mut bound_points = Vec::new();
+    let steps = 12.min(n);
+    for i in 1..=steps {
+        let prefix = n * i / steps;
+        let (prefix_bound, _, _) = bound_for(learner, data, prefix, restarts, seed)?;
+        bound_points.push(((warmup + prefix as u64) as f64, prefix_bound.value));
+    }
+    Ok(vec![
+        Series {
+            name: format!(
+                "hindsight oracle, k = {} (k-means, an over-estimate of the best)",
+                bound.best_k
+            ),
+            points: oracle_points,
+            style: SeriesStyle::Dashed,
+            colour: 1,
+        },
+        Series {
+            name: "regret bound for the ideal sampler (a = 1 corollary)".to_string(),
+            points: bound_points,
+            style: SeriesStyle::Markers,
+            colour: 3,
+        },
+    ])
+}
+
+fn print_online_report(
+    out: &mut dyn Write,
+    reader: &RowReader,
+    learner: &Paco,
+    totals: &OnlineTotals,
+    state: &OnlineState,
+    bound: Option<&BoundSummary>,
+) -> anyhow::Result<()> {
+    let labels = &reader.layout().feature_labels;
+    writeln!(
+        out,
+        "PACBO on '{}': {} × {}",
+        reader.source_name(),
+        plural(totals.rounds, "round"),
+        plural(labels.len() as u64, "column")
+    )?;
+    if let Some(k) = learner.n_clusters() {
+        writeln!(out, "  clusters (k̂)           {k}")?;
+    }
+    let changes = state.k_path.changes.len().saturating_sub(1);
+    writeln!(
+        out,
+        "  k̂_t path               {} (see --summary)",
+        plural(changes as u64, "change")
+    )?;
+    writeln!(
+        out,
+        "  cumulative loss        {} over {}",
+        human_number(totals.cumulative_loss),
+        plural(totals.scored_rounds, "scored round")
+    )?;
+    if let Some(mean) = totals.mean_loss {
+        writeln!(out, "  mean loss per round    {}", human_number(mean))?;
+    }
+    let report = learner.report();
+    if report.iterations > 0 {
+        writeln!(
+            out,
+            "  acceptance rate        {}% of {} iterations",
+            human_number(100.0 * report.accepted as f64 / report.iterations as f64),
+            report.iterations
+        )?;
+    }
+    if let Some(frame) = learner.frame() {
+        writeln!(
+            out,
+            "  radius R               {}",
+            human_number(frame.radius())
+        )?;
+    }
+    if report.points_beyond_radius > 0 {
+        writeln!(
+            out,
+            "  rows beyond R          {} (the bound assumes none; the run went on)",
+            report.points_beyond_radius
+        )?;
+    }
+    if let Some(bound) = bound {
+        writeln!(
+            out,
+            "  regret bound           {} (ideal sampler; oracle k = {}, over-estimated by k-means)",
+            human_number(bound.value),
+            bound.best_k
+        )?;
+    }
+    writeln!(
+        out,
+        "  learning time          {}",
+        human_seconds(state.seconds)
+    )?;
+    if let Some(centres) = learner.centres() {
+        write_centres_table(out, labels, centres, "", |_| String::new())?;
+    }
+    Ok(())
+}

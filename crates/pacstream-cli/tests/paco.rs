@@ -1,0 +1,242 @@
+//! `pacstream paco` on real and simulated data: the clusters it finds, the files it writes,
+//! checkpoints and resume, and its refusals.
+
+mod common;
+
+use std::path::Path;
+
+use common::{blobs_csv, data, run, write};
+use serde_json::Value;
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
+}
+
+fn assert_svg(path: &Path) -> String {
+    let svg = std::fs::read_to_string(path).expect("the figure exists");
+    assert!(
+        svg.starts_with("<svg"),
+        "not an SVG: {}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    svg
+}
+
+/// The first `rows` data rows of `text` (with its header).
+fn head(text: &str, rows: usize) -> String {
+    text.lines()
+        .take(rows + 1)
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(data("changing.csv")).unwrap();
+    let input = write(dir.path(), "changing.csv", head(&text, 700));
+    let outcome = run(
+        dir.path(),
+        &[
+            "paco",
+            input.to_str().unwrap(),
+            "--columns",
+            "x,y",
+            "--labels",
+            "cluster",
+            "--iterations",
+            "150",
+            "--centres",
+            "--output",
+            "rounds.csv",
+            "--summary",
+            "summary.json",
+            "--plot",
+            "clusters.svg",
+            "--plot-k",
+            "k.svg",
+            "--plot-loss",
+            "loss.svg",
+        ],
+    );
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(outcome.stdout.contains("PACBO on"), "{}", outcome.stdout);
+    assert!(outcome.stdout.contains("regret bound"));
+
+    let summary = read_json(&dir.path().join("summary.json"));
+    assert_eq!(summary["mode"], "online");
+    assert_eq!(summary["input"]["rows"], 700);
+    assert_eq!(summary["input"]["labels"], "cluster");
+    assert_eq!(summary["totals"]["rounds"], 700);
+    assert_eq!(summary["totals"]["scored_rounds"], 650, "50 warm-up rows");
+    // The true number of clusters rises from 2 to 5 at row 401; k̂ follows.
+    let true_path = summary["true_k_path"].as_array().unwrap();
+    assert_eq!(true_path.first().unwrap()[1], 1);
+    assert_eq!(true_path.last().unwrap()[1], 5);
+    let k_path: Vec<(u64, u64)> = summary["k_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        .collect();
+    let k_at = |t: u64| k_path.iter().rev().find(|p| p.0 <= t).unwrap().1;
+    assert_eq!(k_at(400), 2, "{k_path:?}");
+    assert!(k_at(700) >= 4, "{k_path:?}");
+    assert_eq!(summary["n_clusters"].as_u64(), Some(k_at(700)));
+    let bound = &summary["bound"];
+    assert!(bound["value"].as_f64().unwrap() > bound["cumulative_loss"].as_f64().unwrap());
+    assert!(summary["learn_seconds"].as_f64().unwrap() > 0.0);
+
+    // One CSV record per round, warm-up rounds with empty loss, centres as JSON text.
+    let records = std::fs::read_to_string(dir.path().join("rounds.csv")).unwrap();
+    let lines: Vec<&str> = records.lines().collect();
+    assert_eq!(
+        lines[0],
+        "t,k,loss,cumulative_loss,label,acceptance_rate,true_label,centres"
+    );
+    assert_eq!(lines.len(), 701);
+    assert_eq!(
+        lines[1], "1,,,0.0,,,2.0,",
+        "warm-up: no k, loss, label, chain or centres"
+    );
+    assert!(lines[51].starts_with("51,"), "{}", lines[51]);
+    assert!(lines[700].contains("\"[["), "{}", lines[700]);
+
+    assert_svg(&dir.path().join("clusters.svg"));
+    let k = assert_svg(&dir.path().join("k.svg"));
+    assert!(k.contains("true k"));
+    let loss = assert_svg(&dir.path().join("loss.svg"));
+    assert!(loss.contains("hindsight oracle") && loss.contains("ideal sampler"));
+}
+
+#[test]
+fn batch_mode_finds_four_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "blobs.csv", blobs_csv(400, 2, 3, false));
+    let outcome = run(
+        dir.path(),
+        &[
+            "paco",
+            "--batch",
+            input.to_str().unwrap(),
+            "--summary",
+            "summary.json",
+            "--output",
+            "labels.jsonl",
+            "--plot",
+            "batch.svg",
+        ],
+    );
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let summary = read_json(&dir.path().join("summary.json"));
+    assert_eq!(summary["mode"], "batch");
+    assert_eq!(summary["n_clusters"], 4);
+    let sizes: u64 = summary["cluster_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .sum();
+    assert_eq!(sizes, 400);
+    let labels = std::fs::read_to_string(dir.path().join("labels.jsonl")).unwrap();
+    assert_eq!(labels.lines().count(), 400);
+    assert_svg(&dir.path().join("batch.svg"));
+}
+
+/// A run checkpointed at its end and resumed on a longer input writes exactly the output
+/// and summary of an uninterrupted run.
+#[test]
+fn a_resumed_run_equals_an_uninterrupted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = blobs_csv(260, 3, 9, false);
+    let full = write(dir.path(), "full.csv", &text);
+    let part = write(dir.path(), "part.csv", head(&text, 140));
+    let common = |input: &Path, output: &str, summary: &str| -> Vec<String> {
+        [
+            "paco",
+            input.to_str().unwrap(),
+            "--iterations",
+            "60",
+            "--warmup",
+            "30",
+            "--window",
+            "100",
+            "--seed",
+            "4",
+            "--output",
+            output,
+            "--summary",
+            summary,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let args = common(&full, "whole.jsonl", "whole.json");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(run(dir.path(), &args).code, 0);
+
+    let mut first = common(&part, "resumed.jsonl", "resumed.json");
+    first.extend(["--checkpoint", "run.ckpt", "--checkpoint-every", "50"].map(String::from));
+    let first: Vec<&str> = first.iter().map(String::as_str).collect();
+    let outcome = run(dir.path(), &first);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let mut second = common(&full, "resumed.jsonl", "resumed.json");
+    second.extend(["--resume", "run.ckpt"].map(String::from));
+    let second: Vec<&str> = second.iter().map(String::as_str).collect();
+    let outcome = run(dir.path(), &second);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(outcome.stderr.contains("resuming"), "{}", outcome.stderr);
+
+    let whole = std::fs::read(dir.path().join("whole.jsonl")).unwrap();
+    let resumed = std::fs::read(dir.path().join("resumed.jsonl")).unwrap();
+    assert_eq!(whole, resumed);
+    let mut a = read_json(&dir.path().join("whole.json"));
+    let mut b = read_json(&dir.path().join("resumed.json"));
+    for summary in [&mut a, &mut b] {
+        summary["learn_seconds"] = Value::Null;
+        summary["input"]["source"] = Value::Null;
+    }
+    assert_eq!(a, b);
+
+    // Other settings are refused.
+    let mut other = common(&full, "other.jsonl", "other.json");
+    other.extend(["--resume", "run.ckpt", "--eta", "2"].map(String::from));
+    let other: Vec<&str> = other.iter().map(String::as_str).collect();
+    let outcome = run(dir.path(), &other);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+}
+
+#[test]
+fn bad_options_are_refused_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let faithful = data("faithful.csv");
+    let faithful = faithful.to_str().unwrap();
+    for (args, message) in [
+        (vec!["--radius", "2", "--scale"], "--scale"),
+        (vec!["--radius", "-1"], "--radius"),
+        (vec!["--radius", "big"], "--radius"),
+        (vec!["--max-k", "0"], "--max-k"),
+        (vec!["--iterations", "0"], "--iterations"),
+        (vec!["--coeff", "0"], "--coeff"),
+        (vec!["--batch", "--window", "10"], "--window"),
+        (vec!["--batch", "--plot-k", "k.svg"], "--plot-k"),
+        (vec!["--plot-k", "k.png"], "PNG"),
+        (
+            vec!["--plot-k", "same.svg", "--plot-loss", "same.svg"],
+            "same file",
+        ),
+        (vec!["--labels", "nope"], "nope"),
+    ] {
+        let mut full = vec!["paco", faithful];
+        full.extend(&args);
+        let outcome = run(dir.path(), &full);
+        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
+        assert!(
+            outcome.stderr.contains(message),
+            "{args:?}: {}",
+            outcome.stderr
+        );
+    }
+}

@@ -1,0 +1,471 @@
+//! Parameters of PACBO and their validation.
+//!
+//! [`PacoParams`] holds raw values; [`PacoParams::check`] turns them into a [`PacoConfig`] or
+//! an error naming the bad value; only a config builds a learner ([`PacoConfig::build`]) or
+//! runs the batch chain ([`PacoConfig::fit`]). Checks that need data (the dimension, a radius
+//! large enough for the data's scale) run when the data arrives.
+
+use serde::{Deserialize, Serialize};
+
+use super::frame::MIN_RADIUS;
+use crate::data::MAX_COORDINATE;
+use crate::error::{Error, Result};
+
+/// The radius R that bounds the centred data, ‖x_t − μ_0‖ ≤ R.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Radius {
+    /// This radius, in the units of the data (after `--scale`, if any: see
+    /// [`PacoParams::scale`], which requires [`Radius::Auto`]).
+    Given(f64),
+    /// 1.5 × the largest ‖x − μ_0‖ among the warm-up points, which are buffered and not
+    /// predicted (see [`PacoParams::warmup`]).
+    Auto,
+}
+
+/// Which past points enter S_t, the proposal means and n_t.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Memory {
+    /// Every past point: S_t is the seed's cumulative loss and the regret bound applies.
+    Exact,
+    /// Only the last W points, and n_t = min(t, W) in λ_t and τ_t: the cost of a round is
+    /// bounded and the model forgets. The regret guarantee is for `Exact` only.
+    Window(usize),
+}
+
+/// The scale σ_j of the Student-t proposal of each centre.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProposalScale {
+    /// σ_j = b / √(2 λ_t max(n_j, 1)), n_j the number of points in memory assigned to the
+    /// proposal mean m_j: the width of the quasi-posterior of one centre, so that moves on k
+    /// are priced by the target's Occam factor rather than by the proposal's.
+    #[default]
+    Laplace,
+    /// σ_j = √2 · τ_t, τ_t = b · R / √(p n_t): the seed's τ = 1/√(pt) in units of R (the
+    /// density's (1 + ‖c − m‖²/(6τ²)) form). Much narrower than the quasi-posterior for
+    /// large t, so that the number of clusters found is set mostly by b; kept for fidelity.
+    Seed,
+}
+
+impl ProposalScale {
+    /// The name used in the command line and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProposalScale::Laplace => "laplace",
+            ProposalScale::Seed => "seed",
+        }
+    }
+}
+
+/// Parameters of PACBO (online) and of its batch chain.
+///
+/// ```
+/// use pacstream::paco::PacoParams;
+/// use pacstream::OnlineLearner;
+///
+/// // Two groups on a line. R is `auto`: the first 20 points are a warm-up.
+/// let mut learner = PacoParams::new().warmup(20).iterations(200).seed(7).check()?.build();
+/// for t in 0..300 {
+///     let x = if t % 2 == 0 { -5.0 } else { 5.0 } + 0.1 * (t % 7) as f64;
+///     learner.learn_one(&[x])?;
+/// }
+/// assert_eq!(learner.n_clusters(), Some(2));
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PacoParams {
+    max_k: usize,
+    radius: Radius,
+    center: Option<bool>,
+    scale: bool,
+    warmup: usize,
+    eta: f64,
+    coeff: f64,
+    proposal: ProposalScale,
+    proposal_scale: Option<f64>,
+    iterations: usize,
+    memory: Memory,
+    restart: bool,
+    seed: u64,
+}
+
+impl Default for PacoParams {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The calibrated default of the temperature multiplier a (`coeff`); see
+/// `docs/paco-calibration.md`. Larger values find clusters sooner but make the variance term
+/// of S_t anchor the model to its past losses (a point it predicted badly keeps penalising
+/// clusterings that fit it), which slows the following of a stream whose clusters change.
+pub const DEFAULT_COEFF: f64 = 20.0;
+
+/// The calibrated default of the prior's price of one cluster η (q(k) ∝ e^{−ηk}).
+pub const DEFAULT_ETA: f64 = 4.0;
+
+/// The calibrated default of the proposal scale multiplier b for each rule.
+pub fn default_proposal_scale(rule: ProposalScale) -> f64 {
+    match rule {
+        ProposalScale::Laplace => 1.0,
+        ProposalScale::Seed => 4.0,
+    }
+}
+
+impl PacoParams {
+    /// The defaults: p = 50, R `auto` with centring and 50 warm-up points,
+    /// η = [`DEFAULT_ETA`], a = [`DEFAULT_COEFF`], the Laplace proposal with
+    /// b = [`default_proposal_scale`], N = 500 iterations per round, exact memory, warm start,
+    /// seed 0. The spec's starting values were η = a = b = 1; the calibration on simulated
+    /// mixtures (`docs/paco-calibration.md`) moved η and a.
+    pub fn new() -> Self {
+        Self {
+            max_k: 50,
+            radius: Radius::Auto,
+            center: None,
+            scale: false,
+            warmup: 50,
+            eta: DEFAULT_ETA,
+            coeff: DEFAULT_COEFF,
+            proposal: ProposalScale::Laplace,
+            proposal_scale: None,
+            iterations: 500,
+            memory: Memory::Exact,
+            restart: false,
+            seed: 0,
+        }
+    }
+
+    /// p = K_max, the largest number of clusters.
+    #[must_use]
+    pub fn max_k(mut self, max_k: usize) -> Self {
+        self.max_k = max_k;
+        self
+    }
+
+    /// The radius R (given or `auto`).
+    #[must_use]
+    pub fn radius(mut self, radius: Radius) -> Self {
+        self.radius = radius;
+        self
+    }
+
+    /// Whether the data are centred on the mean μ_0 of the warm-up points (default: on when
+    /// R is `auto`, off when it is given). With R given and centring on, the warm-up points
+    /// are buffered to compute μ_0.
+    #[must_use]
+    pub fn center(mut self, center: bool) -> Self {
+        self.center = Some(center);
+        self
+    }
+
+    /// Standardise the columns by their standard deviations over the warm-up points, then
+    /// frozen (requires R `auto`: a given R would be in units the data do not have yet).
+    /// Losses are then in standardised units; centres are reported in the data's units.
+    #[must_use]
+    pub fn scale(mut self, scale: bool) -> Self {
+        self.scale = scale;
+        self
+    }
+
+    /// The number of warm-up points buffered (not predicted) to fix μ_0, R and the scales,
+    /// when any of them is taken from the data.
+    #[must_use]
+    pub fn warmup(mut self, warmup: usize) -> Self {
+        self.warmup = warmup;
+        self
+    }
+
+    /// η ≥ 0 in the prior q(k) ∝ e^{−ηk}.
+    #[must_use]
+    pub fn eta(mut self, eta: f64) -> Self {
+        self.eta = eta;
+        self
+    }
+
+    /// The temperature multiplier a > 0: λ_t = a (d + 2) / (2 √n_t R²). The seed's
+    /// corollary holds for a = 1.
+    #[must_use]
+    pub fn coeff(mut self, coeff: f64) -> Self {
+        self.coeff = coeff;
+        self
+    }
+
+    /// The proposal scale rule.
+    #[must_use]
+    pub fn proposal(mut self, proposal: ProposalScale) -> Self {
+        self.proposal = proposal;
+        self
+    }
+
+    /// The multiplier b > 0 of the proposal scale (default: [`default_proposal_scale`] of
+    /// the rule).
+    #[must_use]
+    pub fn proposal_scale(mut self, proposal_scale: f64) -> Self {
+        self.proposal_scale = Some(proposal_scale);
+        self
+    }
+
+    /// N, the number of RJMCMC iterations per round.
+    #[must_use]
+    pub fn iterations(mut self, iterations: usize) -> Self {
+        self.iterations = iterations;
+        self
+    }
+
+    /// Exact memory or a window of the last W points.
+    #[must_use]
+    pub fn memory(mut self, memory: Memory) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    /// Start each round's chain from the proposal means of the current number of clusters
+    /// (the R package's behaviour) instead of the previous round's state.
+    #[must_use]
+    pub fn restart(mut self, restart: bool) -> Self {
+        self.restart = restart;
+        self
+    }
+
+    /// The seed of the random number generator.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Validates the parameters.
+    pub fn check(self) -> Result<PacoConfig> {
+        if self.max_k == 0 {
+            return Err(Error::invalid_parameter("max_k", "must be >= 1, got 0"));
+        }
+        if let Radius::Given(radius) = self.radius {
+            // Centres live in the ball of radius 2R, and every centre must be a valid
+            // coordinate vector (within ±MAX_COORDINATE); R² must stay a normal number.
+            if !(radius.is_finite() && (MIN_RADIUS..=MAX_COORDINATE / 4.0).contains(&radius)) {
+                return Err(Error::invalid_parameter(
+                    "radius",
+                    format!(
+                        "must be in [{MIN_RADIUS:e}, {:e}], got {radius}",
+                        MAX_COORDINATE / 4.0
+                    ),
+                ));
+            }
+        }
+        let center = self.center.unwrap_or(self.radius == Radius::Auto);
+        if self.scale && self.radius != Radius::Auto {
+            return Err(Error::invalid_parameter(
+                "scale",
+                "standardising the columns needs radius `auto` (a given radius would be in \
+                 units the data do not have until the warm-up is over)",
+            ));
+        }
+        let needs_warmup = self.radius == Radius::Auto || center || self.scale;
+        if needs_warmup && self.warmup == 0 {
+            return Err(Error::invalid_parameter(
+                "warmup",
+                "must be >= 1 when the radius, the centre or the scales come from the data, got 0",
+            ));
+        }
+        if !(self.eta.is_finite() && self.eta >= 0.0) {
+            return Err(Error::invalid_parameter(
+                "eta",
+                format!("must be finite and >= 0, got {}", self.eta),
+            ));
+        }
+        let proposal_scale = self
+            .proposal_scale
+            .unwrap_or_else(|| default_proposal_scale(self.proposal));
+        for (name, value) in [("coeff", self.coeff), ("proposal_scale", proposal_scale)] {
+            // Bounded so that λ_t and σ_j stay far from overflow and underflow.
+            if !(value.is_finite() && (1e-12..=1e12).contains(&value)) {
+                return Err(Error::invalid_parameter(
+                    name,
+                    format!("must be in [1e-12, 1e12], got {value}"),
+                ));
+            }
+        }
+        if self.iterations == 0 {
+            return Err(Error::invalid_parameter(
+                "iterations",
+                "must be >= 1, got 0",
+            ));
+        }
+        if self.memory == Memory::Window(0) {
+            return Err(Error::invalid_parameter("window", "must be >= 1, got 0"));
+        }
+        Ok(PacoConfig {
+            max_k: self.max_k,
+            radius: self.radius,
+            center,
+            scale: self.scale,
+            warmup: if needs_warmup { self.warmup } else { 0 },
+            eta: self.eta,
+            coeff: self.coeff,
+            proposal: self.proposal,
+            proposal_scale,
+            iterations: self.iterations,
+            memory: self.memory,
+            restart: self.restart,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Validated parameters of PACBO: [`PacoConfig::build`] makes the online learner,
+/// [`PacoConfig::fit`] runs the batch chain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PacoConfig {
+    pub(crate) max_k: usize,
+    pub(crate) radius: Radius,
+    pub(crate) center: bool,
+    pub(crate) scale: bool,
+    /// The number of warm-up points, 0 when nothing is taken from the data.
+    pub(crate) warmup: usize,
+    pub(crate) eta: f64,
+    pub(crate) coeff: f64,
+    pub(crate) proposal: ProposalScale,
+    pub(crate) proposal_scale: f64,
+    pub(crate) iterations: usize,
+    pub(crate) memory: Memory,
+    pub(crate) restart: bool,
+    pub(crate) seed: u64,
+}
+
+impl PacoConfig {
+    /// p = K_max.
+    pub fn max_k(&self) -> usize {
+        self.max_k
+    }
+    /// The radius setting.
+    pub fn radius(&self) -> Radius {
+        self.radius
+    }
+    /// Whether the data are centred on the warm-up mean.
+    pub fn center(&self) -> bool {
+        self.center
+    }
+    /// Whether the columns are standardised.
+    pub fn scale(&self) -> bool {
+        self.scale
+    }
+    /// The number of warm-up points buffered before the first prediction (0: none, round 1
+    /// is predicted by a draw from the prior).
+    pub fn warmup(&self) -> usize {
+        self.warmup
+    }
+    /// η.
+    pub fn eta(&self) -> f64 {
+        self.eta
+    }
+    /// The temperature multiplier a.
+    pub fn coeff(&self) -> f64 {
+        self.coeff
+    }
+    /// The proposal scale rule.
+    pub fn proposal(&self) -> ProposalScale {
+        self.proposal
+    }
+    /// The proposal scale multiplier b.
+    pub fn proposal_scale(&self) -> f64 {
+        self.proposal_scale
+    }
+    /// N, iterations per round.
+    pub fn iterations(&self) -> usize {
+        self.iterations
+    }
+    /// The memory mode.
+    pub fn memory(&self) -> Memory {
+        self.memory
+    }
+    /// Whether each round restarts from the proposal means.
+    pub fn restart(&self) -> bool {
+        self.restart
+    }
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub(crate) fn validate_snapshot(&self) -> Result<()> {
+        let mut params = PacoParams::new()
+            .max_k(self.max_k)
+            .radius(self.radius)
+            .center(self.center)
+            .scale(self.scale)
+            .eta(self.eta)
+            .coeff(self.coeff)
+            .proposal(self.proposal)
+            .proposal_scale(self.proposal_scale)
+            .iterations(self.iterations)
+            .memory(self.memory)
+            .restart(self.restart)
+            .seed(self.seed);
+        if self.warmup > 0 {
+            params = params.warmup(self.warmup);
+        }
+        let checked = params.check()?;
+        if checked.warmup != self.warmup {
+            return Err(Error::InvalidSnapshot(
+                "PACBO settings: the warm-up length contradicts the radius and centring".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_parameter() {
+        for (params, name) in [
+            (PacoParams::new().max_k(0), "max_k"),
+            (PacoParams::new().radius(Radius::Given(-1.0)), "radius"),
+            (PacoParams::new().radius(Radius::Given(f64::NAN)), "radius"),
+            (
+                PacoParams::new().radius(Radius::Given(1.0)).scale(true),
+                "scale",
+            ),
+            (PacoParams::new().warmup(0), "warmup"),
+            (PacoParams::new().eta(-0.5), "eta"),
+            (PacoParams::new().coeff(0.0), "coeff"),
+            (
+                PacoParams::new().proposal_scale(f64::INFINITY),
+                "proposal_scale",
+            ),
+            (PacoParams::new().iterations(0), "iterations"),
+            (PacoParams::new().memory(Memory::Window(0)), "window"),
+        ] {
+            let err = params.check().unwrap_err();
+            assert!(err.to_string().contains(name), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let config = PacoParams::new().check().unwrap();
+        assert_eq!(config.max_k(), 50);
+        assert_eq!(config.radius(), Radius::Auto);
+        assert!(config.center());
+        assert_eq!(config.warmup(), 50);
+        assert_eq!(config.iterations(), 500);
+        assert_eq!(config.proposal(), ProposalScale::Laplace);
+        assert_eq!(config.memory(), Memory::Exact);
+        let given = PacoParams::new()
+            .radius(Radius::Given(3.0))
+            .check()
+            .unwrap();
+        assert!(!given.center());
+        assert_eq!(given.warmup(), 0, "round 1 is drawn from the prior");
+        let centred = PacoParams::new()
+            .radius(Radius::Given(3.0))
+            .center(true)
+            .warmup(5)
+            .check()
+            .unwrap();
+        assert_eq!(centred.warmup(), 5);
+        centred.validate_snapshot().unwrap();
+    }
+}

@@ -1,0 +1,508 @@
+//! The reversible-jump MCMC sampler of a round (the seed's Algorithm 3).
+//!
+//! Within round t + 1 the target is ρ̂_{t+1}(k, c) ∝ exp(−λ_t S_t(c)) π(c) on the union of the
+//! spaces R^{dk}, k = 1..p. The state is (k, c).
+//!
+//! 1. **Start** from the previous round's final state (warm start), then relabel it against
+//!    this round's means ([`super::relabel`]); with `restart`, from the means of the current
+//!    k instead (surplus slots drawn from the prior).
+//!
+//!    **Labels.** The target is symmetric in the labels of the centres, and each k-level of
+//!    it has k! mirror-image modes; a proposal that pairs slot j with its own mean m_j only
+//!    ever visits one of them, so a chain on labelled vectors would miss the factor k! in
+//!    the posterior of k (the statistical test against the exact posterior catches it). The
+//!    chain therefore runs on a fundamental domain D_k: the labellings in which the
+//!    optimal assignment of centres to the round's means is the identity (slot j holds the
+//!    centre assigned to m_j), with the surplus centres in lexicographic order. Every
+//!    clustering has exactly one such labelling (almost surely), so the target
+//!    k!·ρ̂(c)·1_{D_k}(c) has the same law on clusterings as ρ̂. The relabelling of the start
+//!    is the map into D_k; a proposal outside D_{k'} has target density 0 and is rejected
+//!    (its draws are made all the same); and the ratio carries log k'! − log k!. Surplus
+//!    centres are drawn from the prior and sorted, a proposal of density m!·Π U for m of
+//!    them.
+//! 2. **Proposal means** m^{(k')} fixed for the round ([`super::means`]).
+//! 3. **Move on k**: k' uniform on {k−1, k, k+1} ∩ {1..p}, so j(k → k') = 1/3 inside and 1/2
+//!    at a boundary (1 when p = 1); the exact j(k → k') and j(k' → k) enter the ratio.
+//! 4. **Centres**: c'_j from the Student t around m^{(k')}_j ([`super::proposal`]), or from the
+//!    prior for a surplus slot.
+//! 5. **Accept** with probability min(1, e^{log α}), where
+//!    log α = −λ [S(c') − S(c)] + log π(c') − log π(c) + log j(k' → k) − log j(k → k')
+//!    \+ Σ_j log ρ(c_j; m^{(k)}_j) − Σ_j log ρ(c'_j; m^{(k')}_j), that is
+//!    log α = −λ [S(c') − S(c)] − η (k' − k) + Σ_j g(c'_j) − Σ_j g(c_j)
+//!    \+ log j(k' → k) − log j(k → k'),
+//!    with g(c_j) = log U(c_j) − log ρ(c_j) per slot with a mean, plus log k! − log m! per
+//!    state of m surplus centres (see **Labels** above). A proposed centre outside B_d(2R)
+//!    has prior 0, and a proposal outside D_{k'} target density 0: the move is rejected
+//!    without evaluating S.
+//! 6. **One decision rule** (also with early rejection): with rest = log α + λ[S(c') − S(c)]
+//!    and thr = S(c) + (rest − log u)/λ, accept iff S(c') < thr. S(c) of the current state is
+//!    cached; S(c') is summed chunk by chunk and the move rejected as soon as the running sum
+//!    reaches thr ([`super::evaluate`]), which decides exactly as the full sum would.
+//! 7. **Draws, in this order, every iteration**: the index of k'; for each slot of c', its d
+//!    normals then the three normals of its χ²_3 (a surplus slot: d normals then one uniform);
+//!    then u = 1 − U[0, 1). Nothing the evaluation finds changes which draws are made.
+//!    (Restart draws its surplus centres from the prior before the first iteration.)
+//! 8. N iterations; the final state is the prediction of the next round.
+
+use serde::{Deserialize, Serialize};
+
+use super::evaluate::PreparedCentres;
+use super::means::{MeansSource, ProposalMeans};
+use super::memory::PointMemory;
+use super::params::ProposalScale;
+use super::prior::{draw_in_ball, in_support};
+use super::proposal::{DensityConstants, SlotDensity, draw_student, proposal_sigma};
+use super::relabel::{assignment, is_identity};
+use crate::geometry::squared_distance;
+use crate::rng::StreamRng;
+
+/// What the chain of one round did (none of it is an error).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplerReport {
+    /// The number of clusters of the final state (the next prediction's k̂).
+    pub n_clusters: usize,
+    /// N, the iterations run.
+    pub iterations: usize,
+    /// Moves accepted.
+    pub accepted: usize,
+    /// accepted / iterations.
+    pub acceptance_rate: f64,
+    /// Proposals with a centre outside B_d(2R), rejected without evaluating S.
+    pub outside_prior: usize,
+    /// Proposals whose centres were not paired with their own means (outside the
+    /// fundamental domain, see the module docs), rejected without evaluating S.
+    pub mislabelled: usize,
+    /// Proposals rejected before every point in memory was summed.
+    pub early_rejections: usize,
+    /// The mean fraction of the points in memory that the early rejections summed (0 when
+    /// there were none).
+    pub early_rejection_fraction: f64,
+    /// The mean fraction of the points in memory summed per iteration, over every iteration
+    /// (proposals rejected outside the prior count as 0): the cost of the round relative to
+    /// N full evaluations of S.
+    pub data_fraction: f64,
+    /// k-means fits run for the round's proposal means.
+    pub kmeans_runs: usize,
+    /// n_t, the points in memory.
+    pub n_points: usize,
+    /// λ_t, the inverse temperature of the round's target.
+    pub lambda: f64,
+}
+
+/// How the proposal scale is set.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProposalRule {
+    pub(crate) scale: ProposalScale,
+    pub(crate) multiplier: f64,
+}
+
+/// The target of a round: exp(−λ S(c)) π(c) on the memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target<'a> {
+    pub(crate) memory: &'a PointMemory,
+    pub(crate) lambda: f64,
+    pub(crate) radius: f64,
+    pub(crate) max_k: usize,
+    pub(crate) eta: f64,
+    /// n_t for the seed proposal's τ_t (the memory's length, except in tests).
+    pub(crate) n_points: u64,
+}
+
+/// Deliberate defects, for showing that the statistical tests can fail.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Defect {
+    /// The correct sampler.
+    #[default]
+    None,
+    /// Leaves log j(k' → k) − log j(k → k') out of log α.
+    NoMoveRatio,
+    /// Leaves the proposal densities out of log α (keeps the prior's).
+    NoProposalDensity,
+    /// Runs on labelled vectors: no fundamental domain, no log k! (see the module docs).
+    LabelledChain,
+}
+
+/// How a round's chain runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChainSettings {
+    pub(crate) iterations: usize,
+    /// Start from the means of the start's k (the `restart` option).
+    pub(crate) restart: bool,
+    /// Evaluate every S(c') in full before deciding (the reference for tests).
+    pub(crate) full_evaluation: bool,
+    pub(crate) defect: Defect,
+    /// Keep the accept/reject decision of every iteration.
+    pub(crate) record_decisions: bool,
+}
+
+/// The outcome of a round's chain.
+#[derive(Debug)]
+pub(crate) struct ChainOutcome {
+    /// The final state, row-major k × d.
+    pub(crate) centres: Vec<f64>,
+    pub(crate) report: SamplerReport,
+    /// S(c) of the final state.
+    pub(crate) cumulative_loss: f64,
+    /// Per iteration, whether the move was accepted (when recorded).
+    pub(crate) decisions: Vec<bool>,
+}
+
+/// The slots of one k': means, scales and density constants.
+struct Slots {
+    n_clusters: usize,
+    means: Vec<f64>,
+    densities: Vec<SlotDensity>,
+}
+
+impl Slots {
+    fn n_with_mean(&self) -> usize {
+        self.densities.len()
+    }
+}
+
+/// The round's chain and its caches.
+struct Chain<'a, S: MeansSource> {
+    target: Target<'a>,
+    rule: ProposalRule,
+    settings: ChainSettings,
+    means: &'a mut S,
+    constants: DensityConstants,
+    slots: Vec<Option<Slots>>,
+    dim: usize,
+}
+
+impl<S: MeansSource> Chain<'_, S> {
+    /// Prepares the slots of k' (once per round).
+    fn prepare(&mut self, n_clusters: usize) {
+        let index = n_clusters - 1;
+        if self.slots[index].is_none() {
+            let proposal: &ProposalMeans = self.means.means(n_clusters);
+            let densities = proposal
+                .counts
+                .iter()
+                .map(|&count| {
+                    let sigma = proposal_sigma(
+                        self.rule.scale,
+                        self.rule.multiplier,
+                        self.target.lambda,
+                        count,
+                        self.target.radius,
+                        self.target.max_k,
+                        self.target.n_points,
+                    );
+                    self.constants.slot(sigma, self.target.radius)
+                })
+                .collect();
+            self.slots[index] = Some(Slots {
+                n_clusters,
+                means: proposal.means.clone(),
+                densities,
+            });
+        }
+    }
+
+    /// The slots of k', once prepared.
+    fn get(&self, n_clusters: usize) -> &Slots {
+        self.slots[n_clusters - 1]
+            .as_ref()
+            .expect("invariant: the slots of k' are prepared before use")
+    }
+
+    /// The part of log α that belongs to one state (−∞ outside the ball):
+    /// log k! + Σ_{j<r} g(c_j) − log m!, with r slots with a mean and m = k − r surplus ones.
+    fn state_log_weight(&self, slots: &Slots, centres: &[f64]) -> f64 {
+        let dim = self.dim;
+        let radius = self.target.radius;
+        let k = centres.len() / dim;
+        let r = slots.n_with_mean().min(k);
+        let mut total = match self.settings.defect {
+            Defect::LabelledChain => 0.0,
+            Defect::NoProposalDensity => ln_factorial(k),
+            _ => ln_factorial(k) - ln_factorial(k - r),
+        };
+        for (j, centre) in centres.chunks_exact(dim).enumerate() {
+            if !in_support(centre, radius) {
+                return f64::NEG_INFINITY;
+            }
+            if j < r {
+                total += self.slot_term(slots, j, centre);
+            }
+        }
+        total
+    }
+
+    /// The k × r matrix of squared distances from the centres to the means.
+    fn assignment_cost(
+        &self,
+        slots: &Slots,
+        centres: &[f64],
+        cost: &mut Vec<f64>,
+    ) -> (usize, usize) {
+        let dim = self.dim;
+        let k = centres.len() / dim;
+        let r = slots.n_with_mean().min(k);
+        cost.clear();
+        for centre in centres.chunks_exact(dim) {
+            for mean in slots.means.chunks_exact(dim).take(r) {
+                cost.push(squared_distance(centre, mean));
+            }
+        }
+        (k, r)
+    }
+
+    /// The labelling of `centres` in the fundamental domain: assigned centres in their
+    /// slots, the others in the surplus slots in lexicographic order.
+    fn canonical(&self, slots: &Slots, centres: &[f64]) -> Vec<f64> {
+        let dim = self.dim;
+        let mut cost = Vec::new();
+        let (k, r) = self.assignment_cost(slots, centres, &mut cost);
+        let slot_of = assignment(&cost, k, r);
+        let mut labelled = vec![0.0; k * dim];
+        let mut surplus = Vec::new();
+        for (i, slot) in slot_of.iter().enumerate() {
+            let centre = &centres[i * dim..(i + 1) * dim];
+            match slot {
+                Some(j) => labelled[j * dim..(j + 1) * dim].copy_from_slice(centre),
+                None => surplus.push(centre),
+            }
+        }
+        surplus.sort_by(|a, b| lexicographic(a, b));
+        for (offset, centre) in surplus.iter().enumerate() {
+            let j = r + offset;
+            labelled[j * dim..(j + 1) * dim].copy_from_slice(centre);
+        }
+        labelled
+    }
+
+    #[inline]
+    fn slot_term(&self, slots: &Slots, j: usize, centre: &[f64]) -> f64 {
+        let dim = self.dim;
+        let mean = &slots.means[j * dim..(j + 1) * dim];
+        let density = &slots.densities[j];
+        match self.settings.defect {
+            Defect::NoProposalDensity => {
+                super::prior::log_unit_ball_density(dim)
+                    - dim as f64 * (2.0 * self.target.radius).ln()
+            }
+            _ => self
+                .constants
+                .log_prior_over_proposal(density, centre, mean),
+        }
+    }
+}
+
+/// ln k!.
+fn ln_factorial(k: usize) -> f64 {
+    (2..=k).map(|i| (i as f64).ln()).sum()
+}
+
+/// A total order on centres: by coordinates, in turn.
+fn lexicographic(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.total_cmp(y))
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// Sorts the centres of `centres` (row-major) from slot `from` on, lexicographically.
+fn sort_surplus(centres: &mut [f64], dim: usize, from: usize) {
+    let tail = &mut centres[from * dim..];
+    if tail.len() <= dim {
+        return;
+    }
+    let mut rows: Vec<Vec<f64>> = tail.chunks_exact(dim).map(<[f64]>::to_vec).collect();
+    rows.sort_by(|a, b| lexicographic(a, b));
+    for (row, out) in rows.iter().zip(tail.chunks_exact_mut(dim)) {
+        out.copy_from_slice(row);
+    }
+}
+
+/// The values of k' reachable from k: {k−1, k, k+1} ∩ {1..p}.
+fn moves(k: usize, max_k: usize) -> ([usize; 3], usize) {
+    let mut values = [0; 3];
+    let mut n = 0;
+    for candidate in [k.wrapping_sub(1), k, k + 1] {
+        if (1..=max_k).contains(&candidate) {
+            values[n] = candidate;
+            n += 1;
+        }
+    }
+    (values, n)
+}
+
+/// Runs a round's chain from `start` (row-major, k × d, k ≥ 1).
+pub(crate) fn run_chain<S: MeansSource>(
+    target: Target<'_>,
+    rule: ProposalRule,
+    means: &mut S,
+    start: Vec<f64>,
+    rng: &mut StreamRng,
+    settings: ChainSettings,
+) -> ChainOutcome {
+    let dim = target.memory.dim();
+    let mut chain = Chain {
+        target,
+        rule,
+        settings,
+        means,
+        constants: DensityConstants::new(dim),
+        slots: (0..target.max_k).map(|_| None).collect(),
+        dim,
+    };
+    let n_points = target.memory.len();
+    let mut k = start.len() / dim;
+    let mut centres = start;
+
+    // 1. Start: restart from the means, or map the warm start into the round's
+    //    fundamental domain (the relabelling).
+    chain.prepare(k);
+    let slots = chain.get(k);
+    let with_mean = slots.n_with_mean().min(k);
+    if settings.restart {
+        centres[..with_mean * dim].copy_from_slice(&slots.means[..with_mean * dim]);
+        for centre in centres[with_mean * dim..].chunks_exact_mut(dim) {
+            draw_in_ball(centre, 2.0 * target.radius, rng);
+        }
+        sort_surplus(&mut centres, dim, with_mean);
+    } else {
+        centres = chain.canonical(slots, &centres);
+    }
+
+    let mut prepared = PreparedCentres::new(dim);
+    prepared.set(&centres);
+    let mut current_loss = target.memory.cumulative_loss(&prepared);
+    let mut current_weight = chain.state_log_weight(chain.get(k), &centres);
+
+    let mut proposal = Vec::with_capacity(target.max_k * dim);
+    let mut decisions = Vec::new();
+    let n_chunks = target.memory.n_chunks();
+    let mut accepted = 0;
+    let mut outside_prior = 0;
+    let mut mislabelled = 0;
+    let mut cost = Vec::new();
+    let mut early_rejections = 0;
+    let mut early_fraction_sum = 0.0;
+    let mut fraction_sum = 0.0;
+    let denominator = n_points.max(1) as f64;
+
+    for _ in 0..settings.iterations {
+        // 3. The move on k.
+        let (choices, n_choices) = moves(k, target.max_k);
+        let new_k = choices[rng.index_below(n_choices)];
+        let log_forward = -(n_choices as f64).ln();
+        let log_backward = -(moves(new_k, target.max_k).1 as f64).ln();
+
+        // 4. The centres, drawn whatever happens next.
+        chain.prepare(new_k);
+        let slots = chain.get(new_k);
+        debug_assert_eq!(slots.n_clusters, new_k);
+        proposal.clear();
+        proposal.resize(new_k * dim, 0.0);
+        for (j, centre) in proposal.chunks_exact_mut(dim).enumerate() {
+            if j < slots.n_with_mean() {
+                let mean = &slots.means[j * dim..(j + 1) * dim];
+                draw_student(centre, mean, slots.densities[j].sigma, rng);
+            } else {
+                draw_in_ball(centre, 2.0 * target.radius, rng);
+            }
+        }
+        let with_mean = slots.n_with_mean().min(new_k);
+        sort_surplus(&mut proposal, dim, with_mean);
+        let u = rng.next_f64_nonzero();
+        let new_weight = chain.state_log_weight(slots, &proposal);
+        if new_weight == f64::NEG_INFINITY {
+            outside_prior += 1;
+            if settings.record_decisions {
+                decisions.push(false);
+            }
+            continue;
+        }
+        if new_k > 1 && settings.defect != Defect::LabelledChain {
+            let (rows, columns) = chain.assignment_cost(slots, &proposal, &mut cost);
+            if !is_identity(&cost, rows, columns) {
+                mislabelled += 1;
+                if settings.record_decisions {
+                    decisions.push(false);
+                }
+                continue;
+            }
+        }
+
+        // 5–6. One decision rule.
+        let move_ratio = match settings.defect {
+            Defect::NoMoveRatio => 0.0,
+            _ => log_backward - log_forward,
+        };
+        let rest =
+            -target.eta * (new_k as f64 - k as f64) + new_weight - current_weight + move_ratio;
+        let threshold = current_loss + (rest - u.ln()) / target.lambda;
+        prepared.set(&proposal);
+        let evaluation = if settings.full_evaluation {
+            target.memory.evaluate(&prepared, f64::INFINITY)
+        } else {
+            target.memory.evaluate(&prepared, threshold)
+        };
+        let accept = evaluation.complete && evaluation.value < threshold;
+        let touched = target.memory.live_points_in_first_chunks(evaluation.chunks) as f64;
+        let fraction = if settings.full_evaluation {
+            1.0
+        } else {
+            touched / denominator
+        };
+        fraction_sum += fraction;
+        if !accept && evaluation.chunks < n_chunks {
+            early_rejections += 1;
+            early_fraction_sum += fraction;
+        }
+        if accept {
+            accepted += 1;
+            k = new_k;
+            std::mem::swap(&mut centres, &mut proposal);
+            current_loss = evaluation.value;
+            current_weight = new_weight;
+        }
+        if settings.record_decisions {
+            decisions.push(accept);
+        }
+    }
+
+    let iterations = settings.iterations;
+    ChainOutcome {
+        report: SamplerReport {
+            n_clusters: k,
+            iterations,
+            accepted,
+            acceptance_rate: accepted as f64 / iterations.max(1) as f64,
+            outside_prior,
+            mislabelled,
+            early_rejections,
+            early_rejection_fraction: if early_rejections > 0 {
+                early_fraction_sum / early_rejections as f64
+            } else {
+                0.0
+            },
+            data_fraction: fraction_sum / iterations.max(1) as f64,
+            kmeans_runs: chain.means.kmeans_runs(),
+            n_points,
+            lambda: target.lambda,
+        },
+        centres,
+        cumulative_loss: current_loss,
+        decisions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moves_respect_the_boundaries() {
+        assert_eq!(moves(1, 1), ([1, 0, 0], 1));
+        assert_eq!(moves(1, 5), ([1, 2, 0], 2));
+        assert_eq!(moves(3, 5), ([2, 3, 4], 3));
+        assert_eq!(moves(5, 5), ([4, 5, 0], 2));
+    }
+}

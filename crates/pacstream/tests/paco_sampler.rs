@@ -1,0 +1,509 @@
+//! Statistical tests of PACBO's sampler (run them in release mode; every seed is fixed, so
+//! each test is deterministic):
+//!
+//! - the chain's law over k matches the exact posterior of a tiny problem, computed by
+//!   numerical integration (thousands of independent chains from over-dispersed starts,
+//!   chi-square), with good means, deliberately bad means, p below the number of points and
+//!   p above the number of distinct points (surplus centres from the prior); and the same
+//!   test fails for samplers with a term missing from the ratio;
+//! - early rejection is exact: the same random stream gives the same accept/reject sequence
+//!   as full evaluation;
+//! - the Student-t proposal follows its law.
+
+// The statistics are printed for the record (`--nocapture`), beside the assertions.
+#![allow(clippy::print_stderr)]
+
+use pacstream::StreamRng;
+use pacstream::paco::testing::{ChainRun, Defect, ToyChain, ToyMeans, ToyTarget, run_toy_chain};
+use pacstream::paco::{ProposalMeans, ProposalScale, student_draw, student_log_density};
+
+/// The tiny problem: three points on a line, with stored losses and variance weights as an
+/// online round would have them; λ, R and η chosen so that every k has a fair share of the
+/// posterior (for p = 3: 0.106, 0.424, 0.470).
+fn tiny_target(max_k: usize) -> ToyTarget {
+    ToyTarget {
+        points: vec![-2.0, 0.0, 3.0],
+        dim: 1,
+        predicted_losses: vec![1.5, 0.3, 2.0],
+        variance_weights: vec![0.0, 0.2, 0.1],
+        lambda: 0.15,
+        radius: 3.0,
+        max_k,
+        eta: 0.6,
+    }
+}
+
+/// f_s(ℓ) = ℓ + w_s (ℓ − ℓ̂_s)², the term of S of point s.
+fn term(target: &ToyTarget, s: usize, loss: f64) -> f64 {
+    let diff = loss - target.predicted_losses[s];
+    loss + target.variance_weights[s] * diff * diff
+}
+
+/// The exact posterior over k of a one-dimensional target, by numerical integration.
+///
+/// p(k) ∝ e^{−ηk} (4R)^{−k} ∫_{[−2R, 2R]^k} exp(−λ S(c)) dc. The integrand is symmetric in
+/// the centres, so the integral is k! times the integral over c_1 ≤ … ≤ c_k; on that region
+/// each point's nearest centre is one of the two that bracket it, so the integrand factors
+/// into L(c_1) Π_i P(c_i, c_{i+1}) Rt(c_k), where L holds the points left of c_1, P those
+/// between consecutive centres and Rt those right of c_k. On a midpoint grid of M cells the
+/// ordered integral is then a chain of matrix–vector products (equal consecutive cells weigh
+/// ½, the part of the cell pair inside the region), with an error O(h²).
+fn exact_posterior(target: &ToyTarget, cells: usize) -> Vec<f64> {
+    let lo = -2.0 * target.radius;
+    let h = 4.0 * target.radius / cells as f64;
+    let grid: Vec<f64> = (0..cells).map(|i| lo + (i as f64 + 0.5) * h).collect();
+    let lambda = target.lambda;
+    let points = &target.points;
+    // Weight of the points entirely left of a / right of b.
+    let left: Vec<f64> = grid
+        .iter()
+        .map(|&a| {
+            let s: f64 = (0..points.len())
+                .filter(|&s| points[s] < a)
+                .map(|s| term(target, s, (points[s] - a).powi(2)))
+                .sum();
+            (-lambda * s).exp()
+        })
+        .collect();
+    let right: Vec<f64> = grid
+        .iter()
+        .map(|&b| {
+            let s: f64 = (0..points.len())
+                .filter(|&s| points[s] >= b)
+                .map(|s| term(target, s, (points[s] - b).powi(2)))
+                .sum();
+            (-lambda * s).exp()
+        })
+        .collect();
+    let between = |i: usize, j: usize| -> f64 {
+        let (a, b) = (grid[i], grid[j]);
+        let s: f64 = (0..points.len())
+            .filter(|&s| a <= points[s] && points[s] < b)
+            .map(|s| {
+                let loss = (points[s] - a).powi(2).min((b - points[s]).powi(2));
+                term(target, s, loss)
+            })
+            .sum();
+        let weight = if i == j { 0.5 } else { 1.0 };
+        weight * (-lambda * s).exp()
+    };
+    let mut weights = Vec::new();
+    let mut chain = left.clone();
+    let mut factorial = 1.0;
+    for k in 1..=target.max_k {
+        factorial *= k as f64;
+        if k > 1 {
+            let mut next = vec![0.0; cells];
+            for j in 0..cells {
+                let mut acc = 0.0;
+                for i in 0..=j {
+                    acc += chain[i] * between(i, j);
+                }
+                next[j] = acc;
+            }
+            chain = next;
+        }
+        let integral: f64 = chain.iter().zip(&right).map(|(c, r)| c * r).sum::<f64>()
+            * h.powi(k as i32)
+            * factorial;
+        let prior = (-target.eta * k as f64).exp() * (4.0 * target.radius).powi(-(k as i32));
+        weights.push(prior * integral);
+    }
+    let total: f64 = weights.iter().sum();
+    weights.iter().map(|w| w / total).collect()
+}
+
+/// The same integral by brute force on a k-dimensional midpoint grid (k ≤ 2), to check the
+/// factorised computation.
+fn brute_force_weight(target: &ToyTarget, k: usize, cells: usize) -> f64 {
+    let lo = -2.0 * target.radius;
+    let h = 4.0 * target.radius / cells as f64;
+    let at = |i: usize| lo + (i as f64 + 0.5) * h;
+    let loss_of = |centres: &[f64]| -> f64 {
+        (0..target.points.len())
+            .map(|s| {
+                let loss = centres
+                    .iter()
+                    .map(|c| (target.points[s] - c).powi(2))
+                    .fold(f64::INFINITY, f64::min);
+                term(target, s, loss)
+            })
+            .sum()
+    };
+    let integral: f64 = match k {
+        1 => (0..cells)
+            .map(|i| (-target.lambda * loss_of(&[at(i)])).exp() * h)
+            .sum(),
+        2 => (0..cells)
+            .flat_map(|i| (0..cells).map(move |j| (i, j)))
+            .map(|(i, j)| (-target.lambda * loss_of(&[at(i), at(j)])).exp() * h * h)
+            .sum(),
+        _ => unreachable!(),
+    };
+    (-target.eta * k as f64).exp() * (4.0 * target.radius).powi(-(k as i32)) * integral
+}
+
+/// k-means centres of the tiny problem: k = 1 the mean; k = 2 {−2, 0} and {3}; k ≥ 3 the
+/// points themselves (beyond 3, surplus slots).
+fn good_means(max_k: usize) -> Vec<ProposalMeans> {
+    (1..=max_k)
+        .map(|k| match k {
+            1 => ProposalMeans {
+                n_clusters: 1,
+                means: vec![1.0 / 3.0],
+                counts: vec![3.0],
+            },
+            2 => ProposalMeans {
+                n_clusters: 2,
+                means: vec![-1.0, 3.0],
+                counts: vec![2.0, 1.0],
+            },
+            _ => ProposalMeans {
+                n_clusters: k,
+                means: vec![-2.0, 0.0, 3.0],
+                counts: vec![1.0, 1.0, 1.0],
+            },
+        })
+        .collect()
+}
+
+/// Every mean shifted by 3σ_j of its own slot, towards the centre of the prior's ball (so
+/// that the proposals stay mostly inside it).
+fn bad_means(target: &ToyTarget) -> Vec<ProposalMeans> {
+    good_means(target.max_k)
+        .into_iter()
+        .map(|mut means| {
+            for (m, &count) in means.means.iter_mut().zip(&means.counts) {
+                let sigma = pacstream::paco::testing::proposal_sigma(
+                    ProposalScale::Laplace,
+                    1.0,
+                    target.lambda,
+                    count,
+                    target.radius,
+                    target.max_k,
+                    3,
+                );
+                *m -= 3.0 * sigma * if *m > 0.0 { 1.0 } else { -1.0 };
+            }
+            means
+        })
+        .collect()
+}
+
+/// Runs `n_chains` independent chains from over-dispersed starts (k uniform on 1..p, centres
+/// uniform on the prior's ball) and returns the histogram of their final k.
+fn final_k_histogram(
+    target: &ToyTarget,
+    means: &ToyMeans,
+    defect: Defect,
+    iterations: usize,
+    seed: u64,
+) -> Vec<usize> {
+    let mut counts = vec![0usize; target.max_k];
+    for chain in 0..CHAINS {
+        let mut rng = StreamRng::seed_from(seed).child(chain);
+        let k = 1 + rng.index_below(target.max_k);
+        let start: Vec<f64> = (0..k)
+            .map(|_| 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0))
+            .collect();
+        let run = run_toy_chain(
+            target,
+            ToyChain {
+                proposal: ProposalScale::Laplace,
+                multiplier: 1.0,
+                iterations,
+                full_evaluation: false,
+                defect,
+            },
+            means,
+            start,
+            &mut rng,
+        );
+        counts[run.n_clusters - 1] += 1;
+    }
+    counts
+}
+
+fn chi_square(counts: &[usize], probabilities: &[f64]) -> f64 {
+    let n: usize = counts.iter().sum();
+    counts
+        .iter()
+        .zip(probabilities)
+        .map(|(&c, &p)| {
+            let expected = n as f64 * p;
+            (c as f64 - expected).powi(2) / expected
+        })
+        .sum()
+}
+
+/// The chi-square critical value at level 0.001 for df = 1..4.
+fn critical(df: usize) -> f64 {
+    [10.83, 13.82, 16.27, 18.47][df - 1]
+}
+
+const CHAINS: u64 = 4000;
+
+#[test]
+fn the_exact_posterior_is_computed_correctly() {
+    let target = tiny_target(2);
+    let exact = exact_posterior(&target, 1500);
+    let brute: Vec<f64> = (1..=2)
+        .map(|k| brute_force_weight(&target, k, 1500))
+        .collect();
+    let total: f64 = brute.iter().sum();
+    for k in 0..2 {
+        assert!(
+            (exact[k] - brute[k] / total).abs() < 1e-5,
+            "{exact:?} {brute:?}"
+        );
+    }
+    // The grid is fine enough: halving h changes nothing that matters.
+    let target = tiny_target(5);
+    let coarse = exact_posterior(&target, 800);
+    let fine = exact_posterior(&target, 1600);
+    for k in 0..5 {
+        assert!((coarse[k] - fine[k]).abs() < 1e-4, "{coarse:?} {fine:?}");
+    }
+}
+
+fn check_against_posterior(target: &ToyTarget, means: &ToyMeans, defect: Defect, seed: u64) -> f64 {
+    let exact = exact_posterior(target, 1600);
+    // Bad means make a slow chain: give it more iterations to forget its start.
+    let iterations = if matches!(means, ToyMeans::Fixed(m) if m != &good_means(target.max_k)) {
+        1000
+    } else {
+        150
+    };
+    let counts = final_k_histogram(target, means, defect, iterations, seed);
+    let statistic = chi_square(&counts, &exact);
+    eprintln!(
+        "p = {}, {defect:?}: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}",
+        target.max_k
+    );
+    statistic
+}
+
+#[test]
+fn chains_follow_the_posterior_with_good_means() {
+    let target = tiny_target(3);
+    let statistic =
+        check_against_posterior(&target, &ToyMeans::Fixed(good_means(3)), Defect::None, 1);
+    assert!(statistic < critical(2), "chi2 = {statistic}");
+    // The same with the means the learner computes (k-means on the memory).
+    let statistic =
+        check_against_posterior(&target, &ToyMeans::KMeans { round: 3 }, Defect::None, 2);
+    assert!(statistic < critical(2), "chi2 = {statistic}");
+}
+
+#[test]
+fn chains_follow_the_posterior_with_bad_means() {
+    let target = tiny_target(3);
+    let statistic = check_against_posterior(
+        &target,
+        &ToyMeans::Fixed(bad_means(&target)),
+        Defect::None,
+        3,
+    );
+    assert!(statistic < critical(2), "chi2 = {statistic}");
+}
+
+/// p = 2 < 3 points: the upper boundary k = p is visited, with j(2 → ·) = 1/2.
+#[test]
+fn chains_follow_the_posterior_at_the_upper_boundary() {
+    let target = tiny_target(2);
+    let statistic = check_against_posterior(
+        &target,
+        &ToyMeans::Fixed(bad_means(&target)),
+        Defect::None,
+        4,
+    );
+    assert!(statistic < critical(1), "chi2 = {statistic}");
+}
+
+/// p = 5 > 3 distinct points: the surplus centres are proposed from the prior.
+#[test]
+fn chains_follow_the_posterior_beyond_the_distinct_points() {
+    let target = tiny_target(5);
+    let statistic =
+        check_against_posterior(&target, &ToyMeans::KMeans { round: 3 }, Defect::None, 5);
+    assert!(statistic < critical(4), "chi2 = {statistic}");
+}
+
+/// The test can fail: a sampler without the move ratio, or without the proposal densities
+/// (which good means can hide and bad means expose), is caught.
+#[test]
+fn defective_samplers_are_caught() {
+    let target = tiny_target(3);
+    let statistic = check_against_posterior(
+        &target,
+        &ToyMeans::Fixed(good_means(3)),
+        Defect::NoMoveRatio,
+        6,
+    );
+    assert!(statistic > 3.0 * critical(2), "chi2 = {statistic}");
+    let statistic = check_against_posterior(
+        &target,
+        &ToyMeans::Fixed(bad_means(&target)),
+        Defect::NoProposalDensity,
+        7,
+    );
+    assert!(statistic > 3.0 * critical(2), "chi2 = {statistic}");
+    // A chain on labelled vectors (no fundamental domain, no log k!) misses the k!
+    // mirror-image modes of each level; it shows when the modes are well apart (a
+    // sharper target, on which the correct sampler passes).
+    let sharp = ToyTarget {
+        lambda: 0.9,
+        radius: 2.0,
+        eta: 0.4,
+        ..tiny_target(3)
+    };
+    let statistic =
+        check_against_posterior(&sharp, &ToyMeans::KMeans { round: 3 }, Defect::None, 8);
+    assert!(statistic < critical(2), "chi2 = {statistic}");
+    let statistic = check_against_posterior(
+        &sharp,
+        &ToyMeans::KMeans { round: 3 },
+        Defect::LabelledChain,
+        9,
+    );
+    assert!(statistic > 3.0 * critical(2), "chi2 = {statistic}");
+}
+
+/// A clustered data set of `n` points in `dim` dimensions, as a round's memory.
+fn clustered_target(n: usize, dim: usize, seed: u64) -> ToyTarget {
+    let mut rng = StreamRng::seed_from(seed);
+    let centres = [[-6.0, 0.0], [6.0, 1.0], [0.0, 7.0]];
+    let mut points = Vec::new();
+    for _ in 0..n {
+        let c = centres[rng.index_below(3)];
+        for i in 0..dim {
+            points.push(c[i % 2] + rng.standard_normal());
+        }
+    }
+    let lambda = (dim as f64 + 2.0) / (2.0 * (n as f64).sqrt() * 150.0);
+    ToyTarget {
+        points,
+        dim,
+        predicted_losses: (0..n).map(|s| 1.0 + (s % 5) as f64).collect(),
+        variance_weights: (0..n)
+            .map(|s| 0.5 * lambda * (1.0 + (s % 3) as f64))
+            .collect(),
+        lambda: 8.0 * lambda,
+        radius: 15.0,
+        max_k: 10,
+        eta: 1.0,
+    }
+}
+
+#[test]
+fn early_rejection_decides_as_full_evaluation() {
+    for (n, dim, seed) in [(300, 2, 1), (5000, 2, 2), (12_000, 3, 3)] {
+        let target = clustered_target(n, dim, seed);
+        let run = |full_evaluation: bool| -> ChainRun {
+            let mut rng = StreamRng::seed_from(seed);
+            run_toy_chain(
+                &target,
+                ToyChain {
+                    proposal: ProposalScale::Laplace,
+                    multiplier: 1.0,
+                    iterations: 400,
+                    full_evaluation,
+                    defect: Defect::None,
+                },
+                &ToyMeans::KMeans { round: n as u64 },
+                target.points[..dim].to_vec(),
+                &mut rng,
+            )
+        };
+        let full = run(true);
+        let early = run(false);
+        assert_eq!(full.decisions, early.decisions, "n = {n}");
+        assert_eq!(full.centres, early.centres);
+        assert_eq!(
+            full.cumulative_loss.to_bits(),
+            early.cumulative_loss.to_bits()
+        );
+        assert!(full.decisions.iter().any(|&a| a) && full.decisions.iter().any(|&a| !a));
+        // Early rejection did happen, and saved work.
+        assert!(early.report.early_rejections > 0);
+        assert!(early.report.data_fraction < 1.0);
+        assert_eq!(full.report.early_rejections, 0);
+        eprintln!(
+            "n = {n}: {} early rejections touching {:.3} of the data on average",
+            early.report.early_rejections, early.report.early_rejection_fraction
+        );
+    }
+}
+
+/// The CDF of Student's t with 3 degrees of freedom.
+fn t3_cdf(t: f64) -> f64 {
+    let s = 3f64.sqrt();
+    0.5 + (t / (s * (1.0 + t * t / 3.0)) + (t / s).atan()) / std::f64::consts::PI
+}
+
+/// Every coordinate of the proposal is σ·t_3 around its mean (Kolmogorov–Smirnov), and the
+/// radius ‖c − m‖/σ follows the law of the log density (its CDF by numerical integration of
+/// r^{d−1} ρ(r)): the shared χ²_3 and the density agree.
+#[test]
+fn student_proposal_follows_its_law() {
+    let n = 20_000;
+    for dim in [1, 3] {
+        let sigma = 0.8;
+        let mean = vec![1.0; dim];
+        let mut rng = StreamRng::seed_from(17).child(dim as u64);
+        let draws: Vec<Vec<f64>> = (0..n)
+            .map(|_| student_draw(&mean, sigma, &mut rng))
+            .collect();
+        // Marginal of coordinate 0.
+        let mut values: Vec<f64> = draws.iter().map(|c| (c[0] - 1.0) / sigma).collect();
+        values.sort_by(f64::total_cmp);
+        let ks = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let f = t3_cdf(v);
+                (f - i as f64 / n as f64)
+                    .abs()
+                    .max(((i + 1) as f64 / n as f64 - f).abs())
+            })
+            .fold(0.0, f64::max);
+        // KS critical value at 0.001: 1.95/√n.
+        assert!(ks < 1.95 / (n as f64).sqrt(), "d = {dim}: KS = {ks}");
+        // Radius against the density's radial law.
+        let mut radii: Vec<f64> = draws
+            .iter()
+            .map(|c| c.iter().map(|x| (x - 1.0).powi(2)).sum::<f64>().sqrt() / sigma)
+            .collect();
+        radii.sort_by(f64::total_cmp);
+        let steps = 400_000;
+        let limit = 2000.0;
+        let h = limit / steps as f64;
+        let mut cdf = Vec::with_capacity(steps);
+        let mut acc = 0.0;
+        for i in 0..steps {
+            let r = (i as f64 + 0.5) * h;
+            let mut point = vec![0.0; dim];
+            point[0] = r;
+            acc += r.powi(dim as i32 - 1)
+                * student_log_density(&point, &vec![0.0; dim], 1.0).exp()
+                * h;
+            cdf.push(acc);
+        }
+        let total = acc;
+        let ks = radii
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let index = ((r / h) as usize).min(steps - 1);
+                let f = cdf[index] / total;
+                (f - i as f64 / n as f64)
+                    .abs()
+                    .max(((i + 1) as f64 / n as f64 - f).abs())
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            ks < 1.95 / (n as f64).sqrt() + 1e-4,
+            "d = {dim}: radial KS = {ks}"
+        );
+    }
+}
