@@ -47,6 +47,10 @@ struct Cli {
 enum Command {
     /// Cluster points with k-means (batch) or sequential k-means (--online).
     Kmeans(commands::kmeans::KMeansArgs),
+    /// Learn a principal curve from a stream (sequential principal curves).
+    Curve(commands::curve::CurveArgs),
+    /// Project rows on a principal curve fitted by `pacstream curve`.
+    Project(commands::project::ProjectArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,5 +72,7 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Kmeans(args) => commands::kmeans::run(args),
+        Command::Curve(args) => commands::curve::run(args),
+        Command::Project(args) => commands::project::run(args),
     }
 }

@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | expert advice | [`experts`] | weighted majority, Hedge/EWA, FPL, sleeping experts, bounds |
 //! | k-means | [`kmeans`] | k-means++ seeding, Lloyd, sequential and mini-batch k-means |
+//! | principal curves | [`curves`] | a polygonal line through a stream (slpc), its projections |
 //!
 //! Conventions shared by every learner:
 //!
@@ -55,6 +56,7 @@
 #[macro_use]
 mod macros;
 
+pub mod curves;
 pub mod data;
 pub mod error;
 pub mod eval;

@@ -5,8 +5,10 @@
 //! leaves half a picture.
 
 mod clusters;
+mod curves;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+pub use curves::{CurveFigure, draw_curve};
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
 pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {
