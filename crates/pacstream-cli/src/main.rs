@@ -51,6 +51,10 @@ enum Command {
     Kmeans(commands::kmeans::KMeansArgs),
     /// Cluster a stream with PACBO: an unknown, changing number of clusters.
     Paco(commands::paco::PacoArgs),
+    /// Learn a principal curve from a stream (sequential principal curves).
+    Curve(commands::curve::CurveArgs),
+    /// Project rows on a principal curve fitted by `pacstream curve`.
+    Project(commands::project::ProjectArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,5 +78,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Experts(args) => commands::experts::run(args),
         Command::Kmeans(args) => commands::kmeans::run(args),
         Command::Paco(args) => commands::paco::run(args),
+        Command::Curve(args) => commands::curve::run(args),
+        Command::Project(args) => commands::project::run(args),
     }
 }

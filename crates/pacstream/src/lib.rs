@@ -12,6 +12,7 @@
 //! | expert advice | [`experts`] | weighted majority, Hedge/EWA, FPL, sleeping experts, bounds |
 //! | k-means | [`kmeans`] | k-means++ seeding, Lloyd, sequential and mini-batch k-means |
 //! | PACBO | [`paco`] | online clustering with an unknown, changing number of clusters (quasi-Bayesian, RJMCMC), its regret bound and hindsight oracle |
+//! | principal curves | [`curves`] | a polygonal line through a stream (slpc), its projections |
 //!
 //! Conventions shared by every learner:
 //!
@@ -56,6 +57,7 @@
 #[macro_use]
 mod macros;
 
+pub mod curves;
 pub mod data;
 pub mod error;
 pub mod eval;

@@ -25,10 +25,13 @@ use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{InputSummary, human_number, no_good_rows, note_skipped, write_summary};
+use super::{
+    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plot_axes, plural,
+    short_name, write_summary,
+};
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
-use crate::io::columns::{parse_column_list, parse_selector};
+use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{BadRowPolicy, CommonArgs, RunOptions};
@@ -193,12 +196,12 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
     if args.online {
         let config = online_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-        let axes = plot_axes(args, &reader)?;
+        let axes = plot_axes(args.axes.as_deref(), &reader)?;
         run_online(args, &options, config, reader, axes, notes)
     } else {
         let config = batch_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-        let axes = plot_axes(args, &reader)?;
+        let axes = plot_axes(args.axes.as_deref(), &reader)?;
         run_batch(args, &options, &config, reader, axes, notes)
     }
 }
@@ -258,47 +261,6 @@ fn library_error(error: pacstream::Error) -> anyhow::Error {
     anyhow::Error::new(error).context("k-means")
 }
 
-/// The positions (among the clustered columns) of the plot's x and y axes; no y for
-/// one-dimensional data.
-fn plot_axes(args: &KMeansArgs, reader: &RowReader) -> anyhow::Result<(usize, Option<usize>)> {
-    resolve_plot_axes(args.axes.as_deref(), reader)
-}
-
-/// The positions (among the clustered columns) of the plot's x and y axes named by `--axes`
-/// (default: the first two clustered columns); no y for one-dimensional data.
-pub(crate) fn resolve_plot_axes(
-    axes: Option<&str>,
-    reader: &RowReader,
-) -> anyhow::Result<(usize, Option<usize>)> {
-    let features = &reader.layout().features;
-    let Some(text) = axes else {
-        return Ok((0, (features.len() > 1).then_some(1)));
-    };
-    let names = reader.column_names();
-    let selectors = parse_column_list(text).map_err(|r| bad_input(format!("--axes: {r}")))?;
-    let indices = names
-        .resolve_list(&selectors)
-        .map_err(|r| bad_input(format!("--axes: {r}")))?;
-    if indices.len() != 2 {
-        return Err(bad_input(format!(
-            "--axes: expected two columns (COL,COL), got {}",
-            indices.len()
-        )));
-    }
-    let mut positions = Vec::with_capacity(2);
-    for index in indices {
-        let position = features.iter().position(|&f| f == index).ok_or_else(|| {
-            bad_input(format!(
-                "--axes: column {} is not one of the columns clustered",
-                names.describe(index)
-            ))
-        })?;
-        positions.push(position);
-    }
-    Ok((positions[0], Some(positions[1])))
-}
-
-/// What the summary says about the input.
 pub(crate) fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
     centres.iter().map(<[f64]>::to_vec).collect()
 }
@@ -551,32 +513,6 @@ pub(crate) fn write_centres_table(
     }
     out.flush()?;
     Ok(())
-}
-
-/// `1 row`, `2 rows`.
-pub(crate) fn plural(count: u64, noun: &str) -> String {
-    if count == 1 {
-        format!("{count} {noun}")
-    } else {
-        format!("{count} {noun}s")
-    }
-}
-
-pub(crate) fn human_seconds(seconds: f64) -> String {
-    if seconds < 1e-3 {
-        format!("{} µs", human_number(seconds * 1e6))
-    } else if seconds < 1.0 {
-        format!("{} ms", human_number(seconds * 1e3))
-    } else {
-        format!("{} s", human_number(seconds))
-    }
-}
-
-pub(crate) fn short_name(source: &str) -> &str {
-    std::path::Path::new(source)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(source)
 }
 
 /// Builds the cluster figure from sampled points (the clustered values and the data row

@@ -1,14 +1,17 @@
 //! One module per command family. Each turns its arguments into validated library settings,
 //! runs the library, and writes what the shared options ask for.
 
+pub mod curve;
 pub mod experts;
 pub mod kmeans;
 pub mod paco;
+pub mod project;
 
 use serde::Serialize;
 
 use crate::failure::bad_input;
 use crate::io::atomic::write_document;
+use crate::io::columns::parse_column_list;
 use crate::io::reader::{InputProgress, RowReader};
 use crate::options::RunOptions;
 use crate::ui::Notes;
@@ -52,6 +55,7 @@ impl<'a> InputSummary<'a> {
     }
 }
 
+/// Notes the bad rows skipped, if any.
 pub fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
     if progress.bad_rows_skipped > 0 {
         notes.note(format!(
@@ -67,6 +71,7 @@ pub fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
     }
 }
 
+/// The error of an input whose every row was bad.
 pub fn no_good_rows(source: &str, progress: &InputProgress) -> anyhow::Error {
     bad_input(format!(
         "'{source}' has no good rows to learn from: all {} data rows were bad and skipped",
@@ -103,6 +108,65 @@ pub fn human_number(value: f64) -> String {
     } else {
         format!("{value:.5e}")
     }
+}
+
+/// The positions (among the columns learned) of the plot's x and y axes; no y for
+/// one-dimensional data.
+pub fn plot_axes(axes: Option<&str>, reader: &RowReader) -> anyhow::Result<(usize, Option<usize>)> {
+    let features = &reader.layout().features;
+    let Some(text) = axes else {
+        return Ok((0, (features.len() > 1).then_some(1)));
+    };
+    let names = reader.column_names();
+    let selectors = parse_column_list(text).map_err(|r| bad_input(format!("--axes: {r}")))?;
+    let indices = names
+        .resolve_list(&selectors)
+        .map_err(|r| bad_input(format!("--axes: {r}")))?;
+    if indices.len() != 2 {
+        return Err(bad_input(format!(
+            "--axes: expected two columns (COL,COL), got {}",
+            indices.len()
+        )));
+    }
+    let mut positions = Vec::with_capacity(2);
+    for index in indices {
+        let position = features.iter().position(|&f| f == index).ok_or_else(|| {
+            bad_input(format!(
+                "--axes: column {} is not one of the columns learned",
+                names.describe(index)
+            ))
+        })?;
+        positions.push(position);
+    }
+    Ok((positions[0], Some(positions[1])))
+}
+
+/// `1 row`, `2 rows`.
+pub fn plural(count: u64, noun: &str) -> String {
+    if count == 1 {
+        format!("{count} {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// A duration for a human-readable report.
+pub fn human_seconds(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{} µs", human_number(seconds * 1e6))
+    } else if seconds < 1.0 {
+        format!("{} ms", human_number(seconds * 1e3))
+    } else {
+        format!("{} s", human_number(seconds))
+    }
+}
+
+/// The file name of a source, for titles.
+pub fn short_name(source: &str) -> &str {
+    std::path::Path::new(source)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(source)
 }
 
 #[cfg(test)]

@@ -31,11 +31,11 @@ use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::kmeans::{
-    centre_rows, cluster_figure, human_seconds, plural, resolve_plot_axes, short_name,
-    write_centres_table,
+use super::kmeans::{centre_rows, cluster_figure, write_centres_table};
+use super::{
+    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plot_axes, plural,
+    short_name, write_summary,
 };
-use super::{InputSummary, human_number, no_good_rows, note_skipped, write_summary};
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_selector;
@@ -225,7 +225,7 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-    let axes = resolve_plot_axes(args.axes.as_deref(), &reader)?;
+    let axes = plot_axes(args.axes.as_deref(), &reader)?;
     if args.batch {
         run_batch(&options, &config, reader, axes, notes)
     } else {

@@ -5,10 +5,12 @@
 //! leaves half a picture.
 
 mod clusters;
+mod curves;
 mod experts;
 mod lines;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+pub use curves::{CurveFigure, draw_curve};
 pub use experts::{ExpertsFigure, draw_experts};
 pub use lines::{LineFigure, Series, SeriesStyle, draw_lines};
 

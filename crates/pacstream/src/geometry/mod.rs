@@ -2,5 +2,9 @@
 //! and, for principal curves, projections on segments and polygonal lines.
 
 mod distance;
+mod polyline;
 
 pub use distance::{squared_distance, squared_norm};
+pub use polyline::{
+    NearestPart, Part, Polyline, Projection, nearest_part, project_on_segment, segment_interior,
+};

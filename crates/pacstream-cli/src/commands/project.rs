@@ -1,0 +1,196 @@
+//! `pacstream project --curve SUMMARY.json INPUT`: projects rows on a fitted principal curve.
+//!
+//! The curve is read from the `vertices` of a `pacstream curve --summary` file. Every row of
+//! the input streams through, in constant memory, to one record: the row number, the
+//! projection index (arc length from the first vertex), the squared distance to the curve,
+//! the segment or vertex the nearest point lies on, and that point's coordinates.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use pacstream::curves::PrincipalCurve;
+use pacstream::geometry::Part;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{InputSummary, note_skipped, write_summary};
+use crate::failure::{bad_input, cannot_open};
+use crate::io::reader::RowReader;
+use crate::io::records::RecordSink;
+use crate::options::{CommonArgs, OutputTarget, RecordFormat, RecordOutput};
+use crate::ui::{Notes, Progress};
+
+/// Arguments of `pacstream project`.
+#[derive(Args, Debug, Clone)]
+#[command(
+    about = "Project rows on a principal curve fitted by `pacstream curve`",
+    long_about = "Project rows on a principal curve: for each row, the projection index (the \
+        arc length from the first vertex to the nearest point of the curve), the squared \
+        distance, the segment or vertex it falls on, and the nearest point.\n\n\
+        The curve is the `vertices` field of a `pacstream curve --summary` file; the input \
+        must have as many columns as the curve (use --columns as for the fit). Records go to \
+        --output, or to standard output as JSON lines.",
+    after_help = "Example:\n  \
+        pacstream curve --columns long,lat data/quakes.csv --summary curve.json\n  \
+        pacstream project --curve curve.json --columns long,lat data/quakes.csv -o projected.csv"
+)]
+pub struct ProjectArgs {
+    /// The summary file of a `pacstream curve` run.
+    #[arg(long, value_name = "SUMMARY.json")]
+    pub curve: PathBuf,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// One record per input row.
+struct ProjectionRecord<'a> {
+    /// The 1-based data row number in the input (skipped bad rows are counted).
+    row: u64,
+    /// The projection index: the arc length from the first vertex to the nearest point.
+    arc_length: f64,
+    /// The squared distance from the row to the curve.
+    squared_distance: f64,
+    /// `segment` or `vertex`.
+    part: &'static str,
+    /// The index of that segment (0-based, from the first vertex) or vertex.
+    index: usize,
+    /// The nearest point of the curve, one field per column (`x1`, `x2`, ...).
+    point: &'a [f64],
+    names: &'a [&'static str],
+}
+
+impl Serialize for ProjectionRecord<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        // A flat struct, so that CSV output gets one column per coordinate.
+        let mut record = serializer.serialize_struct("ProjectionRecord", 5 + self.point.len())?;
+        record.serialize_field("row", &self.row)?;
+        record.serialize_field("arc_length", &self.arc_length)?;
+        record.serialize_field("squared_distance", &self.squared_distance)?;
+        record.serialize_field("part", self.part)?;
+        record.serialize_field("index", &self.index)?;
+        for (name, value) in self.names.iter().zip(self.point) {
+            record.serialize_field(name, value)?;
+        }
+        record.end()
+    }
+}
+
+/// The field names `x1`..`xd` of the nearest point. Serde names struct fields with static
+/// strings: these few bytes are allocated once per run and never freed.
+fn coordinate_names(dim: usize) -> Vec<&'static str> {
+    (1..=dim)
+        .map(|j| &*Box::leak(format!("x{j}").into_boxed_str()))
+        .collect()
+}
+
+#[derive(Serialize)]
+struct ProjectSummary<'a> {
+    command: &'static str,
+    input: InputSummary<'a>,
+    curve: String,
+    segments: usize,
+    length: f64,
+    /// The mean squared distance from the rows to the curve.
+    mean_squared_distance: f64,
+}
+
+/// Runs `pacstream project`.
+pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
+    let mut options = args.common.validate()?;
+    options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
+    if options.checkpoints.save.is_some() || options.checkpoints.resume.is_some() {
+        return Err(bad_input(
+            "--checkpoint and --resume do not apply to `project`: it learns nothing",
+        ));
+    }
+    let curve = read_curve(&args.curve)?;
+    let notes = Notes::new(options.quiet);
+    let mut reader = RowReader::open(&options.input, &[], notes)?;
+    let dim = reader.layout().features.len();
+    if dim != curve.dim() {
+        return Err(bad_input(format!(
+            "the curve in '{}' has {} coordinates per vertex, the input {dim} columns: pick \
+             the fitted columns with --columns",
+            args.curve.display(),
+            curve.dim()
+        )));
+    }
+    let output = options.output.clone().unwrap_or(RecordOutput {
+        target: OutputTarget::Stdout,
+        format: RecordFormat::Jsonl,
+    });
+    let mut sink = RecordSink::create(Some(&output))?;
+    let mut progress = Progress::new(notes, reader.bytes().1);
+    let names = coordinate_names(dim);
+    let (mut total, mut rows) = (0.0, 0u64);
+    while let Some(row) = reader.next_row()? {
+        let projection = curve.polyline().project(row.values);
+        let (part, index) = match projection.part {
+            Part::Segment(i) => ("segment", i),
+            Part::Vertex(i) => ("vertex", i),
+        };
+        total += projection.squared_distance;
+        rows += 1;
+        sink.write(&ProjectionRecord {
+            row: row.number,
+            arc_length: projection.arc_length,
+            squared_distance: projection.squared_distance,
+            part,
+            index,
+            point: &projection.point,
+            names: &names,
+        })?;
+        if rows % 4096 == 0 {
+            progress.update(rows, reader.bytes().0);
+        }
+    }
+    sink.finish()?;
+    progress.finish();
+    let input = reader.progress();
+    note_skipped(notes, &input, reader.source_name());
+    let summary = ProjectSummary {
+        command: "project",
+        input: InputSummary::new(&reader, &input),
+        curve: args.curve.display().to_string(),
+        segments: curve.n_segments(),
+        length: curve.length(),
+        mean_squared_distance: total / rows.max(1) as f64,
+    };
+    write_summary(&options, &summary)
+}
+
+/// The curve of a `pacstream curve` summary: its `vertices`.
+fn read_curve(path: &std::path::Path) -> anyhow::Result<PrincipalCurve> {
+    let bytes = std::fs::read(path).map_err(|e| cannot_open(path, &e))?;
+    let invalid = |why: &str| {
+        bad_input(format!(
+            "'{}' is not the summary of `pacstream curve`: {why}",
+            path.display()
+        ))
+    };
+    let summary: Value = serde_json::from_slice(&bytes).map_err(|e| invalid(&e.to_string()))?;
+    let rows = summary
+        .get("vertices")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("it has no `vertices` array"))?;
+    let mut vertices = Vec::new();
+    let mut dim = None;
+    for row in rows {
+        let values: Vec<f64> = row
+            .as_array()
+            .ok_or_else(|| invalid("a vertex is not an array of numbers"))?
+            .iter()
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| invalid("a coordinate is not a number"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        if *dim.get_or_insert(values.len()) != values.len() {
+            return Err(invalid("its vertices have different dimensions"));
+        }
+        vertices.extend(values);
+    }
+    PrincipalCurve::from_vertices(vertices, dim.unwrap_or(0)).map_err(|e| invalid(&e.to_string()))
+}

@@ -1,0 +1,231 @@
+//! A principal curve over its data, with the number of segments over time and the
+//! cumulative regret against the hindsight curve.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{axis_range, cluster_colour};
+
+/// What a curve figure shows.
+#[derive(Debug)]
+pub struct CurveFigure {
+    /// The title above the data.
+    pub title: String,
+    /// The x axis label.
+    pub x_label: String,
+    /// The y axis label.
+    pub y_label: String,
+    /// The data points drawn, (x, y).
+    pub points: Vec<[f64; 2]>,
+    /// The final curve's vertices.
+    pub curve: Vec<[f64; 2]>,
+    /// Earlier curves, (round, vertices), drawn faded.
+    pub earlier: Vec<(u64, Vec<[f64; 2]>)>,
+    /// The hindsight curve, dashed, if computed.
+    pub hindsight: Option<Vec<[f64; 2]>>,
+    /// K(f̂_t) against t.
+    pub segments: Vec<(f64, f64)>,
+    /// Cumulative regret against the hindsight curve, against t (a lower estimate).
+    pub regret: Option<Vec<(f64, f64)>>,
+    /// Cumulative loss against t (drawn when there is no regret).
+    pub cumulative_loss: Vec<(f64, f64)>,
+}
+
+/// Draws the figure; returns the SVG document.
+pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
+    let size = (1300, 620);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let (left, right) = root.split_horizontally(size.0 * 58 / 100);
+        draw_data(&left, figure)?;
+        let (top, bottom) = right.split_vertically(size.1 / 2);
+        draw_series(
+            &top,
+            "number of segments K",
+            "K",
+            &figure.segments,
+            cluster_colour(2),
+        )?;
+        match &figure.regret {
+            Some(regret) => draw_series(
+                &bottom,
+                "cumulative regret (lower estimate)",
+                "regret vs hindsight curve",
+                regret,
+                cluster_colour(3),
+            )?,
+            None => draw_series(
+                &bottom,
+                "cumulative loss",
+                "Σ squared distance",
+                &figure.cumulative_loss,
+                cluster_colour(3),
+            )?,
+        }
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
+}
+
+fn draw_data(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    figure: &CurveFigure,
+) -> anyhow::Result<()> {
+    let all = figure
+        .points
+        .iter()
+        .chain(&figure.curve)
+        .chain(figure.hindsight.iter().flatten());
+    let x_range = axis_range(all.clone().map(|p| p[0]));
+    let y_range = axis_range(all.map(|p| p[1]));
+    let mut chart = ChartBuilder::on(area)
+        .caption(&figure.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x_range, y_range)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .x_desc(&figure.x_label)
+        .y_desc(&figure.y_label)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(draw_error)?;
+    let radius = if figure.points.len() > 2000 { 2 } else { 3 };
+    chart
+        .draw_series(
+            figure
+                .points
+                .iter()
+                .map(|p| Circle::new((p[0], p[1]), radius, cluster_colour(7).mix(0.45).filled())),
+        )
+        .map_err(draw_error)?
+        .label("data")
+        .legend(|(x, y)| Circle::new((x, y), 4, cluster_colour(7).filled()));
+    for (index, (_, vertices)) in figure.earlier.iter().enumerate() {
+        let drawn = chart
+            .draw_series(LineSeries::new(
+                vertices.iter().map(|p| (p[0], p[1])),
+                cluster_colour(0).mix(0.25).stroke_width(2),
+            ))
+            .map_err(draw_error)?;
+        if index == 0 {
+            drawn.label("earlier curves").legend(|(x, y)| {
+                PathElement::new(
+                    [(x - 8, y), (x + 8, y)],
+                    cluster_colour(0).mix(0.3).stroke_width(2),
+                )
+            });
+        }
+    }
+    if let Some(hindsight) = &figure.hindsight {
+        chart
+            .draw_series(DashedLineSeries::new(
+                hindsight.iter().map(|p| (p[0], p[1])),
+                6,
+                4,
+                BLACK.mix(0.6).stroke_width(1),
+            ))
+            .map_err(draw_error)?
+            .label("hindsight curve")
+            .legend(|(x, y)| PathElement::new([(x - 8, y), (x + 8, y)], BLACK.mix(0.6)));
+    }
+    let colour = cluster_colour(1);
+    chart
+        .draw_series(LineSeries::new(
+            figure.curve.iter().map(|p| (p[0], p[1])),
+            colour.stroke_width(3),
+        ))
+        .map_err(draw_error)?
+        .label("final curve")
+        .legend(move |(x, y)| PathElement::new([(x - 8, y), (x + 8, y)], colour.stroke_width(3)));
+    chart
+        .draw_series(
+            figure
+                .curve
+                .iter()
+                .map(|p| Circle::new((p[0], p[1]), 4, colour.filled())),
+        )
+        .map_err(draw_error)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(draw_error)?;
+    Ok(())
+}
+
+fn draw_series(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    caption: &str,
+    y_label: &str,
+    series: &[(f64, f64)],
+    colour: RGBColor,
+) -> anyhow::Result<()> {
+    let x_range = axis_range(series.iter().map(|p| p.0));
+    let y_range = axis_range(series.iter().map(|p| p.1).chain([0.0]));
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_range, y_range)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("round t")
+        .x_label_formatter(&|t| format!("{t:.0}"))
+        .y_desc(y_label)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(draw_error)?;
+    chart
+        .draw_series(LineSeries::new(
+            series.iter().copied(),
+            colour.stroke_width(2),
+        ))
+        .map_err(draw_error)?;
+    Ok(())
+}
+
+fn draw_error<E: std::error::Error + Send + Sync>(error: DrawingAreaErrorKind<E>) -> anyhow::Error {
+    anyhow::anyhow!("cannot draw the figure: {error}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_a_well_formed_svg() {
+        let figure = CurveFigure {
+            title: "curve".into(),
+            x_label: "long".into(),
+            y_label: "lat".into(),
+            points: vec![[0.0, 0.0], [1.0, 1.0], [2.0, 0.5]],
+            curve: vec![[0.0, 0.0], [1.0, 1.0], [2.0, 0.5]],
+            earlier: vec![(100, vec![[0.0, 0.0], [2.0, 0.5]])],
+            hindsight: Some(vec![[0.0, 0.1], [2.0, 0.4]]),
+            segments: vec![(21.0, 1.0), (30.0, 2.0)],
+            regret: Some(vec![(21.0, 0.5), (30.0, 1.5)]),
+            cumulative_loss: vec![(21.0, 1.0), (30.0, 3.0)],
+        };
+        let svg = draw_curve(&figure).unwrap();
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("cumulative regret (lower estimate)"));
+        assert!(svg.contains("earlier curves"));
+        let without = CurveFigure {
+            regret: None,
+            hindsight: None,
+            earlier: Vec::new(),
+            ..figure
+        };
+        assert!(draw_curve(&without).unwrap().contains("cumulative loss"));
+    }
+}

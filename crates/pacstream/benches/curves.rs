@@ -1,0 +1,82 @@
+//! Microseconds per point of sequential principal curves as the stream grows: the learner
+//! is fed t points of a noisy half circle (t = 10³, 10⁴, 10⁵); each iteration then takes a
+//! copy of that learner (not timed) and learns the next 100 points, so the time is the cost
+//! per point at t. Both feedback modes, all points kept or a window of the last 1000.
+//!
+//! The target (slpc spec §9): the cost per point stays flat as t grows in window mode; with
+//! every point kept it grows with the number of stored points near the curve's changes.
+//! Feeding 10⁵ points to a learner that keeps every point takes many minutes (its cost per
+//! point grows with t), so those two cases run only with `SLPC_BENCH_ALL=1`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use pacstream::curves::{Feedback, Memory, PrincipalCurveParams};
+use pacstream::{OnlineLearner, StreamRng};
+
+fn noisy_arc(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = StreamRng::seed_from(seed);
+    (0..n)
+        .flat_map(|_| {
+            let angle = std::f64::consts::PI * rng.next_f64();
+            [
+                angle.cos() + 0.05 * rng.standard_normal(),
+                angle.sin() + 0.05 * rng.standard_normal(),
+            ]
+        })
+        .collect()
+}
+
+fn learn_one(c: &mut Criterion) {
+    let everything = std::env::var_os("SLPC_BENCH_ALL").is_some();
+    let mut group = c.benchmark_group("curves_learn_one");
+    const BATCH: usize = 100;
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(3));
+    let stream = noisy_arc(100_000 + BATCH, 1);
+    for (mode, feedback) in [("bandit", Feedback::Bandit), ("full", Feedback::Full)] {
+        for (memory_name, memory) in [("all", Memory::All), ("window1000", Memory::Window(1000))] {
+            for t in [1_000usize, 10_000, 100_000] {
+                if t == 100_000
+                    && feedback == Feedback::Full
+                    && memory == Memory::All
+                    && !everything
+                {
+                    continue;
+                }
+                let mut learner = PrincipalCurveParams::new()
+                    .feedback(feedback)
+                    .memory(memory)
+                    .seed(3)
+                    .check()
+                    .expect("valid parameters")
+                    .build();
+                for point in stream.chunks_exact(2).take(t) {
+                    learner.learn_one(point).expect("valid point");
+                }
+                let next = &stream[2 * t..2 * (t + BATCH)];
+                group.bench_function(BenchmarkId::new(format!("{mode}_{memory_name}"), t), |b| {
+                    b.iter_batched(
+                        || learner.clone(),
+                        |mut learner| {
+                            for point in next.chunks_exact(2) {
+                                black_box(
+                                    learner.learn_one(black_box(point)).expect("valid point"),
+                                );
+                            }
+                            learner
+                        },
+                        BatchSize::PerIteration,
+                    )
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, learn_one);
+criterion_main!(benches);

@@ -1,0 +1,582 @@
+//! Incremental evaluation of a candidate curve (spec §4, last paragraph).
+//!
+//! A candidate replaces the vertices v_first..v_last of a window by m new vertices and keeps
+//! the rest. The parts of the curve it removes are the vertices of the window and the
+//! segments that touch them (S_{first−1} to S_last); their cells are the *modified cells*.
+//! The candidate adds the new parts: the segment from v_{first−1} to the first new vertex,
+//! the new vertices and the segments between them, the segment to v_{last+1}.
+//!
+//! A stored point's distance to the candidate differs from d_cur(x) only if
+//!
+//! - x lies in a modified cell: its new distance is the smaller of the distance to the
+//!   unchanged parts (computed once per window, shared by all its candidates) and the
+//!   distance to the new parts; or
+//! - the new parts come nearer than √d_cur(x): for a ball B(o, r_B) holding the new parts,
+//!   only if ‖x − o‖ − r_B < √d_cur(x), which the grid of [`super::partition`] answers
+//!   without a scan.
+//!
+//! Every other point keeps its distance, so a candidate's reward (or loss) is the current
+//! one plus the change over those points. Ties between parts are broken as on a fresh
+//! projection (first along the new curve), so applying the change gives the same partition,
+//! bit for bit, as projecting every point afresh.
+//!
+//! All candidates of a window draw their new vertices from one *pool*: the kept neighbours
+//! v_{first−1}, v_{last+1} and the window's local vertex set Q. So the squared distances
+//! from each relevant point to the pool's points are computed once per window (a table),
+//! and the distance to any new segment follows from two table entries and the segment's
+//! squared length ([`super::partition::interior`]): scoring a candidate costs a few
+//! operations per point, whatever the dimension.
+
+use super::partition::{CellKey, CurveState, interior};
+use crate::geometry::{Part, squared_distance};
+
+/// A window: the consecutive vertices v_first..=v_last that candidates replace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) first: usize,
+    pub(crate) last: usize,
+}
+
+impl Window {
+    /// The window N(x) of a point whose nearest part is `part`.
+    pub(crate) fn around(part: Part, n_segments: usize) -> Self {
+        let (first, last) = part.neighbour_vertices(n_segments);
+        Self { first, last }
+    }
+
+    /// Every window N(x) can be, along the curve: {v_i, v_{i+1}} for each segment and
+    /// {v_{i−1}, v_i, v_{i+1}} for each inner vertex.
+    pub(crate) fn all(n_segments: usize) -> Vec<Self> {
+        let mut windows = Vec::with_capacity(2 * n_segments);
+        for i in 0..n_segments {
+            windows.push(Self {
+                first: i,
+                last: i + 1,
+            });
+            if i + 2 <= n_segments {
+                windows.push(Self {
+                    first: i,
+                    last: i + 2,
+                });
+            }
+        }
+        windows
+    }
+
+    /// The cells of U(x): the vertices of the window and the segments between them.
+    pub(crate) fn neighbourhood_cells(&self, state: &CurveState) -> Vec<CellKey> {
+        let mut cells = Vec::with_capacity(5);
+        for i in self.first..=self.last {
+            cells.push(state.cell_key(Part::Vertex(i)));
+            if i < self.last {
+                cells.push(state.cell_key(Part::Segment(i)));
+            }
+        }
+        cells
+    }
+
+    /// The cells a candidate of this window removes.
+    fn modified_cells(&self, state: &CurveState) -> Vec<CellKey> {
+        let k = state.n_segments();
+        let mut cells = Vec::with_capacity(7);
+        if self.first > 0 {
+            cells.push(state.cell_key(Part::Segment(self.first - 1)));
+        }
+        for i in self.first..=self.last {
+            cells.push(state.cell_key(Part::Vertex(i)));
+            if i < k {
+                cells.push(state.cell_key(Part::Segment(i)));
+            }
+        }
+        cells
+    }
+}
+
+/// The position of a part along a candidate curve: unchanged parts before the window (by
+/// old rank), new parts (in order), unchanged parts after the window (by old rank).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Order(u8, usize);
+
+const BEFORE: u8 = 0;
+const NEW: u8 = 1;
+const AFTER: u8 = 2;
+
+/// The points new vertices are drawn from, for one window: v_{first−1} (if any), the local
+/// vertex set Q, v_{last+1} (if any), in internal coordinates; their pairwise squared
+/// distances; and a ball B(o, r) that holds them all (so every candidate's new parts).
+#[derive(Debug)]
+pub(crate) struct Pool {
+    window: Window,
+    dim: usize,
+    points: Vec<f64>,
+    has_left: bool,
+    has_right: bool,
+    n_local: usize,
+    lengths2: Vec<f64>,
+    centre: Vec<f64>,
+    radius: f64,
+}
+
+impl Pool {
+    /// The pool of `window` with local vertex set `local` (row-major keys).
+    pub(crate) fn new(state: &CurveState, window: Window, local: &[i64]) -> Self {
+        let dim = state.dim;
+        let k = state.n_segments();
+        let has_left = window.first > 0;
+        let has_right = window.last < k;
+        let n_local = local.len() / dim;
+        let mut points = Vec::with_capacity((n_local + 2) * dim);
+        if has_left {
+            points.extend_from_slice(state.vertex(window.first - 1));
+        }
+        let mut position = vec![0.0; dim];
+        for key in local.chunks_exact(dim) {
+            state.lattice.position(key, &mut position);
+            points.extend_from_slice(&position);
+        }
+        if has_right {
+            points.extend_from_slice(state.vertex(window.last + 1));
+        }
+        let n = points.len() / dim;
+        let row = |p: usize| &points[p * dim..(p + 1) * dim];
+        let mut lengths2 = vec![0.0; n * n];
+        for a in 0..n {
+            for b in 0..n {
+                lengths2[a * n + b] = squared_distance(row(a), row(b));
+            }
+        }
+        let mut centre = vec![0.0; dim];
+        for (axis, c) in centre.iter_mut().enumerate() {
+            let (low, high) = (0..n)
+                .map(|p| points[p * dim + axis])
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                    (l.min(v), h.max(v))
+                });
+            *c = 0.5 * (low + high);
+        }
+        let radius = (0..n)
+            .map(|p| squared_distance(row(p), &centre))
+            .fold(0.0, f64::max)
+            .sqrt();
+        Self {
+            window,
+            dim,
+            points,
+            has_left,
+            has_right,
+            n_local,
+            lengths2,
+            centre,
+            radius,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.points.len() / self.dim
+    }
+
+    /// The window the pool belongs to.
+    pub(crate) fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The new parts of the candidate that puts the local vertices `order` (indices into
+    /// Q, in curve order) in the window, with the part of the new curve each one is, into
+    /// `pieces` (a buffer reused across candidates).
+    pub(crate) fn pieces(&self, order: impl IntoIterator<Item = usize>, pieces: &mut Pieces) {
+        let first = self.window.first;
+        let offset = usize::from(self.has_left);
+        pieces.pieces.clear();
+        let mut previous: Option<usize> = self.has_left.then_some(0);
+        let mut m = 0;
+        for q in order {
+            let p = offset + q;
+            if let Some(a) = previous {
+                // From the left neighbour (vertex first − 1) or the previous new vertex.
+                pieces
+                    .pieces
+                    .push((Piece::Segment(a, p), Part::Segment(first + m - 1)));
+            }
+            pieces
+                .pieces
+                .push((Piece::Vertex(p), Part::Vertex(first + m)));
+            previous = Some(p);
+            m += 1;
+        }
+        if self.has_right {
+            if let Some(a) = previous {
+                pieces.pieces.push((
+                    Piece::Segment(a, offset + self.n_local),
+                    Part::Segment(first + m - 1),
+                ));
+            }
+        }
+        pieces.n_new = m;
+    }
+}
+
+/// One new part, by pool indices.
+#[derive(Clone, Copy, Debug)]
+enum Piece {
+    Vertex(usize),
+    Segment(usize, usize),
+}
+
+/// A candidate's new parts.
+#[derive(Debug, Default)]
+pub(crate) struct Pieces {
+    pieces: Vec<(Piece, Part)>,
+    n_new: usize,
+}
+
+/// A stored point whose distance a candidate of the window may change.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    index: usize,
+    /// For a point of a modified cell: its nearest unchanged part.
+    rest: Option<(f64, Order)>,
+}
+
+/// The points a window's candidates may change and their distances to the pool, laid out
+/// by columns so that scoring a candidate is a few vectorised passes over the rows.
+#[derive(Debug)]
+pub(crate) struct Table {
+    rows: Vec<Row>,
+    /// d_cur(x) of each row.
+    current: Vec<f64>,
+    /// The distance a row keeps if no new part comes nearer: the nearest unchanged part for
+    /// a point of a modified cell, d_cur(x) for the others.
+    base: Vec<f64>,
+    /// pool × rows: column p holds the squared distances from the rows to pool point p.
+    columns: Vec<f64>,
+    /// Scratch: the distance from each row to the nearest new part of a candidate.
+    nearest: Vec<f64>,
+    /// Columns of distances to segment interiors between pool points (∞ where the nearest
+    /// point is an end), computed on first use: many candidates share a segment.
+    segment_columns: Vec<f64>,
+    /// For each ordered pool pair (a, b), the index of its column, or `NOT_COMPUTED`.
+    segment_slot: Vec<u32>,
+}
+
+const NOT_COMPUTED: u32 = u32::MAX;
+
+impl Table {
+    /// The table of `pool`'s window over the stored points for which `keep(index)` holds.
+    pub(crate) fn new(state: &CurveState, pool: &Pool, keep: impl Fn(usize) -> bool) -> Self {
+        let window = pool.window;
+        let modified = window.modified_cells(state);
+        let k = state.n_segments();
+        let mut rows = Vec::new();
+        for &cell in &modified {
+            for &round in state.members(cell) {
+                let index = state.index(round);
+                if keep(index) {
+                    let rest = rest_of_curve(state, window, k, state.point(index));
+                    rows.push(Row {
+                        index,
+                        rest: Some(rest),
+                    });
+                }
+            }
+        }
+        state.for_each_reachable(&pool.centre, pool.radius, |index| {
+            if keep(index) && !modified.contains(&state.cell(index)) {
+                rows.push(Row { index, rest: None });
+            }
+        });
+        let n_rows = rows.len();
+        let current: Vec<f64> = rows.iter().map(|r| state.distance(r.index)).collect();
+        let base = rows
+            .iter()
+            .zip(&current)
+            .map(|(r, c)| r.rest.map_or(*c, |rest| rest.0))
+            .collect();
+        let mut columns = Vec::with_capacity(pool.len() * n_rows);
+        for p in pool.points.chunks_exact(pool.dim) {
+            columns.extend(
+                rows.iter()
+                    .map(|r| squared_distance(state.point(r.index), p)),
+            );
+        }
+        Self {
+            rows,
+            current,
+            base,
+            columns,
+            nearest: vec![0.0; n_rows],
+            segment_columns: Vec::new(),
+            segment_slot: vec![NOT_COMPUTED; pool.len() * pool.len()],
+        }
+    }
+
+    fn column(&self, p: usize) -> &[f64] {
+        let n = self.rows.len();
+        &self.columns[p * n..(p + 1) * n]
+    }
+
+    /// The nearest new part to row `r` (the first on a tie) and the squared distance.
+    fn nearest_part(&self, r: usize, pool: &Pool, pieces: &Pieces) -> (f64, usize) {
+        let n_pool = pool.len();
+        let n = self.rows.len();
+        let to = |p: usize| self.columns[p * n + r];
+        let mut best = (f64::INFINITY, usize::MAX);
+        for (j, (piece, _)) in pieces.pieces.iter().enumerate() {
+            let distance = match *piece {
+                Piece::Vertex(a) => to(a),
+                Piece::Segment(a, b) => {
+                    match interior(to(a), to(b), pool.lengths2[a * n_pool + b]) {
+                        Some(d) => d,
+                        None => continue,
+                    }
+                }
+            };
+            if distance < best.0 {
+                best = (distance, j);
+            }
+        }
+        best
+    }
+
+    /// The change of the weighted sums of rewards and losses from the current curve to the
+    /// candidate with new parts `pieces`.
+    pub(crate) fn change(&mut self, pool: &Pool, pieces: &Pieces, scoring: Scoring) -> Change {
+        let n_pool = pool.len();
+        let n_rows = self.rows.len();
+        for (piece, _) in &pieces.pieces {
+            if let Piece::Segment(a, b) = *piece {
+                if self.segment_slot[a * n_pool + b] == NOT_COMPUTED {
+                    let slot = self.segment_columns.len() / n_rows.max(1);
+                    self.segment_slot[a * n_pool + b] = slot as u32;
+                    let start = self.segment_columns.len();
+                    self.segment_columns.resize(start + n_rows, 0.0);
+                    let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
+                    crate::kernels::dispatch(SegmentColumn {
+                        to_a: &columns[a * n_rows..(a + 1) * n_rows],
+                        to_b: &columns[b * n_rows..(b + 1) * n_rows],
+                        length2: pool.lengths2[a * n_pool + b],
+                        out: &mut segment_columns[start..],
+                    });
+                }
+            }
+        }
+        let mut nearest = std::mem::take(&mut self.nearest);
+        let (reward, loss) = crate::kernels::dispatch(ScoreCandidate {
+            table: self,
+            pool,
+            pieces,
+            nearest: &mut nearest,
+            loss_bound: scoring.loss_bound,
+        });
+        self.nearest = nearest;
+        Change {
+            reward: scoring.weight * reward,
+            loss: scoring.weight * loss,
+        }
+    }
+
+    /// The new distance and part (of the new curve) of every point of the table that the
+    /// candidate changes, for [`CurveState::replace`]; the table must hold every stored
+    /// point of the modified cells.
+    pub(crate) fn updates(
+        &self,
+        state: &CurveState,
+        pool: &Pool,
+        pieces: &Pieces,
+    ) -> Vec<(usize, f64, Part)> {
+        let window = pool.window;
+        let mut changes = Vec::with_capacity(self.rows.len());
+        for (r, row) in self.rows.iter().enumerate() {
+            let (d_new, j) = self.nearest_part(r, pool, pieces);
+            match row.rest {
+                Some((rest, order)) => {
+                    if d_new < rest || (d_new == rest && Order(NEW, j) < order) {
+                        changes.push((row.index, d_new, pieces.pieces[j].1));
+                    } else {
+                        changes.push((row.index, rest, shifted(order, window, pieces.n_new)));
+                    }
+                }
+                None => {
+                    // An unchanged part after the window follows the new parts along the
+                    // new curve, so a new part at the same distance takes the point; one
+                    // before keeps it. A point that stays keeps its cell: cells are named by
+                    // vertex identities.
+                    let current = self.current[r];
+                    let after = state.part_of(state.cell(row.index)).rank() > 2 * window.last + 1;
+                    if d_new < current || (d_new == current && after) {
+                        changes.push((row.index, d_new, pieces.pieces[j].1));
+                    }
+                }
+            }
+        }
+        changes
+    }
+}
+
+/// Scores one candidate over a table: the distance from every row to the nearest new part,
+/// piece by piece over whole columns, then the sums of the changes of reward and loss over
+/// 16 lanes combined in a fixed order (the same bits on every CPU).
+struct ScoreCandidate<'a> {
+    table: &'a Table,
+    pool: &'a Pool,
+    pieces: &'a Pieces,
+    nearest: &'a mut [f64],
+    loss_bound: f64,
+}
+
+impl crate::kernels::Kernel for ScoreCandidate<'_> {
+    type Output = (f64, f64);
+
+    #[inline(always)]
+    fn run(self) -> (f64, f64) {
+        let table = self.table;
+        let nearest = self.nearest;
+        nearest.fill(f64::INFINITY);
+        let n_pool = self.pool.len();
+        let n_rows = nearest.len();
+        for (piece, _) in &self.pieces.pieces {
+            let column = match *piece {
+                Piece::Vertex(a) => table.column(a),
+                Piece::Segment(a, b) => {
+                    let slot = table.segment_slot[a * n_pool + b] as usize;
+                    &table.segment_columns[slot * n_rows..(slot + 1) * n_rows]
+                }
+            };
+            // Distances are never NaN (nor −0), so `min` is exact and order-free.
+            for (best, &d) in nearest.iter_mut().zip(column) {
+                *best = best.min(d);
+            }
+        }
+        const LANES: usize = 16;
+        let bound = self.loss_bound;
+        let mut reward = [0.0f64; LANES];
+        let mut loss = [0.0f64; LANES];
+        let change = |nearest: f64, base: f64, old: f64| {
+            let new = nearest.min(base);
+            ((bound - new).max(0.0) - (bound - old).max(0.0), new - old)
+        };
+        let mut chunks = nearest
+            .chunks_exact(LANES)
+            .zip(table.base.chunks_exact(LANES))
+            .zip(table.current.chunks_exact(LANES));
+        for ((near, base), old) in &mut chunks {
+            for lane in 0..LANES {
+                let (r, l) = change(near[lane], base[lane], old[lane]);
+                reward[lane] += r;
+                loss[lane] += l;
+            }
+        }
+        let tail = nearest.len() - nearest.len() % LANES;
+        for (lane, r) in (tail..nearest.len()).enumerate() {
+            let (dr, dl) = change(nearest[r], table.base[r], table.current[r]);
+            reward[lane] += dr;
+            loss[lane] += dl;
+        }
+        (combine(reward), combine(loss))
+    }
+}
+
+/// The distances from the rows to the interior of one pool segment: [`interior`],
+/// branch-free, with ∞ where the nearest point of the segment is an end.
+struct SegmentColumn<'a> {
+    to_a: &'a [f64],
+    to_b: &'a [f64],
+    length2: f64,
+    out: &'a mut [f64],
+}
+
+impl crate::kernels::Kernel for SegmentColumn<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let length2 = self.length2;
+        let twice = 2.0 * length2;
+        for ((out, &to_a), &to_b) in self.out.iter_mut().zip(self.to_a).zip(self.to_b) {
+            let along2 = to_a + length2 - to_b;
+            let along = 0.5 * along2;
+            let d = (to_a - along * along / length2).max(0.0);
+            let inside = along2 > 0.0 && along2 < twice;
+            *out = if inside { d } else { f64::INFINITY };
+        }
+    }
+}
+
+#[inline(always)]
+fn combine(mut lanes: [f64; 16]) -> f64 {
+    let mut width = lanes.len();
+    while width > 1 {
+        width /= 2;
+        for lane in 0..width {
+            lanes[lane] += lanes[lane + width];
+        }
+    }
+    lanes[0]
+}
+
+/// The nearest unchanged part of the curve (parts outside the window's modified cells, in
+/// rank order: V_0, S_0, …, V_{first−1}, then V_{last+1}, …, V_k).
+fn rest_of_curve(state: &CurveState, window: Window, k: usize, point: &[f64]) -> (f64, Order) {
+    let mut best = (f64::INFINITY, Order(AFTER, usize::MAX));
+    for (range, region) in [
+        (0..window.first, BEFORE),
+        ((window.last + 1)..(k + 1), AFTER),
+    ] {
+        let end = range.end;
+        let mut previous: Option<f64> = None;
+        for i in range {
+            let to_b = squared_distance(point, state.vertex(i));
+            if let Some(to_a) = previous {
+                if let Some(d) = interior(to_a, to_b, state.lengths2[i - 1]) {
+                    if d < best.0 {
+                        best = (d, Order(region, 2 * i - 1));
+                    }
+                }
+            }
+            if to_b < best.0 {
+                best = (to_b, Order(region, 2 * i));
+            }
+            previous = (i + 1 < end).then_some(to_b);
+        }
+    }
+    best
+}
+
+/// The part of the new curve that the unchanged old part at `order` becomes.
+fn shifted(order: Order, window: Window, n_new: usize) -> Part {
+    let index = order.1 / 2;
+    let index = if order.0 == AFTER {
+        index + window.first + n_new - (window.last + 1)
+    } else {
+        index
+    };
+    if order.1 % 2 == 0 {
+        Part::Vertex(index)
+    } else {
+        Part::Segment(index)
+    }
+}
+
+/// Which stored points count, and how much, in a sum of rewards or losses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scoring {
+    /// Count only the points observed in exploration rounds.
+    pub(crate) explored_only: bool,
+    /// The weight of each counted point (1/ε for the label-efficient estimator).
+    pub(crate) weight: f64,
+    /// c_0: rewards are max(0, c_0 − Δ).
+    pub(crate) loss_bound: f64,
+}
+
+impl Scoring {
+    pub(crate) fn counts(&self, state: &CurveState, index: usize) -> bool {
+        !self.explored_only || state.explored(index)
+    }
+}
+
+/// The change of the weighted sums of rewards and of losses from the current curve to a
+/// candidate, over the points counted by the scoring.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Change {
+    pub(crate) reward: f64,
+    pub(crate) loss: f64,
+}

@@ -1,0 +1,504 @@
+//! Parameters of the sequential principal curve learner, and their validation.
+//!
+//! Every choice the spec makes where the paper is silent is a parameter here, with its
+//! default; `docs/slpc-calibration.md` records the runs that chose the defaults.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// R, the radius of the data: points are assumed in B(μ_0, √d R).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Radius {
+    /// 1.5 · max ‖x − μ_0‖/√d over the warm-up points.
+    Auto,
+    /// This value (finite, > 0).
+    Given(f64),
+}
+
+/// What the learner observes after each round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Feedback {
+    /// The paper's Algorithm 3: exploration rounds (probability ε) observe the reward of
+    /// every curve, exploitation rounds only that of the chosen curve.
+    Bandit,
+    /// Every round observes the reward of every candidate on every stored point.
+    Full,
+}
+
+/// How `bandit` feedback estimates the cumulative reward of curves it did not observe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Estimator {
+    /// r̂ = r · I/ε: the exploration rounds' rewards, scaled by 1/ε; unbiased for every
+    /// curve, no probabilities needed.
+    LabelEfficient,
+    /// The paper's estimator: the chosen curve gets r/P(chosen) when P > β, every other
+    /// curve α. Biased: with α near c_0 the incumbent is penalised and the curve wanders;
+    /// with α = 0 the incumbent locks in.
+    Paper,
+}
+
+/// Which past points the learner keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Memory {
+    /// Every point of the stream.
+    All,
+    /// The last W points (W ≥ 2): constant memory and constant cost per point.
+    Window(usize),
+}
+
+/// Parameters of [`super::PrincipalCurveLearner`].
+///
+/// ```
+/// use pacstream::curves::{Feedback, Memory, PrincipalCurveParams};
+///
+/// let config = PrincipalCurveParams::new()
+///     .feedback(Feedback::Full)
+///     .memory(Memory::Window(500))
+///     .seed(7)
+///     .check()?;
+/// assert_eq!(config.max_segments(), 50);
+/// assert!(PrincipalCurveParams::new().explore(0.0).check().is_err());
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrincipalCurveParams {
+    radius: Radius,
+    delta: Option<f64>,
+    max_segments: usize,
+    max_length: f64,
+    penalty: f64,
+    eta_scale: f64,
+    feedback: Feedback,
+    estimator: Estimator,
+    explore: f64,
+    alpha: Option<f64>,
+    local_vertices: usize,
+    max_candidates: usize,
+    warmup: usize,
+    memory: Memory,
+    seed: u64,
+}
+
+impl Default for PrincipalCurveParams {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PrincipalCurveParams {
+    /// The defaults: R auto, δ = 2√d R/100, p = 50, L = ∞, κ = 1, e_mult = 1000, bandit
+    /// feedback with the label-efficient estimator, ε = 0.1, α = c_0/2, M = 16, 256
+    /// candidates, t_0 = 20, all points kept, seed 0. The feedback mode, the estimator and
+    /// e_mult were chosen by the calibration of `docs/slpc-calibration.md`.
+    pub fn new() -> Self {
+        Self {
+            radius: Radius::Auto,
+            delta: None,
+            max_segments: 50,
+            max_length: f64::INFINITY,
+            penalty: 1.0,
+            eta_scale: 1000.0,
+            feedback: Feedback::Bandit,
+            estimator: Estimator::LabelEfficient,
+            explore: 0.1,
+            alpha: None,
+            local_vertices: 16,
+            max_candidates: 256,
+            warmup: 20,
+            memory: Memory::All,
+            seed: 0,
+        }
+    }
+
+    /// R (`Radius::Auto` by default).
+    #[must_use]
+    pub fn radius(mut self, radius: Radius) -> Self {
+        self.radius = radius;
+        self
+    }
+
+    /// δ, the lattice spacing (default 2√d R/100); must not exceed R.
+    #[must_use]
+    pub fn delta(mut self, delta: f64) -> Self {
+        self.delta = Some(delta);
+        self
+    }
+
+    /// p, the largest number of segments.
+    #[must_use]
+    pub fn max_segments(mut self, max_segments: usize) -> Self {
+        self.max_segments = max_segments;
+        self
+    }
+
+    /// L, the largest length of a curve (∞ by default).
+    #[must_use]
+    pub fn max_length(mut self, max_length: f64) -> Self {
+        self.max_length = max_length;
+        self
+    }
+
+    /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f).
+    #[must_use]
+    pub fn penalty(mut self, penalty: f64) -> Self {
+        self.penalty = penalty;
+        self
+    }
+
+    /// e_mult > 0, the multiplier of the learning rate η_t (applied after the cap 1/c_0; see
+    /// [`super::learning_rate`]).
+    #[must_use]
+    pub fn eta_scale(mut self, eta_scale: f64) -> Self {
+        self.eta_scale = eta_scale;
+        self
+    }
+
+    /// The feedback mode.
+    #[must_use]
+    pub fn feedback(mut self, feedback: Feedback) -> Self {
+        self.feedback = feedback;
+        self
+    }
+
+    /// The estimator of `bandit` feedback.
+    #[must_use]
+    pub fn estimator(mut self, estimator: Estimator) -> Self {
+        self.estimator = estimator;
+        self
+    }
+
+    /// ε ∈ (0, 1], the probability of an exploration round.
+    #[must_use]
+    pub fn explore(mut self, explore: f64) -> Self {
+        self.explore = explore;
+        self
+    }
+
+    /// α ≥ 0, the reward the `paper` estimator gives unobserved curves (default c_0/2).
+    #[must_use]
+    pub fn alpha(mut self, alpha: f64) -> Self {
+        self.alpha = Some(alpha);
+        self
+    }
+
+    /// M ≥ 2, the size of the local vertex set of a window.
+    #[must_use]
+    pub fn local_vertices(mut self, local_vertices: usize) -> Self {
+        self.local_vertices = local_vertices;
+        self
+    }
+
+    /// The largest number of new candidates per round (the current curve comes on top).
+    #[must_use]
+    pub fn max_candidates(mut self, max_candidates: usize) -> Self {
+        self.max_candidates = max_candidates;
+        self
+    }
+
+    /// t_0 ≥ 2, the number of warm-up points, collected before the first curve.
+    #[must_use]
+    pub fn warmup(mut self, warmup: usize) -> Self {
+        self.warmup = warmup;
+        self
+    }
+
+    /// Which past points are kept.
+    #[must_use]
+    pub fn memory(mut self, memory: Memory) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    /// The seed of every random choice.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Validates the parameters.
+    pub fn check(self) -> Result<PrincipalCurveConfig> {
+        let positive = |name: &'static str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::invalid_parameter(
+                    name,
+                    format!("must be finite and > 0, got {value}"),
+                ))
+            }
+        };
+        if let Radius::Given(radius) = self.radius {
+            positive("radius", radius)?;
+        }
+        if let Some(delta) = self.delta {
+            positive("delta", delta)?;
+            if let Radius::Given(radius) = self.radius {
+                if delta > radius {
+                    return Err(Error::invalid_parameter(
+                        "delta",
+                        format!("must not exceed the radius {radius}, got {delta}"),
+                    ));
+                }
+            }
+        }
+        if self.max_segments == 0 {
+            return Err(Error::invalid_parameter(
+                "max_segments",
+                "must be >= 1, got 0",
+            ));
+        }
+        if self.max_length.is_nan() || self.max_length <= 0.0 {
+            return Err(Error::invalid_parameter(
+                "max_length",
+                format!("must be > 0 (infinity allowed), got {}", self.max_length),
+            ));
+        }
+        if !(self.penalty.is_finite() && self.penalty >= 0.0) {
+            return Err(Error::invalid_parameter(
+                "penalty",
+                format!("must be finite and >= 0, got {}", self.penalty),
+            ));
+        }
+        positive("eta_scale", self.eta_scale)?;
+        if !(self.explore > 0.0 && self.explore <= 1.0) {
+            return Err(Error::invalid_parameter(
+                "explore",
+                format!("must be in (0, 1], got {}", self.explore),
+            ));
+        }
+        if let Some(alpha) = self.alpha {
+            if !(alpha.is_finite() && alpha >= 0.0) {
+                return Err(Error::invalid_parameter(
+                    "alpha",
+                    format!("must be finite and >= 0, got {alpha}"),
+                ));
+            }
+        }
+        if self.local_vertices < 2 {
+            return Err(Error::invalid_parameter(
+                "local_vertices",
+                format!("must be >= 2, got {}", self.local_vertices),
+            ));
+        }
+        if self.max_candidates == 0 {
+            return Err(Error::invalid_parameter(
+                "max_candidates",
+                "must be >= 1, got 0",
+            ));
+        }
+        if self.warmup < 2 {
+            return Err(Error::invalid_parameter(
+                "warmup",
+                format!("must be >= 2, got {}", self.warmup),
+            ));
+        }
+        if let Memory::Window(size) = self.memory {
+            if size < 2 {
+                return Err(Error::invalid_parameter(
+                    "window",
+                    format!("must be >= 2, got {size}"),
+                ));
+            }
+        }
+        Ok(PrincipalCurveConfig {
+            radius: self.radius,
+            delta: self.delta,
+            max_segments: self.max_segments,
+            max_length: self.max_length,
+            penalty: self.penalty,
+            eta_scale: self.eta_scale,
+            feedback: self.feedback,
+            estimator: self.estimator,
+            explore: self.explore,
+            alpha: self.alpha,
+            local_vertices: self.local_vertices,
+            max_candidates: self.max_candidates,
+            warmup: self.warmup,
+            memory: self.memory,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Validated parameters; [`PrincipalCurveConfig::build`] makes the learner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrincipalCurveConfig {
+    pub(crate) radius: Radius,
+    pub(crate) delta: Option<f64>,
+    pub(crate) max_segments: usize,
+    // Infinity is written as null in JSON: the snapshot keeps `None` for "no limit".
+    #[serde(with = "infinite_as_none")]
+    pub(crate) max_length: f64,
+    pub(crate) penalty: f64,
+    pub(crate) eta_scale: f64,
+    pub(crate) feedback: Feedback,
+    pub(crate) estimator: Estimator,
+    pub(crate) explore: f64,
+    pub(crate) alpha: Option<f64>,
+    pub(crate) local_vertices: usize,
+    pub(crate) max_candidates: usize,
+    pub(crate) warmup: usize,
+    pub(crate) memory: Memory,
+    pub(crate) seed: u64,
+}
+
+impl PrincipalCurveConfig {
+    /// R.
+    pub fn radius(&self) -> Radius {
+        self.radius
+    }
+    /// δ, if given.
+    pub fn delta(&self) -> Option<f64> {
+        self.delta
+    }
+    /// p.
+    pub fn max_segments(&self) -> usize {
+        self.max_segments
+    }
+    /// L (∞ when unbounded).
+    pub fn max_length(&self) -> f64 {
+        self.max_length
+    }
+    /// κ.
+    pub fn penalty(&self) -> f64 {
+        self.penalty
+    }
+    /// e_mult.
+    pub fn eta_scale(&self) -> f64 {
+        self.eta_scale
+    }
+    /// The feedback mode.
+    pub fn feedback(&self) -> Feedback {
+        self.feedback
+    }
+    /// The estimator of bandit feedback.
+    pub fn estimator(&self) -> Estimator {
+        self.estimator
+    }
+    /// ε.
+    pub fn explore(&self) -> f64 {
+        self.explore
+    }
+    /// α, if given (default c_0/2 once c_0 is known).
+    pub fn alpha(&self) -> Option<f64> {
+        self.alpha
+    }
+    /// M.
+    pub fn local_vertices(&self) -> usize {
+        self.local_vertices
+    }
+    /// The largest number of new candidates per round.
+    pub fn max_candidates(&self) -> usize {
+        self.max_candidates
+    }
+    /// t_0.
+    pub fn warmup(&self) -> usize {
+        self.warmup
+    }
+    /// The memory.
+    pub fn memory(&self) -> Memory {
+        self.memory
+    }
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Re-checks a config read from a snapshot.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let mut params = PrincipalCurveParams::new()
+            .radius(self.radius)
+            .max_segments(self.max_segments)
+            .max_length(self.max_length)
+            .penalty(self.penalty)
+            .eta_scale(self.eta_scale)
+            .feedback(self.feedback)
+            .estimator(self.estimator)
+            .explore(self.explore)
+            .local_vertices(self.local_vertices)
+            .max_candidates(self.max_candidates)
+            .warmup(self.warmup)
+            .memory(self.memory)
+            .seed(self.seed);
+        if let Some(delta) = self.delta {
+            params = params.delta(delta);
+        }
+        if let Some(alpha) = self.alpha {
+            params = params.alpha(alpha);
+        }
+        params.check().map(|_| ())
+    }
+}
+
+mod infinite_as_none {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if value.is_finite() {
+            serializer.serialize_some(value)
+        } else {
+            serializer.serialize_none()
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::INFINITY))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_parameter() {
+        let cases: Vec<(PrincipalCurveParams, &str)> = vec![
+            (
+                PrincipalCurveParams::new().radius(Radius::Given(0.0)),
+                "radius",
+            ),
+            (PrincipalCurveParams::new().delta(-1.0), "delta"),
+            (
+                PrincipalCurveParams::new()
+                    .radius(Radius::Given(1.0))
+                    .delta(2.0),
+                "delta",
+            ),
+            (PrincipalCurveParams::new().max_segments(0), "max_segments"),
+            (PrincipalCurveParams::new().max_length(0.0), "max_length"),
+            (PrincipalCurveParams::new().penalty(-1.0), "penalty"),
+            (PrincipalCurveParams::new().eta_scale(0.0), "eta_scale"),
+            (PrincipalCurveParams::new().explore(1.5), "explore"),
+            (PrincipalCurveParams::new().alpha(f64::NAN), "alpha"),
+            (
+                PrincipalCurveParams::new().local_vertices(1),
+                "local_vertices",
+            ),
+            (
+                PrincipalCurveParams::new().max_candidates(0),
+                "max_candidates",
+            ),
+            (PrincipalCurveParams::new().warmup(1), "warmup"),
+            (
+                PrincipalCurveParams::new().memory(Memory::Window(1)),
+                "window",
+            ),
+        ];
+        for (params, name) in cases {
+            let error = params.check().unwrap_err();
+            assert!(error.to_string().contains(name), "{error}");
+        }
+        assert!(PrincipalCurveParams::new().penalty(0.0).check().is_ok());
+    }
+
+    #[test]
+    fn an_unbounded_length_survives_json() {
+        let config = PrincipalCurveParams::new().check().unwrap();
+        let text = serde_json::to_string(&config).unwrap();
+        let back: PrincipalCurveConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, config);
+        assert!(back.validate().is_ok());
+    }
+}
