@@ -40,9 +40,22 @@ def numpy_hedge_ns(n, rounds, eta=0.1):
 
 
 def river_ewa_ns(n, rounds):
-    from river import dummy, ensemble, optim, stats
+    from river import base, ensemble, optim
 
-    models = [dummy.StatisticRegressor(stats.Constant(float(i) / n)) for i in range(n)]
+    class ConstantRegressor(base.Regressor):
+        """An expert that always forecasts the same value: the cheapest model River accepts,
+        so the time measured is the aggregation's own."""
+
+        def __init__(self, value):
+            self.value = value
+
+        def learn_one(self, x, y):
+            pass
+
+        def predict_one(self, x):
+            return self.value
+
+    models = [ConstantRegressor(float(i) / n) for i in range(n)]
     model = ensemble.EWARegressor(models=models, loss=optim.losses.Squared(), learning_rate=0.1)
     rng = np.random.default_rng(2)
     xs = [{"x": float(v)} for v in rng.random(rounds)]
