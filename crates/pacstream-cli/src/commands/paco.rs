@@ -1165,7 +1165,7 @@ fn run_online(
                     "true k (labels seen)".to_string()
                 },
                 points: true_path.points(),
-                style: SeriesStyle::Dashed,
+                style: SeriesStyle::DashedSteps,
                 colour: 3,
             });
         }
