@@ -1267,7 +1267,7 @@ fn loss_figure_series(
     Ok(vec![
         Series {
             name: format!(
-                "hindsight oracle, k = {} (k-means, an over-estimate of the best)",
+                "best fixed clustering in hindsight, k = {} (the k of the bound; k-means, an over-estimate)",
                 bound.best_k
             ),
             points: oracle_points,

@@ -104,7 +104,8 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
                     .collect();
                 draw_series(&mut chart, series, &points)?;
             }
-            legend(&mut chart)?;
+            // Cumulative curves rise to the right: their lower right corner is free.
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         } else {
             let mut y_range = axis_range(ys().chain([0.0]));
             if figure.integer_y {
@@ -133,7 +134,7 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
             for series in &figure.series {
                 draw_series(&mut chart, series, &series.points)?;
             }
-            legend(&mut chart)?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         }
         root.present().map_err(draw_error)?;
     }
@@ -191,6 +192,7 @@ where
 
 fn legend<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
 ) -> anyhow::Result<()>
 where
     X: Ranged<ValueType = f64>,
@@ -198,7 +200,7 @@ where
 {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .draw()
