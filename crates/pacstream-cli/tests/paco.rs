@@ -107,7 +107,7 @@ fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
     let k = assert_svg(&dir.path().join("k.svg"));
     assert!(k.contains("true k"));
     let loss = assert_svg(&dir.path().join("loss.svg"));
-    assert!(loss.contains("hindsight oracle") && loss.contains("ideal sampler"));
+    assert!(loss.contains("best fixed clustering in hindsight") && loss.contains("ideal sampler"));
 }
 
 #[test]

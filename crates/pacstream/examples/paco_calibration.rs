@@ -5,9 +5,11 @@
 //! checkpoint t, and the mean k̂_t. The tables of `docs/paco-calibration.md` were made with it
 //! (the exact commands are written there).
 //!
-//! Options (all optional): `--scenarios a,b,..` (names below), `--coeff 1,4,..`,
-//! `--eta 1,..`, `--b 1,..`, `--proposal laplace|seed|both`, `--seeds N`, `--horizon T`,
-//! `--iterations N`, `--window W`, `--restart`.
+//! Options (all optional; lists are comma-separated): `--scenarios a,b,..` (names below),
+//! `--coeff A,..`, `--eta E,..`, `--b B,..` (default: the library's defaults),
+//! `--proposal laplace|seed|both`, `--seeds N` (5), `--horizon T` (1000), `--iterations N`
+//! (500), `--window W`, `--restart`. Seed s draws the stream from `StreamRng::seed_from(s)`
+//! and runs the learner with seed s, so every table is reproduced exactly.
 //!
 //! Scenarios (Gaussian clusters of unit variance per coordinate, equal weights, labels drawn
 //! uniformly per point):
@@ -27,7 +29,7 @@
 
 use std::time::Instant;
 
-use pacstream::paco::{Memory, PacoParams, ProposalScale};
+use pacstream::paco::{Memory, PacoParams, ProposalScale, default_proposal_scale};
 use pacstream::{OnlineLearner, StreamRng};
 
 struct Scenario {
@@ -165,8 +167,10 @@ fn main() {
         option("--scenarios").map(|s| s.split(',').map(str::to_string).collect());
     let coeffs: Vec<f64> =
         option("--coeff").map_or(vec![pacstream::paco::DEFAULT_COEFF], |s| list(&s));
-    let etas: Vec<f64> = option("--eta").map_or(vec![1.0], |s| list(&s));
-    let bs: Vec<f64> = option("--b").map_or(vec![1.0], |s| list(&s));
+    let etas: Vec<f64> = option("--eta").map_or(vec![pacstream::paco::DEFAULT_ETA], |s| list(&s));
+    // No --b: the default of each proposal rule.
+    let bs: Vec<Option<f64>> =
+        option("--b").map_or(vec![None], |s| list(&s).into_iter().map(Some).collect());
     let proposals = match option("--proposal").as_deref() {
         Some("seed") => vec![ProposalScale::Seed],
         Some("both") => vec![ProposalScale::Laplace, ProposalScale::Seed],
@@ -214,12 +218,14 @@ fn main() {
                                 .coeff(coeff)
                                 .eta(eta)
                                 .proposal(proposal)
-                                .proposal_scale(b)
                                 .iterations(iterations)
                                 .restart(restart)
                                 .seed(seed);
                             if let Some(w) = window {
                                 params = params.memory(Memory::Window(w));
+                            }
+                            if let Some(b) = b {
+                                params = params.proposal_scale(b);
                             }
                             let mut learner = params.check().expect("valid settings").build();
                             for (t, point) in points.chunks_exact(scenario.dim).enumerate() {
@@ -237,6 +243,7 @@ fn main() {
                         }
                         let seconds = started.elapsed().as_secs_f64() / seeds as f64;
                         let acceptance = accepted as f64 / total_iterations.max(1) as f64;
+                        let b = b.unwrap_or_else(|| default_proposal_scale(proposal));
                         print!(
                             "| {} | {} | {coeff} | {eta} | {b} |",
                             scenario.name,

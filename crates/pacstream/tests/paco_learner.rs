@@ -87,8 +87,9 @@ fn conformance_with_given_radius_window_and_seed_proposal() {
         .unwrap();
 }
 
-/// With restarts, and with enough points for the parallel evaluation (its chunks are summed
-/// in a fixed order whatever the number of threads).
+/// With restarts, over a few thousand points (the k-means passes of the proposal means run
+/// in parallel). The parallel waves of the S_t evaluation start beyond 65,536 points; their
+/// thread-count independence is tested in `paco::evaluate`.
 #[test]
 fn conformance_with_restart_and_parallel_evaluation() {
     let mut stream = three_groups(4200, 3);

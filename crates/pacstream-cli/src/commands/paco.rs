@@ -1139,7 +1139,7 @@ fn run_online(
                     "true k (labels seen)".to_string()
                 },
                 points: true_path.points(),
-                style: SeriesStyle::Dashed,
+                style: SeriesStyle::DashedSteps,
                 colour: 3,
             });
         }
@@ -1241,7 +1241,7 @@ fn loss_figure_series(
     Ok(vec![
         Series {
             name: format!(
-                "hindsight oracle, k = {} (k-means, an over-estimate of the best)",
+                "best fixed clustering in hindsight, k = {} (the k of the bound; k-means, an over-estimate)",
                 bound.best_k
             ),
             points: oracle_points,

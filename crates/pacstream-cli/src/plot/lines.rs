@@ -16,6 +16,8 @@ pub enum SeriesStyle {
     Markers,
     /// A dashed polyline.
     Dashed,
+    /// A dashed staircase (a count drawn beside a [`SeriesStyle::Steps`] series).
+    DashedSteps,
 }
 
 /// One named series.
@@ -102,11 +104,14 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
                     .collect();
                 draw_series(&mut chart, series, &points)?;
             }
-            legend(&mut chart)?;
+            // Cumulative curves rise to the right: their lower right corner is free.
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         } else {
             let mut y_range = axis_range(ys().chain([0.0]));
             if figure.integer_y {
-                y_range = y_range.start.floor().min(0.0)..y_range.end.ceil() + 0.5;
+                // Counts: from 0 (or the lowest value, if negative) to just above the top.
+                let lowest = ys().fold(0.0, f64::min);
+                y_range = lowest.floor()..y_range.end.ceil() + 0.5;
             }
             let mut chart = builder
                 .build_cartesian_2d(x_range, y_range)
@@ -129,7 +134,7 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
             for series in &figure.series {
                 draw_series(&mut chart, series, &series.points)?;
             }
-            legend(&mut chart)?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         }
         root.present().map_err(draw_error)?;
     }
@@ -147,7 +152,7 @@ where
 {
     let colour = cluster_colour(series.colour);
     let path: Vec<(f64, f64)> = match series.style {
-        SeriesStyle::Steps => {
+        SeriesStyle::Steps | SeriesStyle::DashedSteps => {
             let mut path = Vec::with_capacity(2 * points.len());
             for (i, &(x, y)) in points.iter().enumerate() {
                 if i > 0 {
@@ -160,7 +165,7 @@ where
         _ => points.to_vec(),
     };
     let drawn = match series.style {
-        SeriesStyle::Dashed => chart
+        SeriesStyle::Dashed | SeriesStyle::DashedSteps => chart
             .draw_series(DashedLineSeries::new(path, 8, 5, colour.stroke_width(2)))
             .map_err(draw_error)?,
         SeriesStyle::Markers => {
@@ -187,6 +192,7 @@ where
 
 fn legend<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
 ) -> anyhow::Result<()>
 where
     X: Ranged<ValueType = f64>,
@@ -194,7 +200,7 @@ where
 {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .draw()

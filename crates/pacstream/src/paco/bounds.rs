@@ -44,19 +44,19 @@ impl BoundSettings {
         if !(self.radius.is_finite() && self.radius > 0.0) {
             return Err(Error::invalid_parameter(
                 "radius",
-                format!("must be finite and > 0, got {}", self.radius),
+                format!("must be finite and > 0, got {:?}", self.radius),
             ));
         }
         if !(self.max_norm.is_finite() && self.max_norm >= 0.0) {
             return Err(Error::invalid_parameter(
                 "max_norm",
-                format!("must be finite and >= 0, got {}", self.max_norm),
+                format!("must be finite and >= 0, got {:?}", self.max_norm),
             ));
         }
         if !(self.eta.is_finite() && self.eta >= 0.0) {
             return Err(Error::invalid_parameter(
                 "eta",
-                format!("must be finite and >= 0, got {}", self.eta),
+                format!("must be finite and >= 0, got {:?}", self.eta),
             ));
         }
         Ok(())

@@ -434,4 +434,41 @@ mod tests {
         };
         assert_eq!(run(1).to_bits(), run(3).to_bits());
     }
+
+    /// On the parallel path (waves of chunks), early rejection decides as the full sum does,
+    /// stops at the same chunk and reports the same partial sum whatever the thread count.
+    #[test]
+    fn early_rejection_in_waves_is_exact_and_thread_independent() {
+        let memory = memory(70_000, 3, MemoryMode::Exact, 11);
+        assert!(memory.n_chunks() > PARALLEL_MIN_CHUNKS);
+        let mut prepared = PreparedCentres::new(3);
+        prepared.set(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+        let full = memory.evaluate(&prepared, f64::INFINITY);
+        assert!(full.complete);
+        let in_pool = |threads: usize, threshold: f64| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| memory.evaluate(&prepared, threshold))
+        };
+        // Fractions that stop in the sequential head, in the first wave and in later waves.
+        for fraction in [0.01, 0.2, 0.5, 0.9, 0.999, 1.0, 1.5] {
+            let threshold = fraction * full.value;
+            let single = in_pool(1, threshold);
+            let multi = in_pool(3, threshold);
+            assert_eq!(single.complete, full.value < threshold, "{fraction}");
+            assert_eq!(single.complete, multi.complete, "{fraction}");
+            assert_eq!(single.chunks, multi.chunks, "{fraction}");
+            assert_eq!(single.value.to_bits(), multi.value.to_bits(), "{fraction}");
+            if !single.complete {
+                assert!(single.value >= threshold);
+                if fraction < 0.99 {
+                    assert!(single.chunks < memory.n_chunks(), "{fraction}");
+                }
+            } else {
+                assert_eq!(single.value.to_bits(), full.value.to_bits());
+            }
+        }
+    }
 }

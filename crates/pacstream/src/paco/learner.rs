@@ -67,7 +67,33 @@ pub struct PacoReport {
 /// an [`OnlineLearner`] of points.
 ///
 /// Built from a validated [`PacoConfig`]; see the [module documentation](super) for the
-/// model and the sampler, and [`super::PacoParams`] for an example.
+/// model and the sampler.
+///
+/// ```
+/// use pacstream::paco::{PacoParams, Radius};
+/// use pacstream::OnlineLearner;
+///
+/// // R given and no centring: round 1 is predicted by a draw from the prior.
+/// let mut learner = PacoParams::new()
+///     .radius(Radius::Given(10.0))
+///     .iterations(100)
+///     .seed(3)
+///     .check()?
+///     .build();
+/// assert_eq!(learner.n_clusters(), None, "no prediction before the first point");
+/// let step = learner.learn_one(&[1.0, -2.0])?;
+/// assert!(step.loss.is_some(), "round 1 is predicted and pays its loss");
+/// let chain = step.sampler.expect("a chain drew the next prediction");
+/// assert_eq!(chain.iterations, 100);
+/// assert_eq!(learner.n_clusters(), Some(chain.n_clusters));
+/// assert_eq!(learner.report().sampled_rounds, 1);
+///
+/// // A learner is serialisable, RNG included: a restored copy continues identically.
+/// let text = serde_json::to_string(&learner).unwrap();
+/// let mut copy: pacstream::paco::Paco = serde_json::from_str(&text).unwrap();
+/// assert_eq!(copy.learn_one(&[0.5, 0.5])?, learner.learn_one(&[0.5, 0.5])?);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct Paco {

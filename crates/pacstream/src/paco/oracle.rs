@@ -28,6 +28,19 @@ pub struct OracleFit {
 
 /// The oracle for k = 1..=`max_k` (fewer when the data hold fewer points), each the best of
 /// `restarts` k-means runs seeded from `seed`.
+///
+/// ```
+/// use ndarray::array;
+/// use pacstream::paco::oracle::hindsight_oracle;
+///
+/// let data = array![[0.0], [1.0], [10.0], [11.0]];
+/// let fits = hindsight_oracle(data.view(), 5, 3, 1)?;
+/// assert_eq!(fits.len(), 4, "no more clusters than points");
+/// assert_eq!(fits[0].loss, 101.0); // one centre at 5.5: 2 × 5.5² + 2 × 4.5²
+/// assert_eq!(fits[1].loss, 1.0); // centres at 0.5 and 10.5
+/// assert_eq!(fits[3].loss, 0.0);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
 pub fn hindsight_oracle(
     data: ArrayView2<'_, f64>,
     max_k: usize,
@@ -66,6 +79,22 @@ fn fit(
 /// stops once k × (the price of one cluster) alone exceeds the best term found (L*_k ≥ 0, so
 /// no larger k can win), or once an oracle loss is 0 (more clusters only add to the price).
 /// Returns the bound and the oracle fits computed.
+///
+/// ```
+/// use ndarray::array;
+/// use pacstream::paco::bounds::{BoundSettings, regret_bound};
+/// use pacstream::paco::oracle::bound_with_oracle;
+///
+/// let data = array![[0.0], [1.0], [10.0], [11.0]];
+/// let settings =
+///     BoundSettings { horizon: 4, dim: 1, radius: 11.0, max_norm: 11.0, max_k: 4, eta: 1.0 };
+/// let (bound, fits) = bound_with_oracle(data.view(), &settings, 3, 1)?;
+/// // The same bound as from every oracle loss: the stopping rule leaves out no winner.
+/// let all = [101.0, 1.0, 0.5, 0.0];
+/// assert_eq!(bound, regret_bound(&settings, &all)?);
+/// assert!(fits.len() <= 4 && bound.best_k <= fits.len());
+/// # Ok::<(), pacstream::Error>(())
+/// ```
 pub fn bound_with_oracle(
     data: ArrayView2<'_, f64>,
     settings: &BoundSettings,

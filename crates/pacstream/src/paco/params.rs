@@ -246,7 +246,7 @@ impl PacoParams {
                 return Err(Error::invalid_parameter(
                     "radius",
                     format!(
-                        "must be in [{MIN_RADIUS:e}, {:e}], got {radius}",
+                        "must be in [{MIN_RADIUS:e}, {:e}], got {radius:?}",
                         MAX_COORDINATE / 4.0
                     ),
                 ));
@@ -270,7 +270,7 @@ impl PacoParams {
         if !(self.eta.is_finite() && self.eta >= 0.0) {
             return Err(Error::invalid_parameter(
                 "eta",
-                format!("must be finite and >= 0, got {}", self.eta),
+                format!("must be finite and >= 0, got {:?}", self.eta),
             ));
         }
         let proposal_scale = self
@@ -281,7 +281,7 @@ impl PacoParams {
             if !(value.is_finite() && (1e-12..=1e12).contains(&value)) {
                 return Err(Error::invalid_parameter(
                     name,
-                    format!("must be in [1e-12, 1e12], got {value}"),
+                    format!("must be in [1e-12, 1e12], got {value:?}"),
                 ));
             }
         }

@@ -1,0 +1,259 @@
+//! Performance of PACBO: the R package's example, the cost of a round, a long run.
+//!
+//! `cargo run --release -p pacstream --example paco_performance -- [part] [options]` prints
+//! markdown tables; the `Performance` section of `docs/paco-calibration.md` was made with it
+//! (the criterion bench `benches/paco.rs` times the same cases with statistics).
+//!
+//! Parts (default: all three):
+//! - `r-example`: the R package's documented example — 4 Gaussian clusters in d = 5, means
+//!   uniform on [−10, 10]^5 (new means per seed), unit covariance, T = 100, N = 500 — with
+//!   the default settings, for `--seeds S` seeds (20): k̂_T per seed and the wall time of
+//!   each whole online run (reference: R PACBO 0.1.0, online mode, 184 s).
+//!   `--warmup W` changes the number of warm-up points (default 50, so 50 rounds are
+//!   predicted; the R package predicts all 100); `--given-radius` gives R = the largest norm
+//!   of the data instead (as the package recommends), so that round 1 is a draw from the
+//!   prior and all 100 rounds are predicted.
+//! - `rounds`: one round (pay the loss, store the point, N = 500 iterations) with t points in
+//!   memory, for `--t 1000,10000`, `--dims 2,5,20`, exact memory and a window of 1,000
+//!   points: rounds per second, acceptance rate, the mean fraction of the memory summed per
+//!   iteration, and the number and mean fraction of the early rejections. Data: 4 Gaussian
+//!   clusters with means uniform on [−10, 10]^d. The learner reaches t by buffering t − 8
+//!   warm-up points, then plays 8 rounds, then `--rounds M` (20) measured rounds.
+//! - `long`: a whole online run of `--horizon T` (10,000) points in d = 5, exact memory,
+//!   N = 500, default settings, with the elapsed time and the mean cost of a round at every
+//!   tenth of the run.
+
+// A report program: its output is the tables on stdout.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::time::Instant;
+
+use pacstream::paco::{Memory, PacoParams, Radius};
+use pacstream::{OnlineLearner, StreamRng};
+
+/// `n` points (row-major) from `k` unit-variance Gaussian clusters whose means are uniform
+/// on [−10, 10]^d; each point picks its cluster uniformly.
+fn mixture(n: usize, k: usize, dim: usize, seed: u64) -> Vec<f64> {
+    let mut rng = StreamRng::seed_from(seed);
+    let means: Vec<f64> = (0..k * dim).map(|_| 20.0 * rng.next_f64() - 10.0).collect();
+    let mut points = Vec::with_capacity(n * dim);
+    for _ in 0..n {
+        let c = rng.index_below(k);
+        points.extend((0..dim).map(|i| means[c * dim + i] + rng.standard_normal()));
+    }
+    points
+}
+
+fn option(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn list(text: &str) -> Vec<usize> {
+    text.split(',')
+        .map(|v| v.trim().parse().expect("a whole number"))
+        .collect()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        0.5 * (values[n / 2 - 1] + values[n / 2])
+    }
+}
+
+fn r_example(args: &[String]) {
+    let seeds: u64 = option(args, "--seeds").map_or(20, |s| s.parse().expect("a number"));
+    let warmup: Option<usize> = option(args, "--warmup").map(|s| s.parse().expect("a number"));
+    let given_radius = args.iter().any(|a| a == "--given-radius");
+    let dim = 5;
+    println!(
+        "## R package example: T = 100, d = 5, 4 clusters, N = 500 ({})\n",
+        match (given_radius, warmup) {
+            (true, _) => "R given = the largest norm of the data".to_string(),
+            (false, Some(w)) => format!("R auto, warm-up {w}"),
+            (false, None) => "default settings: R auto, warm-up 50".to_string(),
+        }
+    );
+    println!("| seed | k̂_T | rounds predicted | run time (ms) |");
+    println!("|---:|---:|---:|---:|");
+    let mut times = Vec::new();
+    let mut histogram = std::collections::BTreeMap::new();
+    for seed in 0..seeds {
+        let points = mixture(100, 4, dim, 1000 + seed);
+        let mut params = PacoParams::new().seed(seed);
+        if given_radius {
+            let radius = points
+                .chunks_exact(dim)
+                .map(|p| p.iter().map(|v| v * v).sum::<f64>().sqrt())
+                .fold(0.0, f64::max);
+            params = params.radius(Radius::Given(radius));
+        } else if let Some(w) = warmup {
+            params = params.warmup(w);
+        }
+        let config = params.check().expect("valid settings");
+        let started = Instant::now();
+        let mut learner = config.build();
+        let mut predicted = 0;
+        for point in points.chunks_exact(dim) {
+            let step = learner.learn_one(point).expect("valid point");
+            if step.loss.is_some() {
+                predicted += 1;
+            }
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        let k = learner.n_clusters().unwrap_or(0);
+        *histogram.entry(k).or_insert(0) += 1;
+        times.push(seconds);
+        println!("| {seed} | {k} | {predicted} | {:.1} |", 1e3 * seconds);
+    }
+    let total: f64 = times.iter().sum();
+    let max = times.iter().copied().fold(0.0, f64::max);
+    let med = median(&mut times);
+    println!(
+        "\nk̂_T: {}; run time: median {:.1} ms, max {:.1} ms, total {:.2} s for {seeds} runs; \
+         R online mode 184 s: {:.0}× (median)\n",
+        histogram
+            .iter()
+            .map(|(k, n)| format!("{k} for {n} seeds"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        1e3 * med,
+        1e3 * max,
+        total,
+        184.0 / med
+    );
+}
+
+fn rounds(args: &[String]) {
+    let ts = option(args, "--t").map_or(vec![1_000, 10_000], |s| list(&s));
+    let dims = option(args, "--dims").map_or(vec![2, 5, 20], |s| list(&s));
+    let measured: usize = option(args, "--rounds").map_or(20, |s| s.parse().expect("a number"));
+    let windows: Vec<(String, Memory)> = match option(args, "--memory").as_deref() {
+        Some("exact") => vec![("exact".into(), Memory::Exact)],
+        Some("window") => vec![("window 1000".into(), Memory::Window(1000))],
+        _ => vec![
+            ("exact".into(), Memory::Exact),
+            ("window 1000".into(), Memory::Window(1000)),
+        ],
+    };
+    println!("## One round: N = 500, 4 clusters, {measured} measured rounds per case\n");
+    println!(
+        "| t | d | memory | rounds/s | ms/round | k̂ | acceptance | data summed per \
+         iteration | early rejections per round | data summed by an early rejection |"
+    );
+    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for &t in &ts {
+        for &dim in &dims {
+            let points = mixture(t + measured, 4, dim, dim as u64);
+            for (name, memory) in &windows {
+                let mut learner = PacoParams::new()
+                    .warmup(t - 8)
+                    .memory(*memory)
+                    .seed(1)
+                    .check()
+                    .expect("valid settings")
+                    .build();
+                let mut rows = points.chunks_exact(dim);
+                for point in rows.by_ref().take(t) {
+                    learner.learn_one(point).expect("valid point");
+                }
+                let mut fraction = 0.0;
+                let mut early = 0.0;
+                let mut early_fraction = 0.0;
+                let mut acceptance = 0.0;
+                let started = Instant::now();
+                for point in rows.by_ref().take(measured) {
+                    let step = learner.learn_one(point).expect("valid point");
+                    let report = step.sampler.expect("a chain ran");
+                    fraction += report.data_fraction;
+                    early += report.early_rejections as f64;
+                    early_fraction += report.early_rejection_fraction;
+                    acceptance += report.acceptance_rate;
+                }
+                let seconds = started.elapsed().as_secs_f64() / measured as f64;
+                let m = measured as f64;
+                println!(
+                    "| {t} | {dim} | {name} | {:.1} | {:.2} | {} | {:.3} | {:.3} | {:.0} | {:.3} |",
+                    1.0 / seconds,
+                    1e3 * seconds,
+                    learner.n_clusters().unwrap_or(0),
+                    acceptance / m,
+                    fraction / m,
+                    early / m,
+                    early_fraction / m
+                );
+            }
+        }
+    }
+    println!();
+}
+
+fn long(args: &[String]) {
+    let horizon: usize = option(args, "--horizon").map_or(10_000, |s| s.parse().expect("a number"));
+    let dim = 5;
+    let points = mixture(horizon, 4, dim, 77);
+    let mut learner = PacoParams::new()
+        .seed(77)
+        .check()
+        .expect("valid settings")
+        .build();
+    println!("## A whole run: T = {horizon}, d = 5, 4 clusters, N = 500, exact memory, defaults\n");
+    println!(
+        "| rounds | elapsed (s) | ms per round over the last tenth | data summed per iteration | k̂ |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
+    let tenth = (horizon / 10).max(1);
+    let started = Instant::now();
+    let mut last = 0.0;
+    let mut fraction = 0.0;
+    let mut chains = 0;
+    for (t, point) in points.chunks_exact(dim).enumerate() {
+        let step = learner.learn_one(point).expect("valid point");
+        if let Some(report) = step.sampler {
+            fraction += report.data_fraction;
+            chains += 1;
+        }
+        if (t + 1) % tenth == 0 || t + 1 == horizon {
+            let elapsed = started.elapsed().as_secs_f64();
+            println!(
+                "| {} | {:.2} | {:.2} | {:.3} | {} |",
+                t + 1,
+                elapsed,
+                1e3 * (elapsed - last) / tenth as f64,
+                fraction / f64::from(chains.max(1)),
+                learner.n_clusters().unwrap_or(0)
+            );
+            last = elapsed;
+            fraction = 0.0;
+            chains = 0;
+        }
+    }
+    println!(
+        "\nTotal: {:.2} s for {horizon} rounds\n",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let part = args.first().filter(|a| !a.starts_with("--")).cloned();
+    match part.as_deref() {
+        Some("r-example") => r_example(&args),
+        Some("rounds") => rounds(&args),
+        Some("long") => long(&args),
+        None => {
+            r_example(&args);
+            rounds(&args);
+            long(&args);
+        }
+        Some(other) => {
+            eprintln!("unknown part {other}: r-example, rounds or long");
+            std::process::exit(2);
+        }
+    }
+}
