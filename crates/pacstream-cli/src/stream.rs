@@ -59,6 +59,39 @@ pub trait StreamTask {
     fn finish(&mut self, sink: &mut RecordSink) -> anyhow::Result<()>;
 }
 
+/// The error of a checkpoint whose state does not fit the run it would resume.
+pub fn inconsistent(what: &str) -> anyhow::Error {
+    bad_input(format!("the checkpoint is inconsistent: {what}"))
+}
+
+/// What every learner restored from a checkpoint must satisfy: the settings it was built
+/// with, its round count and that of the running totals against the rows read, and its
+/// dimension (`None` before its first point).
+pub fn check_restored_learner(
+    same_settings: bool,
+    learner_rounds: u64,
+    totals_rounds: u64,
+    learner_dim: Option<usize>,
+    dim: usize,
+    input: &InputProgress,
+) -> anyhow::Result<()> {
+    if !same_settings {
+        return Err(inconsistent(
+            "its learner's settings differ from the settings it records",
+        ));
+    }
+    let learned = input.rows_consumed - input.bad_rows_skipped;
+    if learner_rounds != learned || totals_rounds != learned {
+        return Err(inconsistent(
+            "the rounds learned do not match the rows it read",
+        ));
+    }
+    if learner_dim.is_some_and(|d| d != dim) {
+        return Err(inconsistent("its learner has another number of columns"));
+    }
+    Ok(())
+}
+
 /// Runs `task` over the rest of `reader`'s input (after resuming, if asked); returns the
 /// input's final progress.
 pub fn run_stream<T: StreamTask>(

@@ -34,7 +34,7 @@ use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
 use crate::options::CommonArgs;
 use crate::plot::{ExpertsFigure, draw_experts};
-use crate::stream::{StreamTask, run_stream};
+use crate::stream::{StreamTask, inconsistent, run_stream};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream experts`.
@@ -773,8 +773,6 @@ impl StreamTask for ExpertsTask {
     }
 
     fn restore(&mut self, state: ExpertsState, input: &InputProgress) -> anyhow::Result<()> {
-        let inconsistent =
-            |what: &str| bad_input(format!("the checkpoint is inconsistent: {what}"));
         let kind = |a: &Aggregator| std::mem::discriminant(a);
         if kind(&state.aggregator) != kind(&self.state.aggregator)
             || state.aggregator.ledger().expert_losses().len() != self.columns.n_experts

@@ -43,7 +43,7 @@ use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_plot_path, resolve};
 use crate::plot::{LineFigure, LossCurve, Series, SeriesStyle, draw_clusters, draw_lines};
-use crate::stream::{StreamTask, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
 /// Arguments of `pacstream paco`.
@@ -782,22 +782,14 @@ impl StreamTask for OnlineTask {
     }
 
     fn restore(&mut self, state: OnlineState, input: &InputProgress) -> anyhow::Result<()> {
-        let inconsistent =
-            |what: &str| bad_input(format!("the checkpoint is inconsistent: {what}"));
-        if state.learner.config() != &self.config {
-            return Err(inconsistent(
-                "its learner's settings differ from the settings it records",
-            ));
-        }
-        let learned = input.rows_consumed - input.bad_rows_skipped;
-        if state.learner.n_rounds() != learned || state.totals.rounds() != learned {
-            return Err(inconsistent(
-                "the rounds learned do not match the rows it read",
-            ));
-        }
-        if state.learner.dim().is_some_and(|d| d != self.dim) {
-            return Err(inconsistent("its learner has another number of columns"));
-        }
+        check_restored_learner(
+            state.learner.config() == &self.config,
+            state.learner.n_rounds(),
+            state.totals.rounds(),
+            state.learner.dim(),
+            self.dim,
+            input,
+        )?;
         if state.labels.is_some() != self.state.labels.is_some()
             || state.true_k_path.is_some() != self.state.true_k_path.is_some()
         {
