@@ -176,11 +176,37 @@ pub fn nearest_part(point: &[f64], vertices: &[f64], dim: usize) -> NearestPart 
 /// # Ok::<(), pacstream::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "PolylineData", try_from = "PolylineData")]
 pub struct Polyline {
     vertices: Vec<f64>,
     dim: usize,
     /// Arc length from v_0 to each vertex.
     cumulative: Vec<f64>,
+}
+
+/// What a serialised polygonal line holds: its vertices; the arc lengths are recomputed and
+/// the vertices checked when it is read back.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PolylineData {
+    vertices: Vec<f64>,
+    dim: usize,
+}
+
+impl From<Polyline> for PolylineData {
+    fn from(line: Polyline) -> Self {
+        Self {
+            vertices: line.vertices,
+            dim: line.dim,
+        }
+    }
+}
+
+impl TryFrom<PolylineData> for Polyline {
+    type Error = Error;
+
+    fn try_from(data: PolylineData) -> Result<Self> {
+        Polyline::new(data.vertices, data.dim)
+    }
 }
 
 impl Polyline {
@@ -370,6 +396,14 @@ mod tests {
         assert!(Polyline::new(vec![0.0, 0.0, 1.0], 2).is_err());
         assert!(Polyline::new(vec![0.0, f64::NAN, 1.0, 1.0], 2).is_err());
         assert!(Polyline::new(vec![], 0).is_err());
+    }
+
+    #[test]
+    fn snapshots_are_checked() {
+        let line = Polyline::new(vec![0.0, 0.0, 3.0, 4.0], 2).unwrap();
+        let text = serde_json::to_string(&line).unwrap();
+        assert_eq!(serde_json::from_str::<Polyline>(&text).unwrap(), line);
+        assert!(serde_json::from_str::<Polyline>(r#"{"vertices":[0,0,0,0],"dim":2}"#).is_err());
     }
 
     #[test]
