@@ -159,6 +159,23 @@ fn project_puts_new_points_on_the_fitted_curve() {
         &["project", "--curve", "nothing.json", "new.csv"],
     );
     assert_eq!(missing.code, 2, "{missing:?}");
+    let plot = run(
+        dir.path(),
+        &[
+            "project",
+            "--curve",
+            "curve.json",
+            "new.csv",
+            "--plot",
+            "p.svg",
+        ],
+    );
+    assert_eq!(plot.code, 2, "{plot:?}");
+    assert!(plot.stderr.contains("--plot"), "{}", plot.stderr);
+    // A curve file that is not a polygonal line: no panic, a usage error.
+    write(dir.path(), "equal.json", r#"{"vertices":[[1,2],[1,2]]}"#);
+    let equal = run(dir.path(), &["project", "--curve", "equal.json", "new.csv"]);
+    assert_eq!(equal.code, 2, "{equal:?}");
 }
 
 /// A bad row stops the run after saving what was learned; the fixed input resumed from the
@@ -220,6 +237,9 @@ fn bad_settings_are_usage_errors() {
         ("--explore", "0"),
         ("--max-segments", "0"),
         ("--radius", "-1"),
+        ("--radius", "1e300"),
+        ("--delta", "1e-300"),
+        ("--radius", "1e-300"),
     ] {
         let outcome = run(
             dir.path(),

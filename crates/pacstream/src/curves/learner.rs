@@ -10,7 +10,7 @@ use super::candidates::{
 use super::comparator::{HindsightCurve, hindsight_fit};
 use super::evaluate::{Pieces, Pool, Scoring, Table, Window};
 use super::init::initial_curve;
-use super::lattice::Lattice;
+use super::lattice::{Lattice, MAX_BALL_RADII};
 use super::model::PrincipalCurve;
 use super::params::{Estimator, Feedback, Memory, PrincipalCurveConfig};
 use super::partition::CurveState;
@@ -247,9 +247,24 @@ impl PrincipalCurveLearner {
 
     fn check_input(&self, point: &[f64]) -> Result<()> {
         match self.dim {
-            Some(dim) => check_point(point, dim),
-            None => check_first_point(point),
+            Some(dim) => check_point(point, dim)?,
+            None => check_first_point(point)?,
         }
+        if let Some(fitted) = &self.fitted {
+            let lattice = &fitted.state.lattice;
+            let mut y = vec![0.0; point.len()];
+            lattice.to_internal(point, &mut y);
+            if !lattice.within_reach(&y) {
+                return Err(Error::InconsistentInput(format!(
+                    "a point lies {:?} from the warm-up mean, more than {MAX_BALL_RADII:e} \
+                     times the ball radius √d R = {:?}: the radius R is far too small for \
+                     the data",
+                    y.iter().map(|v| v * v).sum::<f64>().sqrt(),
+                    lattice.ball_radius()
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn refresh_model(&mut self) {
