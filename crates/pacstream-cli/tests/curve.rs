@@ -248,6 +248,28 @@ fn bad_settings_are_usage_errors() {
         assert_eq!(outcome.code, 2, "{flag} {value}: {outcome:?}");
         assert!(outcome.stderr.contains(flag), "{flag}: {}", outcome.stderr);
     }
+    // A row far beyond the ball fixed by the warm-up: refused, named, no panic.
+    let quakes_text = std::fs::read_to_string(&quakes).unwrap();
+    let mut far: Vec<&str> = quakes_text.lines().collect();
+    far.insert(101, "-20.0,1e12,100,4.5,20");
+    write(dir.path(), "far.csv", far.join("\n") + "\n");
+    let outcome = run(
+        dir.path(),
+        &[
+            "curve",
+            "far.csv",
+            "--columns",
+            "long,lat",
+            "--window",
+            "500",
+        ],
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("data row 101"),
+        "{}",
+        outcome.stderr
+    );
     write(dir.path(), "few.csv", "x,y\n1,2\n3,4\n");
     let outcome = run(dir.path(), &["curve", "few.csv"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
