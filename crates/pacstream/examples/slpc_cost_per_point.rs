@@ -6,9 +6,10 @@
 //! window of the last 1000. The growth is the least-squares slope of log(µs per point)
 //! against log t over the three t: 0 is flat, 1 is linear in t.
 //!
-//! Run: `cargo run --release -p pacstream --example slpc_cost_per_point [max_t]`
-//! (`max_t` defaults to 100000; a setting that passes `SLPC_COST_LIMIT` seconds, default
-//! 900, stops and reports the t it reached).
+//! Run: `cargo run --release -p pacstream --example slpc_cost_per_point [max_t [feedback
+//! [memory]]]` (`max_t` defaults to 100000; `feedback` is `bandit` or `full`, `memory` `all`
+//! or `window`, to run one setting only; a setting that passes `SLPC_COST_LIMIT` seconds,
+//! default 900, stops and reports the t it reached).
 
 use std::time::Instant;
 
@@ -41,8 +42,11 @@ fn slope(points: &[(f64, f64)]) -> f64 {
 // An example that prints a table: printing is its purpose.
 #[allow(clippy::print_stdout)]
 fn main() {
-    let max_t: usize = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().collect();
+    let only_feedback = args.get(2).cloned();
+    let only_memory = args.get(3).cloned();
+    let max_t: usize = args
+        .get(1)
         .map(|a| a.parse().expect("max_t: a positive integer"))
         .unwrap_or(100_000);
     let limit: f64 = std::env::var("SLPC_COST_LIMIT")
@@ -65,6 +69,13 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for (mode, feedback) in [("bandit", Feedback::Bandit), ("full", Feedback::Full)] {
         for (memory_name, memory) in [("all", Memory::All), ("window 1000", Memory::Window(1000))] {
+            if only_feedback.as_deref().is_some_and(|f| f != mode)
+                || only_memory
+                    .as_deref()
+                    .is_some_and(|m| !memory_name.starts_with(m))
+            {
+                continue;
+            }
             let mut learner = PrincipalCurveParams::new()
                 .feedback(feedback)
                 .memory(memory)
