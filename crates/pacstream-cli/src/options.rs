@@ -66,7 +66,9 @@ pub struct OutputArgs {
 
     /// Write one record per input row (batch) or per round (online) to FILE (`-`: stdout),
     /// as they come. k-means: `row,label,squared_distance` (batch),
-    /// `t,label,loss,cumulative_loss` (online).
+    /// `t,label,loss,cumulative_loss` (online); curve:
+    /// `t,loss,cumulative_loss,segments,phase,candidates,changed`; project:
+    /// `row,arc_length,squared_distance,part,index,x1,x2,...`.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<String>,
 
@@ -79,8 +81,10 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub summary: Option<String>,
 
-    /// Draw a figure to FILE (SVG): the points coloured by cluster with the centres marked;
-    /// online runs add the running average loss. PNG is not supported.
+    /// Draw a figure to FILE (SVG). k-means: the points coloured by cluster with the centres
+    /// marked; online runs add the running average loss. curve: the points with the final
+    /// curve (earlier curves faded), the number of segments over time and the cumulative
+    /// regret. PNG is not supported.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 

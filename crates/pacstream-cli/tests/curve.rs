@@ -159,6 +159,23 @@ fn project_puts_new_points_on_the_fitted_curve() {
         &["project", "--curve", "nothing.json", "new.csv"],
     );
     assert_eq!(missing.code, 2, "{missing:?}");
+    let plot = run(
+        dir.path(),
+        &[
+            "project",
+            "--curve",
+            "curve.json",
+            "new.csv",
+            "--plot",
+            "p.svg",
+        ],
+    );
+    assert_eq!(plot.code, 2, "{plot:?}");
+    assert!(plot.stderr.contains("--plot"), "{}", plot.stderr);
+    // A curve file that is not a polygonal line: no panic, a usage error.
+    write(dir.path(), "equal.json", r#"{"vertices":[[1,2],[1,2]]}"#);
+    let equal = run(dir.path(), &["project", "--curve", "equal.json", "new.csv"]);
+    assert_eq!(equal.code, 2, "{equal:?}");
 }
 
 /// A bad row stops the run after saving what was learned; the fixed input resumed from the
@@ -220,6 +237,9 @@ fn bad_settings_are_usage_errors() {
         ("--explore", "0"),
         ("--max-segments", "0"),
         ("--radius", "-1"),
+        ("--radius", "1e300"),
+        ("--delta", "1e-300"),
+        ("--radius", "1e-300"),
     ] {
         let outcome = run(
             dir.path(),
@@ -228,6 +248,28 @@ fn bad_settings_are_usage_errors() {
         assert_eq!(outcome.code, 2, "{flag} {value}: {outcome:?}");
         assert!(outcome.stderr.contains(flag), "{flag}: {}", outcome.stderr);
     }
+    // A row far beyond the ball fixed by the warm-up: refused, named, no panic.
+    let quakes_text = std::fs::read_to_string(&quakes).unwrap();
+    let mut far: Vec<&str> = quakes_text.lines().collect();
+    far.insert(101, "-20.0,1e12,100,4.5,20");
+    write(dir.path(), "far.csv", far.join("\n") + "\n");
+    let outcome = run(
+        dir.path(),
+        &[
+            "curve",
+            "far.csv",
+            "--columns",
+            "long,lat",
+            "--window",
+            "500",
+        ],
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("data row 101"),
+        "{}",
+        outcome.stderr
+    );
     write(dir.path(), "few.csv", "x,y\n1,2\n3,4\n");
     let outcome = run(dir.path(), &["curve", "few.csv"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");

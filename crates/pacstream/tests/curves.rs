@@ -258,6 +258,55 @@ fn a_spacing_larger_than_the_data_is_refused_atomically() {
     assert_eq!(serde_json::to_string(&learner).unwrap(), before);
 }
 
+/// Scales a lattice cannot represent are refused with an error naming the setting, before
+/// any change: a spacing 10⁹ times finer than the ball, a radius far smaller than the data,
+/// a radius whose losses would overflow, and, after the warm-up, a point 10⁶ ball radii away.
+#[test]
+fn unrepresentable_scales_are_refused_atomically() {
+    let warm = |learner: &mut PrincipalCurveLearner| {
+        learner.learn_one(&[0.0, 0.0]).unwrap();
+        learner.learn_one(&[1.0, 0.0]).unwrap();
+    };
+    for (params, name) in [
+        (PrincipalCurveParams::new().delta(1e-300), "delta"),
+        (
+            PrincipalCurveParams::new().radius(Radius::Given(1e-300)),
+            "radius",
+        ),
+    ] {
+        let mut learner = params.warmup(3).check().unwrap().build();
+        warm(&mut learner);
+        let before = serde_json::to_string(&learner).unwrap();
+        let error = learner.learn_one(&[0.0, 1.0]).unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidParameter { name: n, .. } if n == name),
+            "{error}"
+        );
+        assert_eq!(serde_json::to_string(&learner).unwrap(), before);
+    }
+    assert!(
+        PrincipalCurveParams::new()
+            .radius(Radius::Given(1e300))
+            .check()
+            .is_err()
+    );
+
+    let mut learner = PrincipalCurveParams::new()
+        .warmup(3)
+        .check()
+        .unwrap()
+        .build();
+    warm(&mut learner);
+    learner.learn_one(&[0.0, 1.0]).unwrap();
+    // Far outside the ball but representable: counted, not refused.
+    learner.learn_one(&[1e3, 0.0]).unwrap();
+    let before = serde_json::to_string(&learner).unwrap();
+    let error = learner.learn_one(&[1e12, 0.0]).unwrap_err();
+    assert!(error.to_string().contains("far too small"), "{error}");
+    assert_eq!(serde_json::to_string(&learner).unwrap(), before);
+    learner.learn_one(&[0.5, 0.5]).unwrap();
+}
+
 #[test]
 fn window_memory_keeps_the_last_points() {
     let stream = noisy_arc(120, 0.05, 7);

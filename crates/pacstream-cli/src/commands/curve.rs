@@ -576,7 +576,13 @@ impl StreamTask for CurveTask {
             .state
             .learner
             .learn_one(row.values)
-            .map_err(library_error)?;
+            .map_err(|error| match error {
+                // A row the learner cannot take (e.g. far outside the ball): name it.
+                pacstream::Error::InconsistentInput(_) => {
+                    bad_input(format!("data row {}: {error}", row.number))
+                }
+                other => library_error(other),
+            })?;
         self.state.learn_seconds += started.elapsed().as_secs_f64();
         let totals = self.state.totals.record(&step);
         self.state.last = Some(totals);

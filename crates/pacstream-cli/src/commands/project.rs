@@ -105,6 +105,11 @@ pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
             "--checkpoint and --resume do not apply to `project`: it learns nothing",
         ));
     }
+    if options.plot.is_some() {
+        return Err(bad_input(
+            "--plot does not apply to `project`: draw the curve with `pacstream curve --plot`",
+        ));
+    }
     let curve = read_curve(&args.curve)?;
     let notes = Notes::new(options.quiet);
     let mut reader = RowReader::open(&options.input, &[], notes)?;

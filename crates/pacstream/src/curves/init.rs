@@ -2,7 +2,7 @@
 //! curve is the segment along their first principal component between the two extreme
 //! projections, its ends snapped to Q_δ.
 
-use super::lattice::Lattice;
+use super::lattice::{Lattice, MAX_BALL_RADII, MAX_LATTICE_STEPS};
 use super::params::{PrincipalCurveConfig, Radius};
 use super::pca::{first_component, mean_of};
 use crate::error::{Error, Result};
@@ -44,10 +44,32 @@ pub(crate) fn initial_curve(
     if spacing > radius {
         return Err(Error::invalid_parameter(
             "delta",
-            format!("must not exceed the radius R = {radius} fixed by the warm-up, got {spacing}"),
+            format!(
+                "must not exceed the radius R = {radius:?} fixed by the warm-up, got {spacing:?}"
+            ),
+        ));
+    }
+    if root_d * radius / spacing > MAX_LATTICE_STEPS {
+        return Err(Error::invalid_parameter(
+            "delta",
+            format!(
+                "must be at least √d R / {MAX_LATTICE_STEPS:e} = {:?} (R = {radius:?}), got \
+                 {spacing:?}: a finer lattice is not representable",
+                root_d * radius / MAX_LATTICE_STEPS
+            ),
         ));
     }
     let lattice = Lattice::new(origin, radius, spacing);
+    if let Some(far) = centred.chunks_exact(dim).find(|y| !lattice.within_reach(y)) {
+        let distance = far.iter().map(|v| v * v).sum::<f64>().sqrt();
+        return Err(Error::invalid_parameter(
+            "radius",
+            format!(
+                "R = {radius:?} is far too small for the data: a warm-up point lies {distance:?} \
+                 from the warm-up mean, more than {MAX_BALL_RADII:e} times √d R"
+            ),
+        ));
+    }
     let zero = vec![0.0; dim];
     let Some(direction) = first_component(&centred, dim, &zero) else {
         return Ok(None);

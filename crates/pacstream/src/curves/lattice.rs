@@ -13,6 +13,18 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The largest number of lattice steps δ in the ball's radius √d R. Lattice keys and the
+/// keys of the grid over the stored points are integers: with at most 10⁹ steps across the
+/// ball and points at most [`MAX_BALL_RADII`] ball radii from μ_0, every key stays below
+/// 10¹⁶, exact in both `i64` and `f64`.
+pub const MAX_LATTICE_STEPS: f64 = 1e9;
+
+/// The farthest a point may lie from μ_0, in ball radii √d R. A point farther away means
+/// that R (given, or fixed by the warm-up) is far too small for the data; it is refused
+/// rather than clipped, since its reward is 0 for every curve and its keys would not be
+/// representable.
+pub const MAX_BALL_RADII: f64 = 1e6;
+
 /// The lattice of one run: origin μ_0 (user coordinates), radius R, spacing δ.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Lattice {
@@ -98,6 +110,13 @@ impl Lattice {
             })
             .sum();
         norm2 <= self.ball_radius() * self.ball_radius()
+    }
+
+    /// Whether the internal point `y` lies within [`MAX_BALL_RADII`] ball radii of 0, so that
+    /// it can be stored.
+    pub(crate) fn within_reach(&self, y: &[f64]) -> bool {
+        let norm2: f64 = y.iter().map(|v| v * v).sum();
+        norm2.sqrt() <= MAX_BALL_RADII * self.ball_radius()
     }
 
     /// Whether the internal point `y` lies in the ball B(0, √d R).

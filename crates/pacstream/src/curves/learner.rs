@@ -10,7 +10,7 @@ use super::candidates::{
 use super::comparator::{HindsightCurve, hindsight_fit};
 use super::evaluate::{Pieces, Pool, Scoring, Table, Window};
 use super::init::initial_curve;
-use super::lattice::Lattice;
+use super::lattice::{Lattice, MAX_BALL_RADII};
 use super::model::PrincipalCurve;
 use super::params::{Estimator, Feedback, Memory, PrincipalCurveConfig};
 use super::partition::CurveState;
@@ -104,6 +104,33 @@ struct Fitted {
 
 /// Sequential learning of a principal curve: an [`OnlineLearner`] of points whose model is a
 /// polygonal line ([`PrincipalCurve`]). See the [module documentation](super).
+///
+/// # Example
+///
+/// The regret against the hindsight comparator, on points near a line:
+///
+/// ```
+/// use pacstream::curves::PrincipalCurveParams;
+/// use pacstream::{OnlineLearner, StreamRng};
+///
+/// let mut rng = StreamRng::seed_from(7);
+/// let mut learner = PrincipalCurveParams::new().warmup(20).seed(1).check()?.build();
+/// let mut cumulative_loss = 0.0;
+/// for _ in 0..300 {
+///     let s = 4.0 * rng.next_f64();
+///     let step = learner.learn_one(&[s, 0.5 * s + 0.05 * rng.standard_normal()])?;
+///     // The warm-up rounds have no loss.
+///     cumulative_loss += step.loss.unwrap_or(0.0);
+/// }
+/// assert_eq!(learner.report().initialised_at, Some(20));
+/// let lattice = learner.lattice().unwrap();
+/// assert_eq!(lattice.spacing(), 2.0 * 2f64.sqrt() * lattice.radius() / 100.0);
+/// // f* is fitted on the 280 scored rounds; the regret against it is a lower estimate.
+/// let best = learner.hindsight().unwrap();
+/// assert_eq!(best.n_points, 280);
+/// assert!(best.loss <= cumulative_loss);
+/// # Ok::<(), pacstream::Error>(())
+/// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct PrincipalCurveLearner {
@@ -247,9 +274,24 @@ impl PrincipalCurveLearner {
 
     fn check_input(&self, point: &[f64]) -> Result<()> {
         match self.dim {
-            Some(dim) => check_point(point, dim),
-            None => check_first_point(point),
+            Some(dim) => check_point(point, dim)?,
+            None => check_first_point(point)?,
         }
+        if let Some(fitted) = &self.fitted {
+            let lattice = &fitted.state.lattice;
+            let mut y = vec![0.0; point.len()];
+            lattice.to_internal(point, &mut y);
+            if !lattice.within_reach(&y) {
+                return Err(Error::InconsistentInput(format!(
+                    "a point lies {:?} from the warm-up mean, more than {MAX_BALL_RADII:e} \
+                     times the ball radius √d R = {:?}: the radius R is far too small for \
+                     the data",
+                    y.iter().map(|v| v * v).sum::<f64>().sqrt(),
+                    lattice.ball_radius()
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn refresh_model(&mut self) {

@@ -81,7 +81,7 @@ mod pca;
 mod scoring;
 
 pub use comparator::HindsightCurve;
-pub use lattice::Lattice;
+pub use lattice::{Lattice, MAX_BALL_RADII, MAX_LATTICE_STEPS};
 pub use learner::{Phase, PrincipalCurveLearner, PrincipalCurveReport, PrincipalCurveStep};
 pub use model::PrincipalCurve;
 pub use params::{Estimator, Feedback, Memory, PrincipalCurveConfig, PrincipalCurveParams, Radius};

@@ -225,12 +225,21 @@ impl PrincipalCurveParams {
             } else {
                 Err(Error::invalid_parameter(
                     name,
-                    format!("must be finite and > 0, got {value}"),
+                    format!("must be finite and > 0, got {value:?}"),
                 ))
             }
         };
         if let Radius::Given(radius) = self.radius {
             positive("radius", radius)?;
+            if radius > crate::data::MAX_COORDINATE {
+                return Err(Error::invalid_parameter(
+                    "radius",
+                    format!(
+                        "must be at most {:e}, so that losses stay finite, got {radius:?}",
+                        crate::data::MAX_COORDINATE
+                    ),
+                ));
+            }
         }
         if let Some(delta) = self.delta {
             positive("delta", delta)?;
@@ -238,7 +247,7 @@ impl PrincipalCurveParams {
                 if delta > radius {
                     return Err(Error::invalid_parameter(
                         "delta",
-                        format!("must not exceed the radius {radius}, got {delta}"),
+                        format!("must not exceed the radius {radius:?}, got {delta:?}"),
                     ));
                 }
             }
@@ -252,27 +261,27 @@ impl PrincipalCurveParams {
         if self.max_length.is_nan() || self.max_length <= 0.0 {
             return Err(Error::invalid_parameter(
                 "max_length",
-                format!("must be > 0 (infinity allowed), got {}", self.max_length),
+                format!("must be > 0 (infinity allowed), got {:?}", self.max_length),
             ));
         }
         if !(self.penalty.is_finite() && self.penalty >= 0.0) {
             return Err(Error::invalid_parameter(
                 "penalty",
-                format!("must be finite and >= 0, got {}", self.penalty),
+                format!("must be finite and >= 0, got {:?}", self.penalty),
             ));
         }
         positive("eta_scale", self.eta_scale)?;
         if !(self.explore > 0.0 && self.explore <= 1.0) {
             return Err(Error::invalid_parameter(
                 "explore",
-                format!("must be in (0, 1], got {}", self.explore),
+                format!("must be in (0, 1], got {:?}", self.explore),
             ));
         }
         if let Some(alpha) = self.alpha {
             if !(alpha.is_finite() && alpha >= 0.0) {
                 return Err(Error::invalid_parameter(
                     "alpha",
-                    format!("must be finite and >= 0, got {alpha}"),
+                    format!("must be finite and >= 0, got {alpha:?}"),
                 ));
             }
         }

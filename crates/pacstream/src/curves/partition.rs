@@ -484,24 +484,55 @@ impl CurveState {
         self.ids.splice(first..=last, new_ids);
         self.refresh_vertices();
         let mut touched_grid: Vec<Vec<i64>> = Vec::new();
+        // Moves between cells, applied per cell in one pass each: a change can move half the
+        // stored points, and one sorted insertion or removal at a time would be quadratic.
+        let mut leaving: HashMap<CellKey, Vec<u64>> = HashMap::new();
+        let mut arriving: HashMap<CellKey, Vec<u64>> = HashMap::new();
         for &(index, distance, part) in updates {
             let round = self.first_round + index as u64;
             let old = self.cell[index];
             let new = self.cell_key(part);
             if old != new {
-                if let Some(list) = self.members.get_mut(&old) {
-                    remove_sorted(list, round);
-                    if list.is_empty() {
-                        self.members.remove(&old);
-                    }
-                }
-                insert_sorted(self.members.entry(new).or_default(), round);
+                leaving.entry(old).or_default().push(round);
+                arriving.entry(new).or_default().push(round);
                 self.cell[index] = new;
             }
             if distance != self.distance[index] {
                 self.distance[index] = distance;
                 touched_grid.push(self.grid_key(self.point(index)));
             }
+        }
+        for (key, mut rounds) in leaving {
+            rounds.sort_unstable();
+            if let Some(list) = self.members.get_mut(&key) {
+                // Both sorted: one merge-like pass.
+                let mut gone = rounds.iter().peekable();
+                list.retain(|round| {
+                    while gone.peek().is_some_and(|g| **g < *round) {
+                        gone.next();
+                    }
+                    gone.peek() != Some(&round)
+                });
+                if list.is_empty() {
+                    self.members.remove(&key);
+                }
+            }
+        }
+        for (key, mut rounds) in arriving {
+            rounds.sort_unstable();
+            let list = self.members.entry(key).or_default();
+            let old = std::mem::take(list);
+            list.reserve(old.len() + rounds.len());
+            let (mut a, mut b) = (old.into_iter().peekable(), rounds.into_iter().peekable());
+            while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+                if x < y {
+                    list.extend(a.next());
+                } else {
+                    list.extend(b.next());
+                }
+            }
+            list.extend(a);
+            list.extend(b);
         }
         // Exact bounds for the grid cells whose points moved (the others stay upper bounds).
         touched_grid.sort_unstable();
@@ -547,6 +578,13 @@ impl CurveState {
                 return Err(format!("point {index} is missing from its cell's list"));
             }
         }
+        if self
+            .members
+            .values()
+            .any(|list| list.windows(2).any(|w| w[0] >= w[1]))
+        {
+            return Err("a cell's list is not in increasing round".to_string());
+        }
         let listed: usize = self.members.values().map(Vec::len).sum();
         if listed != self.n_points() {
             return Err(format!("{listed} listed for {} points", self.n_points()));
@@ -579,11 +617,5 @@ pub(crate) fn interior(to_a: f64, to_b: f64, length2: f64) -> Option<f64> {
 fn remove_sorted(list: &mut Vec<u64>, round: u64) {
     if let Ok(position) = list.binary_search(&round) {
         list.remove(position);
-    }
-}
-
-fn insert_sorted(list: &mut Vec<u64>, round: u64) {
-    if let Err(position) = list.binary_search(&round) {
-        list.insert(position, round);
     }
 }

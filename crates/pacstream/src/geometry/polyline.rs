@@ -176,11 +176,37 @@ pub fn nearest_part(point: &[f64], vertices: &[f64], dim: usize) -> NearestPart 
 /// # Ok::<(), pacstream::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "PolylineData", try_from = "PolylineData")]
 pub struct Polyline {
     vertices: Vec<f64>,
     dim: usize,
     /// Arc length from v_0 to each vertex.
     cumulative: Vec<f64>,
+}
+
+/// What a serialised polygonal line holds: its vertices; the arc lengths are recomputed and
+/// the vertices checked when it is read back.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PolylineData {
+    vertices: Vec<f64>,
+    dim: usize,
+}
+
+impl From<Polyline> for PolylineData {
+    fn from(line: Polyline) -> Self {
+        Self {
+            vertices: line.vertices,
+            dim: line.dim,
+        }
+    }
+}
+
+impl TryFrom<PolylineData> for Polyline {
+    type Error = Error;
+
+    fn try_from(data: PolylineData) -> Result<Self> {
+        Polyline::new(data.vertices, data.dim)
+    }
 }
 
 impl Polyline {
@@ -349,6 +375,32 @@ mod tests {
     }
 
     #[test]
+    fn ties_between_distant_parts_go_to_the_first_along_the_line() {
+        // (0,0) → (3,0) → (3,4) → (−3,4): (0,2) is at distance 2 from v_0 and from the
+        // interior of s_2 (and 3 from s_1).
+        let line = Polyline::new(vec![0.0, 0.0, 3.0, 0.0, 3.0, 4.0, -3.0, 4.0], 2).unwrap();
+        let p = line.project(&[0.0, 2.0]);
+        assert_eq!(
+            (p.part, p.squared_distance, p.arc_length),
+            (Part::Vertex(0), 4.0, 0.0)
+        );
+        // Just above the middle, s_2 alone is nearest: arc length 3 + 4 + 3.
+        let p = line.project(&[0.0, 2.5]);
+        assert_eq!(
+            (p.part, p.squared_distance, p.arc_length),
+            (Part::Segment(2), 2.25, 10.0)
+        );
+        // A U: (−1,1) is √2 from both ends, v_0 and v_3.
+        let line = Polyline::new(vec![0.0, 0.0, 4.0, 0.0, 4.0, 2.0, 0.0, 2.0], 2).unwrap();
+        let p = line.project(&[-1.0, 1.0]);
+        assert_eq!((p.part, p.squared_distance), (Part::Vertex(0), 2.0));
+        assert_eq!(
+            line.partition([[-1.0, 1.0].as_slice(), &[-1.0, 1.5]]),
+            vec![Part::Vertex(0), Part::Vertex(3)]
+        );
+    }
+
+    #[test]
     fn one_dimensional_and_three_dimensional_lines() {
         let line = Polyline::new(vec![0.0, 3.0, 1.0], 1).unwrap();
         assert_eq!(line.length(), 5.0);
@@ -370,6 +422,14 @@ mod tests {
         assert!(Polyline::new(vec![0.0, 0.0, 1.0], 2).is_err());
         assert!(Polyline::new(vec![0.0, f64::NAN, 1.0, 1.0], 2).is_err());
         assert!(Polyline::new(vec![], 0).is_err());
+    }
+
+    #[test]
+    fn snapshots_are_checked() {
+        let line = Polyline::new(vec![0.0, 0.0, 3.0, 4.0], 2).unwrap();
+        let text = serde_json::to_string(&line).unwrap();
+        assert_eq!(serde_json::from_str::<Polyline>(&text).unwrap(), line);
+        assert!(serde_json::from_str::<Polyline>(r#"{"vertices":[0,0,0,0],"dim":2}"#).is_err());
     }
 
     #[test]
