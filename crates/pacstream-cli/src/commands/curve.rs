@@ -30,7 +30,7 @@ use crate::io::reader::{InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::CommonArgs;
 use crate::plot::{CurveFigure, draw_curve};
-use crate::stream::{StreamTask, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream curve`.
@@ -540,22 +540,14 @@ impl StreamTask for CurveTask {
     }
 
     fn restore(&mut self, state: CurveState, input: &InputProgress) -> anyhow::Result<()> {
-        let inconsistent =
-            |what: &str| bad_input(format!("the checkpoint is inconsistent: {what}"));
-        if state.learner.config() != &self.config {
-            return Err(inconsistent(
-                "its learner's settings differ from the settings it records",
-            ));
-        }
-        let learned = input.rows_consumed - input.bad_rows_skipped;
-        if state.learner.n_rounds() != learned || state.totals.rounds() != learned {
-            return Err(inconsistent(
-                "the rounds learned do not match the rows it read",
-            ));
-        }
-        if state.learner.dim().is_some_and(|d| d != self.dim) {
-            return Err(inconsistent("its learner has another number of columns"));
-        }
+        check_restored_learner(
+            state.learner.config() == &self.config,
+            state.learner.n_rounds(),
+            state.totals.rounds(),
+            state.learner.dim(),
+            self.dim,
+            input,
+        )?;
         if !(state.learn_seconds.is_finite() && state.learn_seconds >= 0.0) {
             return Err(inconsistent("its learning time is not a duration"));
         }

@@ -47,6 +47,7 @@ pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
             "K",
             &figure.segments,
             cluster_colour(2),
+            true,
         )?;
         match &figure.regret {
             Some(regret) => draw_series(
@@ -55,6 +56,7 @@ pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
                 "regret vs hindsight curve",
                 regret,
                 cluster_colour(3),
+                false,
             )?,
             None => draw_series(
                 &bottom,
@@ -62,6 +64,7 @@ pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
                 "Σ squared distance",
                 &figure.cumulative_loss,
                 cluster_colour(3),
+                false,
             )?,
         }
         root.present().map_err(draw_error)?;
@@ -166,6 +169,7 @@ fn draw_series(
     y_label: &str,
     series: &[(f64, f64)],
     colour: RGBColor,
+    integer_y: bool,
 ) -> anyhow::Result<()> {
     let x_range = axis_range(series.iter().map(|p| p.0));
     let y_range = axis_range(series.iter().map(|p| p.1).chain([0.0]));
@@ -176,14 +180,22 @@ fn draw_series(
         .y_label_area_size(70)
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round t")
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc("round t")
         .x_label_formatter(&|t| format!("{t:.0}"))
         .y_desc(y_label)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+        .light_line_style(WHITE.mix(0.0));
+    if integer_y {
+        // A count: label the whole numbers only.
+        mesh.y_label_formatter(&|v| {
+            if (v - v.round()).abs() < 1e-9 {
+                format!("{v:.0}")
+            } else {
+                String::new()
+            }
+        });
+    }
+    mesh.draw().map_err(draw_error)?;
     chart
         .draw_series(LineSeries::new(
             series.iter().copied(),
