@@ -13,13 +13,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::{PacoConfig, Radius};
+use super::params::{MIN_RADIUS, PacoConfig, Radius};
 use crate::data::MAX_COORDINATE;
 use crate::error::{Error, Result};
 use crate::geometry::squared_norm;
-
-/// The smallest radius: R² (and λ's R² in the denominator) must stay a normal number.
-pub(crate) const MIN_RADIUS: f64 = 1e-150;
 
 /// The map between the user's and the learner's coordinates, and the radius R.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -7,9 +7,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::frame::MIN_RADIUS;
 use crate::data::MAX_COORDINATE;
 use crate::error::{Error, Result};
+
+/// The smallest radius: R² (and λ's R² in the denominator) must stay a normal number.
+pub(crate) const MIN_RADIUS: f64 = 1e-150;
 
 /// The radius R that bounds the centred data, ‖x_t − μ_0‖ ≤ R.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
