@@ -66,7 +66,10 @@ pub struct OutputArgs {
 
     /// Write one record per input row (batch) or per round (online) to FILE (`-`: stdout),
     /// as they come. k-means: `row,label,squared_distance` (batch),
-    /// `t,label,loss,cumulative_loss` (online); curve:
+    /// `t,label,loss,cumulative_loss` (online); experts:
+    /// `t,prediction,loss,realised_loss,chosen,cumulative_loss,best_expert,best_expert_loss,
+    /// regret,regret_bound`; paco: `t,k,loss,cumulative_loss,label,acceptance_rate` and
+    /// the true label with `--labels` (online), `row,label,squared_distance` (batch); curve:
     /// `t,loss,cumulative_loss,segments,phase,candidates,changed`; project:
     /// `row,arc_length,squared_distance,part,index,x1,x2,...`.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -82,9 +85,11 @@ pub struct OutputArgs {
     pub summary: Option<String>,
 
     /// Draw a figure to FILE (SVG). k-means: the points coloured by cluster with the centres
-    /// marked; online runs add the running average loss. curve: the points with the final
-    /// curve (earlier curves faded), the number of segments over time and the cumulative
-    /// regret. PNG is not supported.
+    /// marked; online runs add the running average loss. experts: the weights over time,
+    /// the regret against its bound and the running average losses. paco: the final
+    /// clustering (`--plot-k` and `--plot-loss` draw the other two). curve: the points with
+    /// the final curve (earlier curves faded), the number of segments over time and the
+    /// cumulative regret. PNG is not supported.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
