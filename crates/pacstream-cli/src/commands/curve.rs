@@ -16,7 +16,7 @@ use pacstream::curves::{
     PrincipalCurveLearner, PrincipalCurveParams, PrincipalCurveReport, PrincipalCurveStep, Radius,
 };
 use pacstream::eval::{Prequential, Totals};
-use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
+use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,7 +29,7 @@ use crate::io::atomic::write_atomically;
 use crate::io::reader::{InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::CommonArgs;
-use crate::plot::{CurveFigure, draw_curve};
+use crate::plot::{CurveFigure, RowSample, ThinnedSeries, draw_curve};
 use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
 use crate::ui::{Notes, report_writer};
 
@@ -413,36 +413,27 @@ struct RoundRecord {
     changed: bool,
 }
 
-/// What `--plot` draws, kept in bounded memory: a reservoir sample of the rows, K and the
-/// cumulative loss thinned to at most [`PlotTrace::LIMIT`] times, and a few earlier curves.
+/// What `--plot` draws, kept in bounded memory: a uniform sample of the rows, K and the
+/// cumulative loss thinned to at most [`ThinnedSeries::LIMIT`] rounds, and a few earlier
+/// curves.
 #[derive(Debug, Serialize, Deserialize)]
 struct PlotTrace {
-    capacity: usize,
+    rows: RowSample,
     dim: usize,
-    seen: u64,
-    points: Vec<f64>,
-    rng: StreamRng,
-    /// (t, K(f̂_t), cumulative loss) every `stride` scored rounds.
-    series: Vec<(u64, usize, f64)>,
-    stride: u64,
+    /// (t, K(f̂_t), cumulative loss), indexed by scored rounds.
+    series: ThinnedSeries<(u64, usize, f64)>,
     /// Earlier curves (t, vertices), taken at t = 2^j · 100.
     snapshots: Vec<(u64, Vec<f64>)>,
 }
 
 impl PlotTrace {
-    const LIMIT: usize = 1000;
     const SNAPSHOTS: usize = 6;
-    const STREAM: u64 = 0x706c_6f74; // "plot"
 
     fn new(capacity: usize, dim: usize, seed: u64) -> Self {
         Self {
-            capacity,
+            rows: RowSample::new(capacity, dim, seed),
             dim,
-            seen: 0,
-            points: Vec::new(),
-            rng: StreamRng::seed_from(seed).child(Self::STREAM),
-            series: Vec::new(),
-            stride: 1,
+            series: ThinnedSeries::default(),
             snapshots: Vec::new(),
         }
     }
@@ -450,30 +441,17 @@ impl PlotTrace {
     fn add(
         &mut self,
         point: &[f64],
+        number: u64,
         step: &PrincipalCurveStep,
         totals: &Totals,
         learner: &PrincipalCurveLearner,
     ) {
-        if (self.points.len() / self.dim) < self.capacity {
-            self.points.extend_from_slice(point);
-        } else {
-            let population = usize::try_from(self.seen + 1).unwrap_or(usize::MAX);
-            let slot = self.rng.index_below(population);
-            if slot < self.capacity {
-                self.points[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(point);
-            }
-        }
-        self.seen += 1;
+        self.rows.add(point, number);
         if let Some(k) = step.segments {
-            if totals.scored_rounds % self.stride == 0 {
-                self.series.push((step.round, k, totals.cumulative_loss));
-                if self.series.len() > Self::LIMIT {
-                    self.stride *= 2;
-                    let stride = self.stride;
-                    let first = self.series[0].0;
-                    self.series.retain(|(t, _, _)| (t - first) % stride == 0);
-                }
-            }
+            self.series.push(
+                totals.scored_rounds,
+                (step.round, k, totals.cumulative_loss),
+            );
         }
         let t = step.round;
         if t >= 100 && (t / 100).is_power_of_two() && t % 100 == 0 {
@@ -487,17 +465,9 @@ impl PlotTrace {
     }
 
     fn validate(&self, capacity: usize, dim: usize) -> Result<(), String> {
-        let n = self.points.len() / dim.max(1);
-        if self.capacity != capacity || self.dim != dim {
-            return Err("its plot sample has another size".to_string());
-        }
-        if n > capacity
-            || self.points.len() % dim != 0
-            || (n as u64) > self.seen
-            || self.stride == 0
-            || self.series.len() > Self::LIMIT
-            || self.points.iter().any(|v| !v.is_finite())
-            || self.series.iter().any(|s| !s.2.is_finite())
+        self.rows.validate(capacity, dim)?;
+        self.series.validate(|(_, _, loss)| loss.is_finite())?;
+        if self.dim != dim
             || self
                 .snapshots
                 .iter()
@@ -554,7 +524,7 @@ impl StreamTask for CurveTask {
         match (&self.state.plot, &state.plot) {
             (None, None) => {}
             (Some(mine), Some(theirs)) => theirs
-                .validate(mine.capacity, self.dim)
+                .validate(mine.rows.capacity(), self.dim)
                 .map_err(|what| inconsistent(&what))?,
             _ => return Err(inconsistent("its plot sample does not match --plot")),
         }
@@ -588,7 +558,7 @@ impl StreamTask for CurveTask {
             changed: step.changed,
         })?;
         if let Some(trace) = &mut self.state.plot {
-            trace.add(row.values, &step, &totals, &self.state.learner);
+            trace.add(row.values, row.number, &step, &totals, &self.state.learner);
         }
         Ok(())
     }
@@ -759,7 +729,8 @@ fn curve_figure(
         None => [values[x], index as f64],
     };
     let points = trace
-        .points
+        .rows
+        .points()
         .chunks_exact(dim)
         .enumerate()
         .map(|(i, p)| project(p, i))
@@ -774,15 +745,17 @@ fn curve_figure(
     let curve = learner.curve().expect("a curve exists");
     let segments = trace
         .series
+        .points()
         .iter()
-        .map(|&(t, k, _)| (t as f64, k as f64))
+        .map(|&(_, (t, k, _))| (t as f64, k as f64))
         .collect();
     // Regret at the traced times: the learner's cumulative loss minus the comparator's.
     let regret = (!comparator_cumulative.is_empty()).then(|| {
         trace
             .series
+            .points()
             .iter()
-            .filter_map(|&(t, _, loss)| {
+            .filter_map(|&(_, (t, _, loss))| {
                 let position = comparator_cumulative.partition_point(|&(s, _)| s <= t);
                 (position > 0).then(|| (t as f64, loss - comparator_cumulative[position - 1].1))
             })
@@ -790,8 +763,9 @@ fn curve_figure(
     });
     let loss = trace
         .series
+        .points()
         .iter()
-        .map(|&(t, _, l)| (t as f64, l))
+        .map(|&(_, (t, _, l))| (t as f64, l))
         .collect();
     CurveFigure {
         title: format!(

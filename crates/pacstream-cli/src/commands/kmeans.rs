@@ -21,7 +21,7 @@ use pacstream::kmeans::{
     Centres, Init, KMeansConfig, KMeansParams, KMeansReport, SequentialKMeans,
     SequentialKMeansConfig, SequentialKMeansParams, SequentialKMeansReport, SequentialKMeansStep,
 };
-use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
+use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{BadRowPolicy, CommonArgs, RunOptions};
-use crate::plot::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+use crate::plot::{CentreMarks, ClusterFigure, LossCurve, RowSample, ThinnedSeries, draw_clusters};
 use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
@@ -596,85 +596,33 @@ struct OnlineState {
     plot: Option<PlotSample>,
 }
 
-/// A bounded picture of the stream for `--plot`: a uniform random sample of the points
-/// (reservoir sampling, Vitter's algorithm R, with its own seeded stream) and the running
-/// average loss, thinned to at most [`PlotSample::CURVE_LIMIT`] points by doubling the stride.
+/// A bounded picture of the stream for `--plot`: a uniform sample of the points and the
+/// running average loss, (round t, mean loss) indexed by scored rounds.
 #[derive(Debug, Serialize, Deserialize)]
 struct PlotSample {
-    capacity: usize,
-    dim: usize,
-    /// Points offered so far.
-    seen: u64,
-    /// Row-major sample; each point followed by nothing else (dim values).
-    points: Vec<f64>,
-    /// Data row number of each sampled point (the y axis of one-dimensional figures).
-    numbers: Vec<u64>,
-    rng: StreamRng,
-    /// (scored rounds, round t, mean loss) at every `stride`-th scored round.
-    curve: Vec<(u64, u64, f64)>,
-    stride: u64,
+    rows: RowSample,
+    curve: ThinnedSeries<(u64, f64)>,
 }
 
 impl PlotSample {
-    const CURVE_LIMIT: usize = 1000;
-    /// The child stream of the seed used for the reservoir (the learner uses the root).
-    const STREAM: u64 = 0x706c_6f74; // "plot"
-
     fn new(capacity: usize, dim: usize, seed: u64) -> Self {
         Self {
-            capacity,
-            dim,
-            seen: 0,
-            points: Vec::new(),
-            numbers: Vec::new(),
-            rng: StreamRng::seed_from(seed).child(Self::STREAM),
-            curve: Vec::new(),
-            stride: 1,
+            rows: RowSample::new(capacity, dim, seed),
+            curve: ThinnedSeries::default(),
         }
     }
 
     fn add(&mut self, point: &[f64], number: u64, totals: &Totals) {
-        if self.numbers.len() < self.capacity {
-            self.points.extend_from_slice(point);
-            self.numbers.push(number);
-        } else {
-            let population = usize::try_from(self.seen + 1).unwrap_or(usize::MAX);
-            let slot = self.rng.index_below(population);
-            if slot < self.capacity {
-                self.points[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(point);
-                self.numbers[slot] = number;
-            }
-        }
-        self.seen += 1;
+        self.rows.add(point, number);
         if let Some(mean) = totals.mean_loss() {
-            if totals.scored_rounds % self.stride == 0 {
-                self.curve.push((totals.scored_rounds, totals.round, mean));
-                if self.curve.len() > Self::CURVE_LIMIT {
-                    self.stride *= 2;
-                    let stride = self.stride;
-                    self.curve.retain(|(scored, _, _)| scored % stride == 0);
-                }
-            }
+            self.curve.push(totals.scored_rounds, (totals.round, mean));
         }
     }
 
     /// Checks a sample read from a checkpoint, so that drawing it cannot fail.
     fn validate(&self, capacity: usize, dim: usize) -> Result<(), String> {
-        let n = self.numbers.len();
-        if self.capacity != capacity || self.dim != dim {
-            return Err("its plot sample has another size".to_string());
-        }
-        if n > capacity
-            || self.points.len() != n * dim
-            || (n as u64) > self.seen
-            || self.points.iter().any(|v| !v.is_finite())
-            || self.stride == 0
-            || self.curve.len() > Self::CURVE_LIMIT
-            || self.curve.iter().any(|p| !p.2.is_finite())
-        {
-            return Err("its plot sample is inconsistent".to_string());
-        }
-        Ok(())
+        self.rows.validate(capacity, dim)?;
+        self.curve.validate(|(_, mean)| mean.is_finite())
     }
 }
 
@@ -772,7 +720,7 @@ impl StreamTask for OnlineTask {
         match (&self.state.plot, &state.plot) {
             (None, None) => {}
             (Some(mine), Some(theirs)) => theirs
-                .validate(mine.capacity, self.dim)
+                .validate(mine.rows.capacity(), self.dim)
                 .map_err(|what| inconsistent(&what))?,
             _ => return Err(inconsistent("its plot sample does not match --plot")),
         }
@@ -919,8 +867,9 @@ fn run_online(
     if let (Some(path), Some(sample)) = (&options.plot, &state.plot) {
         let mut curve: Vec<(f64, f64)> = sample
             .curve
+            .points()
             .iter()
-            .map(|&(_, round, mean)| (round as f64, mean))
+            .map(|&(_, (round, mean))| (round as f64, mean))
             .collect();
         if let Some(last) = last {
             if let Some(mean) = last.mean_loss() {
@@ -929,7 +878,7 @@ fn run_online(
                 }
             }
         }
-        let points: Vec<&[f64]> = sample.points.chunks_exact(dim).collect();
+        let points: Vec<&[f64]> = sample.rows.points().chunks_exact(dim).collect();
         let figure = cluster_figure(
             &reader,
             axes,
@@ -938,13 +887,12 @@ fn run_online(
                 short_name(reader.source_name()),
                 args.k,
                 learner.n_rounds(),
-                if sample.seen > sample.numbers.len() as u64 {
-                    format!(" ({} sampled)", sample.numbers.len())
-                } else {
-                    String::new()
-                }
+                sample.rows.sampled_note()
             ),
-            points.iter().copied().zip(sample.numbers.iter().copied()),
+            points
+                .iter()
+                .copied()
+                .zip(sample.rows.numbers().iter().copied()),
             points.iter().map(|p| centres.nearest(p).0),
             centres,
             Some(LossCurve { points: curve }),

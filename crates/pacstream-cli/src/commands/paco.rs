@@ -27,7 +27,7 @@ use pacstream::paco::{
     Memory, Paco, PacoConfig, PacoParams, PacoReport, PacoStep, ProposalScale, Radius,
     SamplerReport,
 };
-use pacstream::{OnlineLearner, StreamRng, UnsupervisedLearner};
+use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -42,7 +42,9 @@ use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_plot_path, resolve};
-use crate::plot::{LineFigure, LossCurve, Series, SeriesStyle, draw_clusters, draw_lines};
+use crate::plot::{
+    LineFigure, LossCurve, RowSample, Series, SeriesStyle, ThinnedSeries, draw_clusters, draw_lines,
+};
 use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
@@ -648,86 +650,6 @@ impl LabelTracker {
     }
 }
 
-/// The cumulative loss over rounds, thinned to at most [`LossTrace::LIMIT`] points by
-/// doubling the stride (bounded memory whatever the length of the stream).
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct LossTrace {
-    /// (scored rounds, round t, cumulative loss).
-    points: Vec<(u64, u64, f64)>,
-    stride: u64,
-}
-
-impl LossTrace {
-    const LIMIT: usize = 1000;
-
-    fn add(&mut self, totals: &Totals) {
-        if totals.loss.is_none() {
-            return;
-        }
-        let stride = self.stride.max(1);
-        if totals.scored_rounds % stride == 0 {
-            self.points
-                .push((totals.scored_rounds, totals.round, totals.cumulative_loss));
-            if self.points.len() > Self::LIMIT {
-                self.stride = stride * 2;
-                let stride = self.stride;
-                self.points.retain(|(scored, _, _)| scored % stride == 0);
-            }
-        }
-    }
-}
-
-/// A uniform sample of the stream for `--plot` (reservoir sampling with its own stream).
-#[derive(Debug, Serialize, Deserialize)]
-struct PointSample {
-    capacity: usize,
-    dim: usize,
-    seen: u64,
-    points: Vec<f64>,
-    numbers: Vec<u64>,
-    rng: StreamRng,
-}
-
-impl PointSample {
-    const STREAM: u64 = 0x706c_6f74; // "plot"
-
-    fn new(capacity: usize, dim: usize, seed: u64) -> Self {
-        Self {
-            capacity,
-            dim,
-            seen: 0,
-            points: Vec::new(),
-            numbers: Vec::new(),
-            rng: StreamRng::seed_from(seed).child(Self::STREAM),
-        }
-    }
-
-    fn add(&mut self, point: &[f64], number: u64) {
-        if self.numbers.len() < self.capacity {
-            self.points.extend_from_slice(point);
-            self.numbers.push(number);
-        } else {
-            let population = usize::try_from(self.seen + 1).unwrap_or(usize::MAX);
-            let slot = self.rng.index_below(population);
-            if slot < self.capacity {
-                self.points[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(point);
-                self.numbers[slot] = number;
-            }
-        }
-        self.seen += 1;
-    }
-
-    fn is_consistent(&self, capacity: usize, dim: usize) -> bool {
-        let n = self.numbers.len();
-        self.capacity == capacity
-            && self.dim == dim
-            && n <= capacity
-            && self.points.len() == n * dim
-            && (n as u64) <= self.seen
-            && self.points.iter().all(|v| v.is_finite())
-    }
-}
-
 /// Everything a checkpoint holds about an online PACBO run.
 #[derive(Debug, Serialize, Deserialize)]
 struct OnlineState {
@@ -737,8 +659,9 @@ struct OnlineState {
     k_path: CountPath,
     true_k_path: Option<CountPath>,
     labels: Option<LabelTracker>,
-    loss_trace: LossTrace,
-    plot: Option<PointSample>,
+    /// (round t, cumulative loss), indexed by scored rounds.
+    loss_trace: ThinnedSeries<(u64, f64)>,
+    plot: Option<RowSample>,
     /// Seconds spent learning, over every run that built this state.
     seconds: f64,
 }
@@ -797,9 +720,15 @@ impl StreamTask for OnlineTask {
         }
         match (&self.state.plot, &state.plot) {
             (None, None) => {}
-            (Some(mine), Some(theirs)) if theirs.is_consistent(mine.capacity, self.dim) => {}
+            (Some(mine), Some(theirs)) => theirs
+                .validate(mine.capacity(), self.dim)
+                .map_err(|what| inconsistent(&what))?,
             _ => return Err(inconsistent("its plot sample does not match --plot")),
         }
+        state
+            .loss_trace
+            .validate(|(_, loss)| loss.is_finite())
+            .map_err(|what| inconsistent(&what))?;
         if !(state.seconds.is_finite() && state.seconds >= 0.0) {
             return Err(inconsistent("its run time is not a number of seconds"));
         }
@@ -834,7 +763,11 @@ impl StreamTask for OnlineTask {
             let distinct = tracker.add(label);
             path.record(step.round, distinct);
         }
-        self.state.loss_trace.add(&totals);
+        if totals.loss.is_some() {
+            self.state
+                .loss_trace
+                .push(totals.scored_rounds, (totals.round, totals.cumulative_loss));
+        }
         if let Some(sample) = &mut self.state.plot {
             sample.add(row.values, row.number);
         }
@@ -1003,8 +936,8 @@ fn run_online(
             k_path: CountPath::default(),
             true_k_path: labelled.then(CountPath::default),
             labels: labelled.then(|| LabelTracker::new(window)),
-            loss_trace: LossTrace::default(),
-            plot: plot_points.map(|capacity| PointSample::new(capacity, dim, options.seed)),
+            loss_trace: ThinnedSeries::default(),
+            plot: plot_points.map(|capacity| RowSample::new(capacity, dim, options.seed)),
             seconds: 0.0,
         },
         config,
@@ -1095,7 +1028,7 @@ fn run_online(
     if let (Some(path), Some(sample), Some(centres)) =
         (&options.plot, &state.plot, learner.centres())
     {
-        let points: Vec<&[f64]> = sample.points.chunks_exact(dim).collect();
+        let points: Vec<&[f64]> = sample.points().chunks_exact(dim).collect();
         let figure = cluster_figure(
             &reader,
             axes,
@@ -1103,13 +1036,9 @@ fn run_online(
                 "PACBO on {source}: k̂ = {}, {} rounds{}",
                 centres.n_centres(),
                 learner.n_rounds(),
-                if sample.seen > sample.numbers.len() as u64 {
-                    format!(" ({} sampled)", sample.numbers.len())
-                } else {
-                    String::new()
-                }
+                sample.sampled_note()
             ),
-            points.iter().copied().zip(sample.numbers.iter().copied()),
+            points.iter().copied().zip(sample.numbers().iter().copied()),
             points.iter().map(|p| centres.nearest(p).0),
             centres,
             None::<LossCurve>,
@@ -1150,9 +1079,9 @@ fn run_online(
             name: "PACBO cumulative loss".to_string(),
             points: state
                 .loss_trace
-                .points
+                .points()
                 .iter()
-                .map(|&(_, t, loss)| (t as f64, loss))
+                .map(|&(_, (t, loss))| (t as f64, loss))
                 .collect(),
             style: SeriesStyle::Line,
             colour: 0,
@@ -1204,7 +1133,7 @@ fn loss_figure_series(
     let oracle = &fits[bound.best_k - 1].centres;
     let mut cumulative = 0.0;
     let mut oracle_points = Vec::new();
-    let wanted: Vec<u64> = state.loss_trace.points.iter().map(|p| p.0).collect();
+    let wanted: Vec<u64> = state.loss_trace.points().iter().map(|p| p.0).collect();
     let mut next = 0;
     for (index, row) in data.rows().into_iter().enumerate() {
         let point = row.to_vec();

@@ -8,11 +8,13 @@ mod clusters;
 mod curves;
 mod experts;
 mod lines;
+mod sample;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
 pub use curves::{CurveFigure, draw_curve};
 pub use experts::{ExpertsFigure, draw_experts};
 pub use lines::{LineFigure, Series, SeriesStyle, draw_lines};
+pub use sample::{RowSample, ThinnedSeries};
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
 pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {
