@@ -1,6 +1,7 @@
 //! Points coloured by cluster with the centres marked, optionally beside the running average
 //! loss of an online run.
 
+use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -180,10 +181,6 @@ fn draw_loss(area: &DrawingArea<SVGBackend<'_>, Shift>, loss: &LossCurve) -> any
         ))
         .map_err(draw_error)?;
     Ok(())
-}
-
-fn draw_error<E: std::error::Error + Send + Sync>(error: DrawingAreaErrorKind<E>) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the figure: {error}")
 }
 
 #[cfg(test)]

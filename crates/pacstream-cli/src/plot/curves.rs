@@ -1,6 +1,7 @@
 //! A principal curve over its data, with the number of segments over time and the
 //! cumulative regret against the hindsight curve.
 
+use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -203,10 +204,6 @@ fn draw_series(
         ))
         .map_err(draw_error)?;
     Ok(())
-}
-
-fn draw_error<E: std::error::Error + Send + Sync>(error: DrawingAreaErrorKind<E>) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the figure: {error}")
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the regret against its theoretical bound, and the running average loss of every expert
 //! against the learner's.
 
+use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -249,8 +250,4 @@ fn draw_losses(
         .draw()
         .map_err(draw_error)?;
     Ok(())
-}
-
-fn draw_error<E: std::fmt::Debug>(error: E) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the figure: {error:?}")
 }

@@ -1,6 +1,7 @@
 //! Line charts over rounds: several named series on one frame (k̂_t against the true number
 //! of clusters; cumulative losses against an oracle and a bound).
 
+use super::draw_error;
 use plotters::prelude::*;
 
 use super::{axis_range, cluster_colour};
@@ -205,10 +206,6 @@ where
         .border_style(BLACK.mix(0.4))
         .draw()
         .map_err(draw_error)
-}
-
-fn draw_error<E: std::error::Error + Send + Sync>(error: DrawingAreaErrorKind<E>) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the figure: {error}")
 }
 
 #[cfg(test)]

@@ -16,6 +16,13 @@ pub use experts::{ExpertsFigure, draw_experts};
 pub use lines::{LineFigure, Series, SeriesStyle, draw_lines};
 pub use sample::{RowSample, ThinnedSeries};
 
+/// The error of a figure that could not be drawn.
+fn draw_error<E: std::error::Error + Send + Sync>(
+    error: plotters::drawing::DrawingAreaErrorKind<E>,
+) -> anyhow::Error {
+    anyhow::anyhow!("cannot draw the figure: {error}")
+}
+
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
 pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {
     const PALETTE: [(u8, u8, u8); 10] = [
