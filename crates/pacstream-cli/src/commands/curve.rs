@@ -30,7 +30,7 @@ use crate::io::reader::{InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::CommonArgs;
 use crate::plot::{CurveFigure, RowSample, ThinnedSeries, draw_curve};
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream curve`.
@@ -538,13 +538,8 @@ impl StreamTask for CurveTask {
             .state
             .learner
             .learn_one(row.values)
-            .map_err(|error| match error {
-                // A row the learner cannot take (e.g. far outside the ball): name it.
-                pacstream::Error::InconsistentInput(_) => {
-                    bad_input(format!("data row {}: {error}", row.number))
-                }
-                other => library_error(other),
-            })?;
+            // A row the learner cannot take (e.g. far outside the ball) is a bad row.
+            .map_err(|error| point_fault(error, 0, library_error))?;
         self.state.learn_seconds += started.elapsed().as_secs_f64();
         let totals = self.state.totals.record(&step);
         self.state.last = Some(totals);

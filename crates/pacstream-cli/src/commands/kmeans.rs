@@ -36,7 +36,7 @@ use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{BadRowPolicy, CommonArgs, RunOptions};
 use crate::plot::{CentreMarks, ClusterFigure, LossCurve, RowSample, ThinnedSeries, draw_clusters};
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
 /// Arguments of `pacstream kmeans`.
@@ -736,7 +736,7 @@ impl StreamTask for OnlineTask {
                     Some(weight) => self.state.learner.learn_one_weighted(row.values, weight),
                     None => self.state.learner.learn_one(row.values),
                 }
-                .map_err(library_error)?;
+                .map_err(|e| point_fault(e, 0, library_error))?;
                 self.account(&step, row.values, row.number, sink)
             }
             Some(size) => {

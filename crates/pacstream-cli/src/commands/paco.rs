@@ -45,7 +45,7 @@ use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_pl
 use crate::plot::{
     LineFigure, LossCurve, RowSample, Series, SeriesStyle, ThinnedSeries, draw_clusters, draw_lines,
 };
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
 /// Arguments of `pacstream paco`.
@@ -747,7 +747,7 @@ impl StreamTask for OnlineTask {
             .state
             .learner
             .learn_one(row.values)
-            .map_err(library_error)?;
+            .map_err(|e| point_fault(e, 0, library_error))?;
         self.state.seconds += started.elapsed().as_secs_f64();
         let totals = self.state.totals.record(&step);
         self.state.last = Some(totals);
