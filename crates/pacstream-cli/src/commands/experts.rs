@@ -68,11 +68,11 @@ pub struct ExpertsArgs {
     #[arg(long, value_name = "B", help_heading = "Learning rate")]
     pub beta: Option<f64>,
 
-    /// A fixed learning rate η > 0.
+    /// A fixed learning rate η > 0 (at most 1e50).
     #[arg(long, value_name = "E", help_heading = "Learning rate")]
     pub eta: Option<f64>,
 
-    /// Tune the rate for a known number of rounds T.
+    /// Tune the rate for a known number of rounds T (1 to 2^53).
     #[arg(long, value_name = "T", help_heading = "Learning rate")]
     pub horizon: Option<u64>,
 
@@ -95,7 +95,7 @@ pub struct ExpertsArgs {
     pub loss: Option<Loss>,
 
     /// The loss range B: every expert's loss lies in [0, B] (with --gradient, the
-    /// linearised losses lie in [−B/2, B/2]).
+    /// linearised losses lie in [−B/2, B/2]); B in [1e-40, 1e200].
     #[arg(long, value_name = "B")]
     pub loss_bound: Option<f64>,
 

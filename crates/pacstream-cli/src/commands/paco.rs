@@ -41,7 +41,7 @@ use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
-use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_plot_path, resolve};
+use crate::options::{CommonArgs, OtherFiles, RecordFormat, RunOptions, check_plot_path};
 use crate::plot::{
     LineFigure, LossCurve, RowSample, Series, SeriesStyle, ThinnedSeries, draw_clusters, draw_lines,
 };
@@ -74,7 +74,8 @@ use crate::ui::{Notes, Progress, report_writer};
         --plot-k k.svg --plot-loss loss.svg -o rounds.csv --summary summary.json"
 )]
 pub struct PacoArgs {
-    /// p, the largest number of clusters.
+    /// p, the largest number of clusters (1 to 1,000; p × the number of columns at most
+    /// 10,000,000).
     #[arg(long, value_name = "P", default_value_t = 50)]
     pub max_k: usize,
 
@@ -101,11 +102,13 @@ pub struct PacoArgs {
     #[arg(long)]
     pub scale: bool,
 
-    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales.
+    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales (up to
+    /// 1,000,000).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub warmup: usize,
 
-    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} [default: the calibrated value].
+    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} (0 to 100) [default: the
+    /// calibrated value].
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub eta: Option<f64>,
 
@@ -122,11 +125,12 @@ pub struct PacoArgs {
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
     pub proposal_scale: Option<f64>,
 
-    /// N, the MCMC iterations per round.
+    /// N, the MCMC iterations per round (1 to 1,000,000).
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub iterations: usize,
 
-    /// Keep only the last W rows in memory (constant cost per round; the model forgets).
+    /// Keep only the last W rows in memory (constant cost per round; the model forgets; 1 to
+    /// 100,000,000).
     /// Default: every row (exact memory, the setting of the regret bound).
     #[arg(long, value_name = "W")]
     pub window: Option<usize>,
@@ -166,7 +170,7 @@ pub struct PacoArgs {
     )]
     pub axes: Option<String>,
 
-    /// k-means restarts of the hindsight oracle (per number of clusters).
+    /// k-means restarts of the hindsight oracle (per number of clusters; 1 to 1,000).
     #[arg(long, value_name = "N", default_value_t = 5, help_heading = "Output",
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub oracle_restarts: u64,
@@ -195,9 +199,8 @@ impl ProposalArg {
 
 /// Runs `pacstream paco`.
 pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
-    let mut options = args.common.validate()?;
+    let mut options = args.common.validate_with(&extra_plots(args)?)?;
     options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
-    check_extra_plots(args, &options)?;
     if args.batch {
         let checkpoints = &options.checkpoints;
         if checkpoints.save.is_some() || checkpoints.resume.is_some() {
@@ -227,6 +230,10 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let reader = RowReader::open(&options.input, &extra_columns, notes)?;
+    // p × d within bounds before any row is read.
+    config
+        .check_dim(reader.layout().features.len())
+        .map_err(library_error)?;
     let axes = plot_axes(args.axes.as_deref(), &reader)?;
     if args.batch {
         run_batch(&options, &config, reader, axes, notes)
@@ -235,46 +242,17 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `--plot-k` and `--plot-loss` are SVG files distinct from each other and from every other
-/// file of the run (the shared options check the others among themselves).
-fn check_extra_plots(args: &PacoArgs, options: &RunOptions) -> anyhow::Result<()> {
-    let mut files: Vec<(&str, PathBuf)> = Vec::new();
-    if let InputSource::File(path) = &options.input.source {
-        files.push(("the input", path.clone()));
-    }
-    for (name, path) in [
-        ("--output", args.common.output_options.output.as_deref()),
-        ("--summary", args.common.output_options.summary.as_deref()),
-    ] {
-        if let Some(path) = path.filter(|p| *p != "-") {
-            files.push((name, PathBuf::from(path)));
-        }
-    }
-    if let Some(path) = &options.plot {
-        files.push(("--plot", path.clone()));
-    }
-    if let Some(path) = &args.common.checkpoint_options.checkpoint {
-        files.push(("--checkpoint", path.clone()));
-    }
-    let shared = files.len();
+/// `--plot-k` and `--plot-loss` are SVG files; the shared same-file check compares them
+/// with every other file of the run.
+fn extra_plots(args: &PacoArgs) -> anyhow::Result<OtherFiles> {
+    let mut other = OtherFiles::default();
     for (name, path) in [("--plot-k", &args.plot_k), ("--plot-loss", &args.plot_loss)] {
         if let Some(path) = path {
             check_plot_path(path)?;
-            files.push((name, path.clone()));
+            other.outputs.push((name, path.clone()));
         }
     }
-    let resolved: Vec<PathBuf> = files.iter().map(|(_, path)| resolve(path)).collect();
-    for i in shared..files.len() {
-        if let Some(j) = (0..i).find(|&j| resolved[j] == resolved[i]) {
-            return Err(bad_input(format!(
-                "{} and {} are the same file '{}'",
-                files[j].0,
-                files[i].0,
-                files[i].1.display()
-            )));
-        }
-    }
-    Ok(())
+    Ok(other)
 }
 
 fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
