@@ -921,7 +921,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     }
     options.input.empty_is_missing = true;
     // Values the library would refuse are refused (or skipped) by the reader, by line and
-    // column: advice and outcomes within ±1e100, losses within ±1e200.
+    // column: advice and outcomes within ±1e100, losses within ±1e201.
     options.input.max_magnitude = Some(if args.losses {
         limits::MAX_LOSS
     } else {

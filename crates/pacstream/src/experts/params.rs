@@ -75,8 +75,10 @@ pub mod limits {
     /// The largest absolute value of an advice or an outcome: a square loss stays below
     /// 4·10²⁰⁰, and a cumulative loss over 2⁶⁴ rounds below 10²²⁰.
     pub const MAX_ADVICE: f64 = 1e100;
-    /// The largest absolute value of a loss given directly ([`super::super::LossRound`]).
-    pub const MAX_LOSS: f64 = 1e200;
+    /// The largest absolute value of a loss given directly ([`super::super::LossRound`]):
+    /// above the square loss of any advice and outcome within ±[`MAX_ADVICE`] (4·10²⁰⁰), and
+    /// a cumulative loss over 2⁶⁴ rounds, times [`MAX_ETA`], stays below 10²⁷¹.
+    pub const MAX_LOSS: f64 = 1e201;
 }
 
 use limits::{MAX_ETA, MAX_EXPERTS, MAX_HORIZON, MAX_LOSS_BOUND, MIN_LOSS_BOUND};
