@@ -340,7 +340,7 @@ impl CommonArgs {
             }
         }
         if let Some(plot) = &out.plot {
-            check_plot_path(plot)?;
+            check_plot_path("--plot", plot)?;
         }
         let checkpoint = &self.checkpoint_options;
         check_distinct_files(self, other)?;
@@ -477,16 +477,16 @@ pub fn extension(path: &Path) -> Option<String> {
 
 /// Figures are SVG: PNG would need a rasteriser and font files, which this build does not
 /// carry; say so rather than write an SVG under a `.png` name.
-pub(crate) fn check_plot_path(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_plot_path(option: &str, path: &Path) -> anyhow::Result<()> {
     match extension(path).as_deref() {
         Some("svg") => Ok(()),
         Some("png") => Err(bad_input(format!(
-            "--plot '{}': PNG is not supported, only SVG (convert the SVG with any SVG \
+            "{option} '{}': PNG is not supported, only SVG (convert the SVG with any SVG \
              renderer, or use a .svg name)",
             path.display()
         ))),
         _ => Err(bad_input(format!(
-            "--plot '{}': the figure is SVG, so the file name must end in .svg",
+            "{option} '{}': the figure is SVG, so the file name must end in .svg",
             path.display()
         ))),
     }
@@ -539,8 +539,9 @@ mod tests {
 
     #[test]
     fn plots_are_svg() {
-        assert!(check_plot_path(Path::new("x.svg")).is_ok());
-        assert!(check_plot_path(Path::new("x.png")).is_err());
-        assert!(check_plot_path(Path::new("x")).is_err());
+        assert!(check_plot_path("--plot", Path::new("x.svg")).is_ok());
+        assert!(check_plot_path("--plot", Path::new("x.png")).is_err());
+        let error = check_plot_path("--plot-k", Path::new("x")).unwrap_err();
+        assert!(error.to_string().starts_with("--plot-k 'x'"), "{error}");
     }
 }

@@ -248,7 +248,7 @@ fn extra_plots(args: &PacoArgs) -> anyhow::Result<OtherFiles> {
     let mut other = OtherFiles::default();
     for (name, path) in [("--plot-k", &args.plot_k), ("--plot-loss", &args.plot_loss)] {
         if let Some(path) = path {
-            check_plot_path(path)?;
+            check_plot_path(name, path)?;
             other.outputs.push((name, path.clone()));
         }
     }

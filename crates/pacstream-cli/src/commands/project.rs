@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pacstream::curves::PrincipalCurve;
+use pacstream::curves::limits::{MAX_DIM, MAX_SEGMENTS};
 use pacstream::geometry::Part;
 use serde::Serialize;
 
@@ -206,16 +207,48 @@ pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
 const MAX_SUMMARY_BYTES: u64 = 1 << 30;
 
 /// What `project` reads of a `pacstream curve` summary (the rest, such as the projections of
-/// the stored rows, is skipped as it streams past).
+/// the stored rows, is skipped as it streams past). Its arrays are read up to the sizes a
+/// curve can have, so that a wrong file cannot fill memory.
 #[derive(serde::Deserialize)]
 struct CurveSummary {
-    vertices: Vec<Vec<f64>>,
+    vertices: Bounded<Bounded<f64, { MAX_DIM }>, { MAX_SEGMENTS + 1 }>,
     input: SummaryInput,
 }
 
 #[derive(serde::Deserialize)]
 struct SummaryInput {
-    columns: Vec<String>,
+    columns: Bounded<String, { MAX_DIM }>,
+}
+
+/// An array of at most `N` items.
+struct Bounded<T, const N: usize>(Vec<T>);
+
+impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::Deserialize<'de> for Bounded<T, N> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items<T, const N: usize>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for Items<T, N> {
+            type Value = Bounded<T, N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "an array of at most {N} items")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    if items.len() == N {
+                        return Err(serde::de::Error::custom(format!(
+                            "an array of more than {N} items, more than a curve has"
+                        )));
+                    }
+                    items.push(item);
+                }
+                Ok(Bounded(items))
+            }
+        }
+        deserializer.deserialize_seq(Items::<T, N>(std::marker::PhantomData))
+    }
 }
 
 /// A column of the fitted curve, as a selector: its name, or `column N` of a file without a
@@ -252,20 +285,22 @@ fn read_curve(path: &std::path::Path) -> anyhow::Result<(PrincipalCurve, Vec<Str
     });
     let summary: CurveSummary =
         serde_json::from_reader(reader).map_err(|e| invalid(&e.to_string()))?;
-    let dim = summary.vertices.first().map_or(0, Vec::len);
-    if summary.vertices.iter().any(|v| v.len() != dim) {
+    let vertices: Vec<Vec<f64>> = summary.vertices.0.into_iter().map(|v| v.0).collect();
+    let columns = summary.input.columns.0;
+    let dim = vertices.first().map_or(0, Vec::len);
+    if vertices.iter().any(|v| v.len() != dim) {
         return Err(invalid("its vertices have different dimensions"));
     }
-    if summary.input.columns.len() != dim {
+    if columns.len() != dim {
         return Err(invalid(&format!(
             "its vertices have {dim} coordinates, but it names {} columns",
-            summary.input.columns.len()
+            columns.len()
         )));
     }
-    let vertices = summary.vertices.into_iter().flatten().collect();
+    let vertices = vertices.into_iter().flatten().collect();
     let curve =
         PrincipalCurve::from_vertices(vertices, dim).map_err(|e| invalid(&e.to_string()))?;
-    Ok((curve, summary.input.columns))
+    Ok((curve, columns))
 }
 
 /// A reader that fails once more than `left` bytes have been read.

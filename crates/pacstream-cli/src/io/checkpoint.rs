@@ -135,6 +135,15 @@ pub fn load<S: DeserializeOwned>(
     command: &str,
     settings: &Value,
 ) -> anyhow::Result<Checkpoint<S>> {
+    // `--checkpoint` only ever writes regular files: a device or FIFO (`/dev/zero`) is not
+    // one, and is refused before a byte of it is read.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(bad_input(format!(
+            "'{}' is not a checkpoint: it is not a regular file (--checkpoint writes regular \
+             files)",
+            path.display()
+        )));
+    }
     let bytes = read_json_document(path, "a checkpoint", MAX_BYTES)?;
     parse(&bytes, &path.display().to_string(), command, settings)
 }

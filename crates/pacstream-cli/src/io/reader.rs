@@ -34,9 +34,9 @@ const SNIFF_LIMIT: u64 = 64 * 1024;
 /// with no line ends (`/dev/zero`, a binary file) is refused there instead of filling memory.
 pub const MAX_LINE_BYTES: u64 = 64 << 20;
 
-/// The largest number of columns of an input (every cost of reading and choosing columns is
-/// linear in it).
-pub const MAX_COLUMNS: usize = 1_000_000;
+/// The largest number of columns of an input, 2²⁰ (every cost of reading and choosing
+/// columns is linear in it): a million experts and their outcome fit.
+pub const MAX_COLUMNS: usize = 1 << 20;
 
 /// Skipped rows are described one by one up to this many; after that only counted.
 const SKIP_NOTES: u64 = 10;
