@@ -19,6 +19,7 @@ use common::{data, pacstream, run, write};
 
 /// Makes a character device node `major:minor` at `path`; `false` (and a note) when this
 /// user cannot.
+#[allow(clippy::print_stderr, reason = "a skipped check says so")]
 fn make_device(path: &Path, major: u32, minor: u32) -> bool {
     let made = Command::new("mknod")
         .arg(path)
