@@ -209,8 +209,7 @@ fn a_fifo_named_as_an_output_is_written_through() {
         &["kmeans", "--k", "2", "a.csv", "-q", "--summary", "pipe"],
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
-    let received = reader.join().expect("the reader ends");
-    assert!(received.contains("\"command\": \"kmeans\""), "{received}");
+    // Checked before the reader is joined: a replaced FIFO would leave it waiting forever.
     assert!(
         std::fs::symlink_metadata(&fifo)
             .expect("the FIFO")
@@ -218,6 +217,8 @@ fn a_fifo_named_as_an_output_is_written_through() {
             .is_fifo(),
         "the FIFO was replaced"
     );
+    let received = reader.join().expect("the reader ends");
+    assert!(received.contains("\"command\": \"kmeans\""), "{received}");
     // A FIFO is refused as a checkpoint (before anything is read from it or written).
     let outcome = run(
         dir,
