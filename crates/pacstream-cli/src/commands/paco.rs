@@ -558,19 +558,40 @@ impl<T: Serialize> Serialize for Column<T> {
     }
 }
 
-/// Run-length path of a count over rounds: (first round, value) at every change.
+/// Run-length path of a count over rounds: (first round, value) at every change, in bounded
+/// memory: once it holds [`CountPath::LIMIT`] changes, every other one is dropped (the first
+/// and the last kept), so that a long stream whose k̂_t keeps changing keeps a sketch of the
+/// path, not all of it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct CountPath {
     changes: Vec<(u64, usize)>,
     last_round: u64,
+    /// Every change seen, kept or dropped.
+    total_changes: u64,
 }
 
 impl CountPath {
+    const LIMIT: usize = 20_000;
+
     fn record(&mut self, round: u64, value: usize) {
         if self.changes.last().is_none_or(|&(_, v)| v != value) {
             self.changes.push((round, value));
+            self.total_changes += 1;
+            if self.changes.len() >= Self::LIMIT {
+                let last = self.changes.len() - 1;
+                let mut index = 0;
+                self.changes.retain(|_| {
+                    index += 1;
+                    (index - 1) % 2 == 0 || index - 1 == last
+                });
+            }
         }
         self.last_round = round;
+    }
+
+    /// Whether every change is kept.
+    fn is_complete(&self) -> bool {
+        self.total_changes == self.changes.len() as u64
     }
 
     /// The staircase points (round, value), closed at the last round.
@@ -814,8 +835,11 @@ struct OnlineSummary<'a> {
     settings: &'a Value,
     n_clusters: Option<usize>,
     centres: Option<Vec<Vec<f64>>>,
-    /// (first round, k̂) at every change of k̂_t.
+    /// (first round, k̂) at every change of k̂_t; past 20,000 changes a sketch of the path
+    /// (every other change dropped each time the limit is reached).
     k_path: &'a [(u64, usize)],
+    /// The number of changes of k̂_t (more than `k_path` holds when it is a sketch).
+    k_path_changes: u64,
     /// (first round, number of distinct labels in memory) at every change, with --labels.
     true_k_path: Option<&'a [(u64, usize)]>,
     totals: OnlineTotals,
@@ -990,6 +1014,7 @@ fn run_online(
         n_clusters: learner.n_clusters(),
         centres: learner.centres().map(centre_rows),
         k_path: &state.k_path.changes,
+        k_path_changes: state.k_path.total_changes,
         true_k_path: state.true_k_path.as_ref().map(|p| p.changes.as_slice()),
         totals,
         learn_seconds: state.seconds,
@@ -1175,10 +1200,15 @@ fn print_online_report(
     if let Some(k) = learner.n_clusters() {
         writeln!(out, "  clusters (k̂)           {k}")?;
     }
-    let changes = state.k_path.changes.len().saturating_sub(1);
+    let changes = state.k_path.total_changes.saturating_sub(1) as usize;
+    let sketch = if state.k_path.is_complete() {
+        ""
+    } else {
+        ", a sketch of them"
+    };
     writeln!(
         out,
-        "  k̂_t path               {} (see --summary)",
+        "  k̂_t path               {} (see --summary{sketch})",
         plural(changes as u64, "change")
     )?;
     writeln!(
