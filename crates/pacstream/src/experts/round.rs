@@ -42,6 +42,12 @@ impl<'a> AdviceRound<'a> {
     /// Checks sizes and values: N advice values (finite where awake), a finite outcome, a
     /// mask of N flags with at least one expert awake.
     pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
+        self.check_shape(n_experts)?;
+        check_awake_values(self.advice, self.awake, "advice")
+    }
+
+    /// [`AdviceRound::check`] but for the advice values (a fused pass checks those).
+    pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
         check_sizes(self.advice.len(), self.awake, n_experts)?;
         if !self.outcome.is_finite() {
             return Err(Error::InconsistentInput(format!(
@@ -49,7 +55,7 @@ impl<'a> AdviceRound<'a> {
                 self.outcome
             )));
         }
-        check_awake_values(self.advice, self.awake, "advice")
+        Ok(())
     }
 }
 
@@ -63,8 +69,13 @@ impl<'a> LossRound<'a> {
     }
 
     pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
-        check_sizes(self.losses.len(), self.awake, n_experts)?;
+        self.check_shape(n_experts)?;
         check_awake_values(self.losses, self.awake, "loss")
+    }
+
+    /// [`LossRound::check`] but for the loss values (a fused pass checks those).
+    pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
+        check_sizes(self.losses.len(), self.awake, n_experts)
     }
 }
 
