@@ -395,24 +395,50 @@ pub(crate) fn run_on_every_path<K: QuadKernel>(make: impl Fn() -> K) -> Vec<K::O
     results
 }
 
+/// The constants of [`exp_quad`], splat to four lanes once per pass. They are passed through
+/// `black_box` so that they stay values in memory (a stack slot, or a register): each
+/// multiply-add then reads its coefficient as a memory operand, where the compiler would
+/// otherwise re-broadcast every constant from its 8-byte constant-pool entry on every
+/// iteration (one extra instruction each, eleven per four experts).
+#[derive(Clone, Copy)]
+pub(crate) struct ExpConstants<V> {
+    log2_e: V,
+    rounder: V,
+    ln2_hi: V,
+    ln2_lo: V,
+    q: [V; 8],
+    one: V,
+    floor: V,
+}
+
+impl<V: Copy> ExpConstants<V> {
+    #[inline(always)]
+    pub(crate) fn new<Q: Quad<V = V>>(q: Q) -> Self {
+        std::hint::black_box(Self {
+            log2_e: q.splat(std::f64::consts::LOG2_E),
+            rounder: q.splat(EXP_ROUNDER),
+            ln2_hi: q.splat(EXP_LN2_HI),
+            ln2_lo: q.splat(EXP_LN2_LO),
+            q: EXP_Q.map(|c| q.splat(c)),
+            one: q.splat(1.0),
+            floor: q.splat(EXP_FLOOR),
+        })
+    }
+}
+
 /// [`exp`] on four lanes: the same operations in the same order, so the same bits.
 #[inline(always)]
-pub(crate) fn exp_quad<Q: Quad>(q: Q, x: Q::V) -> Q::V {
-    let shifted = q.mul_add(x, q.splat(std::f64::consts::LOG2_E), q.splat(EXP_ROUNDER));
-    let k = q.sub(shifted, q.splat(EXP_ROUNDER));
-    let r = q.neg_mul_add(
-        k,
-        q.splat(EXP_LN2_LO),
-        q.neg_mul_add(k, q.splat(EXP_LN2_HI), x),
-    );
-    let mut poly = q.splat(EXP_Q[7]);
-    for coefficient in EXP_Q[..7].iter().rev() {
-        poly = q.mul_add(poly, r, q.splat(*coefficient));
+pub(crate) fn exp_quad<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, x: Q::V) -> Q::V {
+    let shifted = q.mul_add(x, c.log2_e, c.rounder);
+    let k = q.sub(shifted, c.rounder);
+    let r = q.neg_mul_add(k, c.ln2_lo, q.neg_mul_add(k, c.ln2_hi, x));
+    let mut poly = c.q[7];
+    for i in (0..7).rev() {
+        poly = q.mul_add(poly, r, c.q[i]);
     }
-    let one = q.splat(1.0);
-    let polynomial = q.mul_add(q.mul_add(poly, r, one), r, one);
+    let polynomial = q.mul_add(q.mul_add(poly, r, c.one), r, c.one);
     let value = q.mul(polynomial, q.pow2(shifted));
-    q.zero_where(q.lt(x, q.splat(EXP_FLOOR)), value)
+    q.zero_where(q.lt(x, c.floor), value)
 }
 
 const LANES: usize = 16;
@@ -666,7 +692,8 @@ mod tests {
                 .chunks_exact(QUAD)
                 .flat_map(|chunk| {
                     let x = q.load(chunk.try_into().unwrap());
-                    q.to_array(exp_quad(q, x)).map(f64::to_bits)
+                    q.to_array(exp_quad(q, &ExpConstants::new(q), x))
+                        .map(f64::to_bits)
                 })
                 .collect()
         }

@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::kernels::{self, Kernel, QUAD, Quad, QuadKernel};
+use crate::kernels::{self, ExpConstants, Kernel, QUAD, Quad, QuadKernel};
 
 /// Priors and charged cumulative losses of N experts; see the module documentation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -334,6 +334,7 @@ impl Weigh<'_> {
         let n = self.charged.len();
         assert!(self.weights.len() == n && (!PRIOR || log_prior.len() == n));
         let (minus_eta, shift) = (q.splat(-self.eta), q.splat(self.shift));
+        let constants = ExpConstants::new(q);
         let mut total = q.splat(0.0);
         let full = n - n % QUAD;
         for base in (0..full).step_by(QUAD) {
@@ -344,6 +345,7 @@ impl Weigh<'_> {
             };
             let w = weight_quad::<Q, PRIOR>(
                 q,
+                &constants,
                 q.load(quad(self.charged, base)),
                 prior,
                 minus_eta,
@@ -361,6 +363,7 @@ impl Weigh<'_> {
             };
             let w = weight_quad::<Q, PRIOR>(
                 q,
+                &constants,
                 q.load(&padded(self.charged, full)),
                 prior,
                 minus_eta,
@@ -371,6 +374,17 @@ impl Weigh<'_> {
         }
         kernels::sum_quad(q.to_array(total))
     }
+}
+
+/// A chunk of exactly four values as an array.
+#[inline(always)]
+fn as_quad(chunk: &[f64]) -> &[f64; QUAD] {
+    chunk.try_into().expect("invariant: chunks_exact(QUAD)")
+}
+
+#[inline(always)]
+fn as_quad_mut(chunk: &mut [f64]) -> &mut [f64; QUAD] {
+    chunk.try_into().expect("invariant: chunks_exact(QUAD)")
 }
 
 /// The four values from `base` on.
@@ -419,6 +433,7 @@ pub(crate) fn tail_mask<Q: Quad>(q: Q, count: usize) -> Q::M {
 #[inline(always)]
 fn weight_quad<Q: Quad, const PRIOR: bool>(
     q: Q,
+    constants: &ExpConstants<Q::V>,
     charged: Q::V,
     log_prior: Q::V,
     minus_eta: Q::V,
@@ -426,9 +441,9 @@ fn weight_quad<Q: Quad, const PRIOR: bool>(
 ) -> Q::V {
     let centred = q.sub(charged, shift);
     if PRIOR {
-        kernels::exp_quad(q, q.mul_add(minus_eta, centred, log_prior))
+        kernels::exp_quad(q, constants, q.mul_add(minus_eta, centred, log_prior))
     } else {
-        kernels::exp_quad(q, q.mul(minus_eta, centred))
+        kernels::exp_quad(q, constants, q.mul(minus_eta, centred))
     }
 }
 
@@ -552,8 +567,10 @@ impl<F: Charging> QuadKernel for &mut RoundPass<'_, F> {
 
 /// One chunk of a [`RoundPass`]: the accumulators after it, and its outputs (C', w, L').
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
     q: Q,
+    constants: &ExpConstants<Q::V>,
     charging: F,
     lanes: Lanes<Q::V>,
     chunk: Chunk<Q::V>,
@@ -573,7 +590,7 @@ fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
     };
     let charged = q.add(chunk.charged, charge);
     let least_charged = q.min(charged, lanes.least_charged);
-    let w = weight_quad::<Q, PRIOR>(q, charged, chunk.prior, minus_eta, shift);
+    let w = weight_quad::<Q, PRIOR>(q, constants, charged, chunk.prior, minus_eta, shift);
     let total = q.add(lanes.total, w);
     let totals = q.add(chunk.totals, own);
     let less = q.lt(totals, lanes.least_total);
@@ -622,24 +639,39 @@ impl<F: Charging> RoundPass<'_, F> {
             least_total: q.splat(f64::INFINITY),
             least_chunk: q.splat(0.0),
         };
+        let constants = ExpConstants::new(q);
         let full = n - n % QUAD;
         let (mut chunk_start, step) = (q.splat(0.0), q.splat(QUAD as f64));
-        for base in (0..full).step_by(QUAD) {
+        // Without a prior, the prior's chunks are read from `charged` and ignored.
+        let priors = if PRIOR { log_prior } else { charged };
+        // Chunk iterators rather than indices: no bounds check per chunk.
+        let inputs = values[..full]
+            .chunks_exact(QUAD)
+            .zip(aux[..full].chunks_exact(QUAD))
+            .zip(charged[..full].chunks_exact(QUAD))
+            .zip(priors[..full].chunks_exact(QUAD))
+            .zip(totals[..full].chunks_exact(QUAD));
+        let outputs = weights[..full]
+            .chunks_exact_mut(QUAD)
+            .zip(charged_next[..full].chunks_exact_mut(QUAD))
+            .zip(totals_next[..full].chunks_exact_mut(QUAD));
+        for (((((v, a), c), p), t), ((w, c_next), t_next)) in inputs.zip(outputs) {
             let chunk = Chunk {
-                values: q.load(quad(values, base)),
-                aux: q.load(quad(aux, base)),
-                weights: q.load(quad(weights, base)),
-                charged: q.load(quad(charged, base)),
+                values: q.load(as_quad(v)),
+                aux: q.load(as_quad(a)),
+                weights: q.load(as_quad(w)),
+                charged: q.load(as_quad(c)),
                 prior: if PRIOR {
-                    q.load(quad(log_prior, base))
+                    q.load(as_quad(p))
                 } else {
                     q.splat(0.0)
                 },
-                totals: q.load(quad(totals, base)),
+                totals: q.load(as_quad(t)),
             };
-            let outputs;
-            (lanes, outputs) = round_step::<Q, F, PRIOR, RANGE>(
+            let written;
+            (lanes, written) = round_step::<Q, F, PRIOR, RANGE>(
                 q,
+                &constants,
                 charging,
                 lanes,
                 chunk,
@@ -648,9 +680,9 @@ impl<F: Charging> RoundPass<'_, F> {
                 shift,
             );
             chunk_start = q.add(chunk_start, step);
-            q.store(quad_mut(charged_next, base), outputs[0]);
-            q.store(quad_mut(weights, base), outputs[1]);
-            q.store(quad_mut(totals_next, base), outputs[2]);
+            q.store(as_quad_mut(c_next), written[0]);
+            q.store(as_quad_mut(w), written[1]);
+            q.store(as_quad_mut(t_next), written[2]);
         }
         if full < n {
             // The last, partial chunk: padded inputs, and only the valid lanes move.
@@ -669,6 +701,7 @@ impl<F: Charging> RoundPass<'_, F> {
             };
             let (moved, outputs) = round_step::<Q, F, PRIOR, RANGE>(
                 q,
+                &constants,
                 charging,
                 lanes,
                 chunk,
