@@ -466,6 +466,9 @@ mod tests {
         let cached = core.probabilities.clone();
         for (i, &w) in cached.iter().enumerate() {
             let argument = -eta * (core.weights.charged()[i] - core.shift);
+            // The engine's invariant: no exponent above 700 (the exponential's domain ends
+            // at 709, and the sum must not overflow).
+            assert!(argument <= 700.0, "expert {i}: exponent {argument}");
             let exact = argument.exp();
             if argument < -708.0 {
                 assert_eq!(w, 0.0, "expert {i}: argument {argument}");
