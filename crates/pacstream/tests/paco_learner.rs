@@ -494,11 +494,13 @@ fn ideal_sampler(stream: &[f64], a: f64, replicates: u64, cells: usize) -> (f64,
 /// The theorem with exact draws, on a problem where the bound is nearly reached: one cluster
 /// on a line (p = 1, R = 1), T = 1000, a small temperature multiplier a (at the default
 /// a = 20 the variance term C_1²·a dominates and no sequence comes near it). Theorem 2 for
-/// the best ρ is reached to 0.76–0.91, the corollary's closed form — the bound the library
-/// computes and the command prints — to 0.52–0.64 of the regret. The fractions are asserted
-/// at what was measured less 0.03, so the test fails if the ideal sampler does worse than the
-/// theorem allows, if the bound's formula loses a term or its 1/a (the a = 1 form is 820 at
-/// a = 0.01, below the ideal sampler's 951), or if it is loosened by a tenth.
+/// the best ρ is reached to 0.77–0.91 of the regret, the corollary's closed form — the bound
+/// the library computes and the command prints — to 0.53–0.64. The fractions are asserted
+/// at what was measured ± 0.03 (the Monte Carlo part is the draws' effect on the variance
+/// term, small), so the test fails if the ideal sampler does worse than the theorem allows,
+/// if the bound's formula loses its 1/a (the a = 1 form is 820 at a = 0.01, below the ideal
+/// sampler's 951) or its variance term (0.576 becomes 0.657 against ±R), or if it is
+/// loosened by a tenth.
 #[test]
 fn the_corollary_holds_and_is_nearly_reached_with_exact_draws() {
     let t_max = 1000usize;
@@ -506,13 +508,13 @@ fn the_corollary_holds_and_is_nearly_reached_with_exact_draws() {
     let alternating: Vec<f64> = (0..t_max)
         .map(|t| if t % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
-    // (stream, a, lowest Theorem 2 fraction, lowest corollary fraction)
+    // (stream, a, measured fractions of the regret reached: Theorem 2, the corollary)
     let cases = [
-        ("x_t = 0", &zero, 0.01, 0.88, 0.50),
-        ("x_t = 0", &zero, 0.03, 0.74, 0.61),
-        ("x_t = ±R", &alternating, 0.03, 0.73, 0.54),
+        ("x_t = 0", &zero, 0.01, 0.913, 0.528),
+        ("x_t = 0", &zero, 0.03, 0.773, 0.640),
+        ("x_t = ±R", &alternating, 0.03, 0.766, 0.576),
     ];
-    for (name, stream, a, theorem_lowest, corollary_lowest) in cases {
+    for (name, stream, a, theorem_measured, corollary_measured) in cases {
         let (expected, theorem, comparator) = ideal_sampler(stream, a, 40, 800);
         let max_norm = stream.iter().fold(0.0f64, |m, x| m.max(x.abs()));
         let settings = BoundSettings {
@@ -539,12 +541,12 @@ fn the_corollary_holds_and_is_nearly_reached_with_exact_draws() {
             "{name}, a = {a}: the corollary is below Theorem 2"
         );
         assert!(
-            theorem_fraction >= theorem_lowest,
-            "{name}, a = {a}: {theorem_fraction}"
+            (theorem_fraction - theorem_measured).abs() < 0.03,
+            "{name}, a = {a}: Theorem 2 reached to {theorem_fraction}"
         );
         assert!(
-            corollary_fraction >= corollary_lowest,
-            "{name}, a = {a}: {corollary_fraction}"
+            (corollary_fraction - corollary_measured).abs() < 0.03,
+            "{name}, a = {a}: the corollary reached to {corollary_fraction}"
         );
         // Not vacuous: far below the loss of the worst clustering inside B(2R).
         let worst = stream.iter().map(|x| (2.0 + x.abs()).powi(2)).sum::<f64>();

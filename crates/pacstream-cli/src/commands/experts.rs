@@ -8,8 +8,9 @@
 //!
 //! Output per round: t, prediction, loss, realised loss (randomised rules), chosen expert,
 //! cumulative loss, the best expert so far, its loss, the regret against it and the bound of
-//! the rule on that regret (`--weights` adds the weight of every expert). The summary holds
-//! every expert's cumulative loss and regret, the final weights and the bound; the figure
+//! the rule on that regret, as the library states it (`--weights` adds the weight of every
+//! expert). The summary holds every expert's cumulative loss, regret and bound, the final
+//! weights, and what the bound bounds under which theorem (or why there is none); the figure
 //! shows the weights over time, the regret against its bound, and the running average loss
 //! of every expert against the learner's.
 
@@ -53,7 +54,12 @@ use crate::ui::{Notes, report_writer};
         Learning rate: --beta (wm, rwm), --eta, --horizon T (tuned for T rounds), --anytime, \
         --doubling (the doubling trick), --adahedge (no horizon, no loss range). The loss \
         range --loss-bound B is required by every rate except AdaHedge, for every loss but \
-        zero-one.",
+        zero-one.\n\n\
+        The report gives the regret against the best expert and the bound of the rule's \
+        theorem for exactly these settings (prior, rate, loss range): on the regret, or on \
+        the expected regret for rwm and fpl. Where no theorem covers the settings (ewa on the \
+        zero-one loss, AdaHedge or fpl with sleeping experts, a loss beyond --loss-bound) it \
+        prints no bound and says why.",
     after_help = "Examples:\n  \
         pacstream experts --rule ewa --adahedge --outcome DAX data/eustock-forecasts.csv --plot experts.svg\n  \
         pacstream experts --rule rwm --doubling --outcome up data/eustock-updown.csv -o rounds.csv",
