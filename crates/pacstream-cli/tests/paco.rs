@@ -382,9 +382,7 @@ fn no_bound_in_window_memory_or_beyond_the_radius() {
         let outcome = run(dir.path(), &command);
         assert_eq!(outcome.code, 0, "{outcome:?}");
         assert!(
-            outcome
-                .stdout
-                .contains(&format!("bound                  none: ")),
+            outcome.stdout.contains("bound                  none: "),
             "{}",
             outcome.stdout
         );
