@@ -70,6 +70,10 @@ fn weighted_majority_mistake_bound() {
                     "N {n} β {beta}: {} mistakes > bound {bound} (m* = {best})",
                     wm.mistakes()
                 );
+                // The learner's own report is the same bound, on the regret.
+                let reported = wm.regret_bound().value().unwrap();
+                assert!((reported - (bound - best)).abs() < 1e-9 * bound.max(1.0));
+                assert!(wm.ledger().regret() <= reported);
             }
         }
     }
@@ -191,6 +195,14 @@ fn randomized_weighted_majority_bounds() {
                         _ => {}
                     }
                     assert!(!checks.is_empty() || matches!(rate, LearningRate::Horizon(_)));
+                    // The learner's own report holds against every expert.
+                    for i in 0..n {
+                        let Guarantee::Bound(bound) = rwm.regret_bound_against(i) else {
+                            panic!("RWM always has a bound")
+                        };
+                        assert_eq!(bound.bounded, bounds::Bounded::ExpectedRegret);
+                        assert!(ledger.regret_against(i) <= bound.value + 1e-9);
+                    }
                     for (name, bound) in checks {
                         assert!(
                             expected <= bound + 1e-9,
@@ -579,6 +591,8 @@ fn sleeping_experts_regret_on_awake_rounds() {
         for i in 0..n {
             let regret = hedge.ledger().regret_against(i);
             assert!(regret <= bound, "N {n} expert {i}: {regret} > {bound}");
+            let reported = hedge.regret_bound_against(i).value().unwrap();
+            assert!((reported - bound).abs() < 1e-9 * bound, "{reported} vs {bound}");
         }
         // The good expert is the one the learner regrets most, and that regret is real.
         assert_eq!(hedge.ledger().best_expert().0, 0);
@@ -642,6 +656,13 @@ fn ewa_bounds_against_experts_and_combinations() {
         .copied()
         .fold(f64::INFINITY, f64::min);
     assert!(plain.ledger().learner_loss() <= bounds::hedge_tuned(t_max as u64, n, 1.0, best));
+    // The learners' own reports: against every expert, plain and linearised.
+    for i in 0..n {
+        for ewa in [&plain, &gradient] {
+            let bound = ewa.regret_bound_against(i).value().unwrap();
+            assert!(ewa.ledger().regret_against(i) <= bound, "expert {i}");
+        }
+    }
     let (combination, combination_loss) = oracle.solve();
     assert!(
         combination_loss <= best,

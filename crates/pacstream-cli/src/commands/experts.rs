@@ -782,7 +782,11 @@ impl StreamTask for ExpertsTask {
             .map_err(|e| bad_input(format!("data row {}: {e}", row.number)))?;
         let ledger = self.state.aggregator.ledger();
         let best_loss = ledger.expert_losses()[step.best_expert];
-        let bound = self.state.aggregator.regret_bound().value();
+        let bound = self
+            .state
+            .aggregator
+            .regret_bound_against(step.best_expert)
+            .value();
         if sink.is_enabled() {
             self.cells.clear();
             self.cells.extend([
