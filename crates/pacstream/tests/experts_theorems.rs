@@ -592,7 +592,10 @@ fn sleeping_experts_regret_on_awake_rounds() {
             let regret = hedge.ledger().regret_against(i);
             assert!(regret <= bound, "N {n} expert {i}: {regret} > {bound}");
             let reported = hedge.regret_bound_against(i).value().unwrap();
-            assert!((reported - bound).abs() < 1e-9 * bound, "{reported} vs {bound}");
+            assert!(
+                (reported - bound).abs() < 1e-9 * bound,
+                "{reported} vs {bound}"
+            );
         }
         // The good expert is the one the learner regrets most, and that regret is real.
         assert_eq!(hedge.ledger().best_expert().0, 0);
