@@ -344,7 +344,13 @@ impl Core {
             // both under p_t (asleep experts have weight 0).
             let mixture = kernels::dispatch_quad(Dot(&self.probabilities, charges)) * self.scale;
             let mix = ExpWeights::mix_loss(eta, &self.probabilities, self.scale, charges);
-            self.schedule.add_gap(mixture - mix);
+            // The range of the round's charges, which AdaHedge's bound needs (it has no B).
+            let (low, high) = charges
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &c| {
+                    (low.min(c), high.max(c))
+                });
+            self.schedule.add_round(mixture - mix, high - low);
         }
         let before = self.weights.least();
         let next_round = self.n_rounds + 2;
@@ -403,7 +409,11 @@ impl Core {
         self.ledger.validate_snapshot(self.n_experts())?;
         let width = self.range.width();
         let gap = self.schedule.gap;
-        let in_range = gap.is_finite() && gap >= 0.0 && width.is_finite() && width > 0.0;
+        let in_range = gap.is_finite()
+            && gap >= 0.0
+            && width.is_finite()
+            && width > 0.0
+            && self.schedule.ranges.is_valid();
         let schedule_width = self.schedule.loss_range;
         if !in_range
             || schedule_width != width

@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{self, Bounded, Guarantee};
 use super::core::{Core, LossRange, finite_rate};
 use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
 use super::params::{Checked, EwaParams, HedgeParams};
@@ -102,6 +103,26 @@ impl Hedge {
     /// AdaHedge's cumulative mixability gap Δ_t (0 for the other schedules).
     pub fn mixability_gap(&self) -> f64 {
         self.core.schedule.gap
+    }
+
+    /// The bound on the regret of the mixture loss against the best expert in hindsight (the
+    /// expert [`ExpertLedger::best_expert`](super::ExpertLedger::best_expert) names), for this
+    /// schedule, prior and loss range; see [`bounds`](super::bounds).
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.core.ledger.best_expert().0)
+    }
+
+    /// The bound on the regret against `expert` (on its awake rounds).
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        bounds::exponential_weights(
+            &self.core,
+            expert,
+            self.core.range.width(),
+            self.params.loss_bound.is_some(),
+        )
     }
 
     fn validate_snapshot(&self) -> Result<()> {
@@ -261,6 +282,36 @@ impl Ewa {
     /// Rounds where a charged loss fell outside its range (the bounds then do not apply).
     pub fn out_of_range_rounds(&self) -> u64 {
         self.core.out_of_range_rounds
+    }
+
+    /// The bound on the regret of ℓ(ŷ_t, y_t) against the best expert in hindsight, for this
+    /// loss, schedule, prior and loss range (ℓ convex: at most the mixture loss, by Jensen, or
+    /// with the gradient option at most the linearised loss); see [`bounds`](super::bounds).
+    /// None for the zero-one loss: a weighted average of real-valued advice can miss every
+    /// round while one expert never does.
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.core.ledger.best_expert().0)
+    }
+
+    /// The bound on the regret against `expert` (on its awake rounds).
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        if !self.params.loss.is_convex() && self.core.n_experts() > 1 {
+            return Guarantee::none(
+                Bounded::Regret,
+                "the zero-one loss of a weighted average of real-valued advice is not bounded \
+                 by the experts' losses (use the absolute loss, or randomized weighted majority \
+                 for binary advice)",
+            );
+        }
+        bounds::exponential_weights(
+            &self.core,
+            expert,
+            self.core.range.width(),
+            self.params.loss_bound.is_some() && !self.params.gradient,
+        )
     }
 
     /// The prediction the learner would make on `advice` now (every expert awake).

@@ -137,6 +137,11 @@ impl ExpertLedger {
         self.best_expert().1
     }
 
+    /// Whether some round had a sleeping expert (the regrets are then on awake rounds).
+    pub fn has_sleeping_rounds(&self) -> bool {
+        self.learner_when_awake.is_some()
+    }
+
     /// The regret against expert `index` on its awake rounds.
     pub fn regret_against(&self, index: usize) -> f64 {
         let learner = match &self.learner_when_awake {
