@@ -8,8 +8,9 @@
 //!
 //! Output per round: t, prediction, loss, realised loss (randomised rules), chosen expert,
 //! cumulative loss, the best expert so far, its loss, the regret against it and the bound of
-//! the rule on that regret (`--weights` adds the weight of every expert). The summary holds
-//! every expert's cumulative loss and regret, the final weights and the bound; the figure
+//! the rule on that regret, as the library states it (`--weights` adds the weight of every
+//! expert). The summary holds every expert's cumulative loss, regret and bound, the final
+//! weights, and what the bound bounds under which theorem (or why there is none); the figure
 //! shows the weights over time, the regret against its bound, and the running average loss
 //! of every expert against the learner's.
 
@@ -18,11 +19,11 @@ use std::io::Write;
 
 use clap::{ArgGroup, Args, ValueEnum};
 use pacstream::OnlineLearner;
+use pacstream::experts::bounds::{Bounded, Guarantee};
 use pacstream::experts::{
     AdviceRound, Ewa, EwaParams, ExpertLedger, ExpertStep, FollowThePerturbedLeader, FplParams,
     Hedge, HedgeParams, LearningRate, Loss, LossRound, RandomizedWeightedMajority,
-    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams, bounds, check_rate,
-    limits,
+    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams, check_rate, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -53,7 +54,12 @@ use crate::ui::{Notes, report_writer};
         Learning rate: --beta (wm, rwm), --eta, --horizon T (tuned for T rounds), --anytime, \
         --doubling (the doubling trick), --adahedge (no horizon, no loss range). The loss \
         range --loss-bound B is required by every rate except AdaHedge, for every loss but \
-        zero-one.",
+        zero-one.\n\n\
+        The report gives the regret against the best expert and the bound of the rule's \
+        theorem for exactly these settings (prior, rate, loss range): on the regret, or on \
+        the expected regret for rwm and fpl. Where no theorem covers the settings (ewa on the \
+        zero-one loss, AdaHedge or fpl with sleeping experts, a loss beyond --loss-bound) it \
+        prints no bound and says why.",
     after_help = "Examples:\n  \
         pacstream experts --rule ewa --adahedge --outcome DAX data/eustock-forecasts.csv --plot experts.svg\n  \
         pacstream experts --rule rwm --doubling --outcome up data/eustock-updown.csv -o rounds.csv",
@@ -223,6 +229,28 @@ impl Aggregator {
         }
     }
 
+    /// The rule's guarantee on the regret against the best expert, as the library states it.
+    fn regret_bound(&self) -> Guarantee {
+        match self {
+            Aggregator::Wm(l) => l.regret_bound(),
+            Aggregator::Rwm(l) => l.regret_bound(),
+            Aggregator::Hedge(l) => l.regret_bound(),
+            Aggregator::Ewa(l) => l.regret_bound(),
+            Aggregator::Fpl(l) => l.regret_bound(),
+        }
+    }
+
+    /// The same against `expert`.
+    fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        match self {
+            Aggregator::Wm(l) => l.regret_bound_against(expert),
+            Aggregator::Rwm(l) => l.regret_bound_against(expert),
+            Aggregator::Hedge(l) => l.regret_bound_against(expert),
+            Aggregator::Ewa(l) => l.regret_bound_against(expert),
+            Aggregator::Fpl(l) => l.regret_bound_against(expert),
+        }
+    }
+
     fn out_of_range_rounds(&self) -> u64 {
         match self {
             Aggregator::Hedge(l) => l.out_of_range_rounds(),
@@ -245,8 +273,6 @@ struct Plan {
     gradient: bool,
     n_experts: usize,
     losses_given: bool,
-    /// The smallest prior weight (the bound of a fixed rate is against it), 1/N if uniform.
-    least_prior: f64,
 }
 
 impl Plan {
@@ -331,13 +357,6 @@ impl Plan {
                 args.eta.unwrap_or_default()
             )));
         }
-        let least_prior = match &args.prior {
-            Some(prior) if prior.len() == n_experts && prior.iter().all(|p| *p > 0.0) => {
-                let total: f64 = prior.iter().sum();
-                prior.iter().copied().fold(f64::INFINITY, f64::min) / total
-            }
-            _ => 1.0 / n_experts as f64,
-        };
         Ok(Self {
             rule,
             rate,
@@ -347,7 +366,6 @@ impl Plan {
             gradient: args.gradient,
             n_experts,
             losses_given: args.losses,
-            least_prior,
         })
     }
 
@@ -407,41 +425,6 @@ impl Plan {
                 Aggregator::Fpl(params.check().map_err(error)?.build())
             }
         })
-    }
-
-    /// The bound on the regret after `rounds` rounds against an expert whose cumulative loss
-    /// is `best`, with loss range `range` (given, or observed for AdaHedge without B).
-    fn regret_bound(&self, rounds: u64, best: f64, range: f64) -> Option<f64> {
-        let n = self.n_experts;
-        let bound = match (self.rule, self.rate) {
-            (Rule::Wm, _) => bounds::weighted_majority(n, self.beta?, best),
-            (Rule::Rwm, LearningRate::Fixed(_)) => {
-                bounds::randomized_weighted_majority(n, self.beta?, best)
-            }
-            (Rule::Rwm, LearningRate::Horizon(horizon)) => {
-                // The tuned β holds at every t ≤ T through the fixed-β bound.
-                let beta = (1.0 - ((n as f64).ln() / horizon as f64).sqrt()).max(0.5);
-                bounds::randomized_weighted_majority(n, beta, best)
-            }
-            (Rule::Rwm, _) => bounds::randomized_weighted_majority_doubling_sum(rounds, n, best),
-            (Rule::Fpl, LearningRate::Fixed(eta)) => bounds::fpl_expected(n, eta, range, best),
-            (Rule::Fpl, LearningRate::Horizon(horizon)) => {
-                let eta = ((n as f64).ln() / horizon as f64).sqrt().min(1.0) / range;
-                bounds::fpl_expected(n, eta, range, best)
-            }
-            (Rule::Fpl, _) => return None,
-            (_, LearningRate::Fixed(eta)) => {
-                bounds::hedge_fixed(rounds, eta, range, self.least_prior, best)
-            }
-            (_, LearningRate::Horizon(horizon)) => {
-                let eta = (8.0 * (n as f64).ln() / horizon as f64).sqrt() / range;
-                bounds::hedge_fixed(rounds, eta, range, 1.0 / n as f64, best)
-            }
-            (_, LearningRate::Anytime) => bounds::hedge_anytime(rounds, n, range, best),
-            (_, LearningRate::Doubling) => bounds::hedge_doubling(rounds, n, range, best),
-            (_, LearningRate::AdaHedge) => bounds::adahedge(rounds, n, range, best),
-        };
-        Some(bound - best)
     }
 
     fn settings(&self, args: &ExpertsArgs, reader: &RowReader, seed: u64) -> Value {
@@ -669,11 +652,7 @@ impl History {
 #[derive(Debug, Serialize, Deserialize)]
 struct ExpertsState {
     aggregator: Aggregator,
-    /// The largest loss seen (AdaHedge's bound uses it as the range when B is not given).
-    largest_loss: f64,
     history: Option<History>,
-    /// The last record's bound, for the summary.
-    last_bound: Option<f64>,
 }
 
 struct ExpertsTask {
@@ -807,9 +786,6 @@ impl StreamTask for ExpertsTask {
                 .map_err(|what| inconsistent(&what))?,
             _ => return Err(inconsistent("its figure history does not match --plot")),
         }
-        if !(state.largest_loss.is_finite() && state.largest_loss >= 0.0) {
-            return Err(inconsistent("its largest loss is not a number"));
-        }
         self.state = state;
         Ok(())
     }
@@ -822,29 +798,12 @@ impl StreamTask for ExpertsTask {
             })
         })?;
         let ledger = self.state.aggregator.ledger();
-        let expert_losses = ledger.expert_losses();
-        let round_largest = self
-            .advice
-            .iter()
-            .zip(&self.awake)
-            .filter(|(_, awake)| **awake)
-            .map(|(value, _)| {
-                if self.plan.losses_given || matches!(self.plan.rule, Rule::Wm | Rule::Rwm) {
-                    value.abs()
-                } else {
-                    self.plan.loss.value(*value, outcome)
-                }
-            })
-            .fold(step.loss.abs(), f64::max);
-        self.state.largest_loss = self.state.largest_loss.max(round_largest);
-        let range = self
-            .plan
-            .loss_bound
-            .unwrap_or(self.state.largest_loss)
-            .max(f64::MIN_POSITIVE);
-        let best_loss = expert_losses[step.best_expert];
-        let bound = self.plan.regret_bound(step.round, best_loss, range);
-        self.state.last_bound = bound;
+        let best_loss = ledger.expert_losses()[step.best_expert];
+        let bound = self
+            .state
+            .aggregator
+            .regret_bound_against(step.best_expert)
+            .value();
         if sink.is_enabled() {
             self.cells.clear();
             self.cells.extend([
@@ -889,6 +848,8 @@ struct ExpertSummary<'a> {
     name: &'a str,
     cumulative_loss: f64,
     regret_against: f64,
+    /// The rule's bound on the regret against this expert, if a theorem gives one.
+    regret_bound: Option<f64>,
     final_weight: f64,
 }
 
@@ -902,12 +863,18 @@ struct ExpertsSummary<'a> {
     best_expert: &'a str,
     best_expert_loss: f64,
     regret: f64,
-    /// The rule's bound on that regret (for FPL and RWM, on the expected regret).
+    /// The rule's bound on that regret (for FPL and RWM, on the expected regret), or none.
     regret_bound: Option<f64>,
+    /// What the regret is: the regret of the learner's loss, or its expected regret
+    /// (randomised rules).
+    #[serde(rename = "regret_is")]
+    guarantee_bounded: Bounded,
+    /// What the bound bounds and under which theorem, or why there is none.
+    guarantee: Guarantee,
     /// Rounds where a loss fell outside the range the bound assumes.
     out_of_range_rounds: u64,
-    /// The loss range the bound used (--loss-bound, or the largest loss seen).
-    loss_range: f64,
+    /// The loss range --loss-bound gave (1 for the zero-one loss), if any.
+    loss_bound: Option<f64>,
     experts: Vec<ExpertSummary<'a>>,
 }
 
@@ -951,9 +918,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let mut task = ExpertsTask {
         state: ExpertsState {
             aggregator: plan.build(args, options.seed)?,
-            largest_loss: 0.0,
             history: options.plot.is_some().then(|| History::new(n)),
-            last_bound: None,
         },
         plan,
         columns,
@@ -980,7 +945,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let ledger = aggregator.ledger();
     let (best, regret) = ledger.best_expert();
     let weights = aggregator.weights();
-    let loss_range = task.plan.loss_bound.unwrap_or(task.state.largest_loss);
+    let guarantee = aggregator.regret_bound();
     let summary = ExpertsSummary {
         command: "experts",
         input: InputSummary::new(&reader, &input),
@@ -990,9 +955,11 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         best_expert: &expert_names[best],
         best_expert_loss: ledger.expert_losses()[best],
         regret,
-        regret_bound: task.state.last_bound,
+        regret_bound: guarantee.value(),
+        guarantee_bounded: guarantee.bounded(),
+        guarantee: guarantee.clone(),
         out_of_range_rounds: aggregator.out_of_range_rounds(),
-        loss_range,
+        loss_bound: task.plan.loss_bound,
         experts: expert_names
             .iter()
             .enumerate()
@@ -1000,6 +967,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
                 name,
                 cumulative_loss: ledger.expert_losses()[i],
                 regret_against: ledger.regret_against(i),
+                regret_bound: aggregator.regret_bound_against(i).value(),
                 final_weight: weights[i],
             })
             .collect(),
@@ -1010,7 +978,14 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     }
     write_summary(&options, &summary)?;
     if let (Some(path), Some(history)) = (&options.plot, &task.state.history) {
-        draw_figure(path, &reader, &task.plan, &expert_names, history)?;
+        draw_figure(
+            path,
+            &reader,
+            &task.plan,
+            &expert_names,
+            history,
+            &guarantee,
+        )?;
     }
     Ok(())
 }
@@ -1041,14 +1016,22 @@ fn print_report(
         summary.best_expert,
         human_number(summary.best_expert_loss)
     )?;
-    match summary.regret_bound {
-        Some(bound) => writeln!(
+    writeln!(
+        out,
+        "  {:<18} {} against {}",
+        summary.guarantee_bounded.name(),
+        human_number(summary.regret),
+        summary.best_expert
+    )?;
+    match &summary.guarantee {
+        Guarantee::Bound(bound) => writeln!(
             out,
-            "  regret             {} (bound {})",
-            human_number(summary.regret),
-            human_number(bound)
+            "  bound              {} on the {} ({})",
+            human_number(bound.value),
+            bound.bounded.name(),
+            bound.theorem
         )?,
-        None => writeln!(out, "  regret             {}", human_number(summary.regret))?,
+        Guarantee::NoBound { reason, .. } => writeln!(out, "  bound              none: {reason}")?,
     }
     if summary.out_of_range_rounds > 0 {
         writeln!(
@@ -1066,16 +1049,17 @@ fn print_report(
         .max(6);
     writeln!(
         out,
-        "  {:<width$}  {:>14}  {:>12}  {:>10}",
-        "expert", "loss", "regret", "weight"
+        "  {:<width$}  {:>14}  {:>12}  {:>12}  {:>10}",
+        "expert", "loss", "regret", "bound", "weight"
     )?;
     for expert in &summary.experts {
         writeln!(
             out,
-            "  {:<width$}  {:>14}  {:>12}  {:>10}",
+            "  {:<width$}  {:>14}  {:>12}  {:>12}  {:>10}",
             expert.name,
             human_number(expert.cumulative_loss),
             human_number(expert.regret_against),
+            expert.regret_bound.map_or("-".to_string(), human_number),
             human_number(expert.final_weight)
         )?;
     }
@@ -1088,6 +1072,7 @@ fn draw_figure(
     plan: &Plan,
     names: &[String],
     history: &History,
+    guarantee: &Guarantee,
 ) -> anyhow::Result<()> {
     let n = names.len();
     let figure = ExpertsFigure {
@@ -1111,6 +1096,8 @@ fn draw_figure(
             .collect(),
         regret: history.regret.clone(),
         bound: history.bound.clone(),
+        regret_name: guarantee.bounded().name().to_string(),
+        no_bound: guarantee.value().is_none(),
         learner_mean: history.learner_mean.clone(),
         expert_means: history
             .expert_means

@@ -43,7 +43,17 @@ impl<'a> AdviceRound<'a> {
     /// awake), an outcome within ±[`MAX_ADVICE`], a mask of N flags with at least one expert
     /// awake.
     pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
+        self.check_shape(n_experts)?;
+        check_awake_values(self.advice, self.awake, "advice", MAX_ADVICE)
+    }
+
+    /// [`AdviceRound::check`] but for the advice values' finiteness (a fused pass checks
+    /// that): their magnitude is checked here.
+    pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
         check_sizes(self.advice.len(), self.awake, n_experts)?;
+        if exceeds(self.advice, MAX_ADVICE) {
+            check_awake_values(self.advice, self.awake, "advice", MAX_ADVICE)?;
+        }
         if !self.outcome.is_finite() {
             return Err(Error::InconsistentInput(format!(
                 "the outcome {} is not finite",
@@ -57,7 +67,7 @@ impl<'a> AdviceRound<'a> {
                 self.outcome
             )));
         }
-        check_awake_values(self.advice, self.awake, "advice", MAX_ADVICE)
+        Ok(())
     }
 }
 
@@ -71,9 +81,42 @@ impl<'a> LossRound<'a> {
     }
 
     pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
-        check_sizes(self.losses.len(), self.awake, n_experts)?;
+        self.check_shape(n_experts)?;
         check_awake_values(self.losses, self.awake, "loss", MAX_LOSS)
     }
+
+    /// [`LossRound::check`] but for the losses' finiteness (a fused pass checks that): their
+    /// magnitude is checked here.
+    pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
+        check_sizes(self.losses.len(), self.awake, n_experts)?;
+        if exceeds(self.losses, MAX_LOSS) {
+            check_awake_values(self.losses, self.awake, "loss", MAX_LOSS)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether some |v_i| exceeds `limit` (NaN does not: the finiteness checks catch it). A count
+/// rather than `any`, so that the loop vectorises (compiled for the CPU's vector width by
+/// [`crate::kernels::dispatch`]): a small fraction of a fused round.
+fn exceeds(values: &[f64], limit: f64) -> bool {
+    struct Exceeds<'a> {
+        values: &'a [f64],
+        limit: f64,
+    }
+    impl crate::kernels::Kernel for Exceeds<'_> {
+        type Output = bool;
+        #[inline(always)]
+        fn run(self) -> bool {
+            let over: usize = self
+                .values
+                .iter()
+                .map(|&v| usize::from(v.abs() > self.limit))
+                .sum();
+            over > 0
+        }
+    }
+    crate::kernels::dispatch(Exceeds { values, limit })
 }
 
 fn check_sizes(values: usize, awake: Option<&[bool]>, n_experts: usize) -> Result<()> {

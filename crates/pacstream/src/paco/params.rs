@@ -51,7 +51,8 @@ pub enum Radius {
 /// Which past points enter S_t, the proposal means and n_t.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Memory {
-    /// Every past point: S_t is the seed's cumulative loss and the regret bound applies.
+    /// Every past point: S_t is the paper's cumulative loss and the bound of its corollary
+    /// applies (for the ideal sampler).
     Exact,
     /// Only the last W points, and n_t = min(t, W) in λ_t and τ_t: the cost of a round is
     /// bounded and the model forgets. The regret guarantee is for `Exact` only.
@@ -66,10 +67,12 @@ pub enum ProposalScale {
     /// are priced by the target's Occam factor rather than by the proposal's.
     #[default]
     Laplace,
-    /// σ_j = √2 · τ_t, τ_t = b · R / √(p n_t): the seed's τ = 1/√(pt) in units of R (the
-    /// density's (1 + ‖c − m‖²/(6τ²)) form). Much narrower than the quasi-posterior for
-    /// large t, so that the number of clusters found is set mostly by b; kept for fidelity.
-    Seed,
+    /// σ_j = √2 · τ_t, τ_t = b · R / √(p n_t): the τ = 1/√(pt) of Li, Guedj & Loustau (2018)
+    /// in units of R (the density's (1 + ‖c − m‖²/(6τ²)) form). Much narrower than the
+    /// quasi-posterior for large t, so that the number of clusters found is set mostly by b;
+    /// kept for fidelity. (Named `Seed` before; snapshots with that name still load.)
+    #[serde(alias = "Seed")]
+    Paper,
 }
 
 impl ProposalScale {
@@ -77,7 +80,7 @@ impl ProposalScale {
     pub fn name(self) -> &'static str {
         match self {
             ProposalScale::Laplace => "laplace",
-            ProposalScale::Seed => "seed",
+            ProposalScale::Paper => "paper",
         }
     }
 }
@@ -133,7 +136,7 @@ pub const DEFAULT_ETA: f64 = 4.0;
 pub fn default_proposal_scale(rule: ProposalScale) -> f64 {
     match rule {
         ProposalScale::Laplace => 1.0,
-        ProposalScale::Seed => 4.0,
+        ProposalScale::Paper => 4.0,
     }
 }
 
@@ -208,8 +211,8 @@ impl PacoParams {
         self
     }
 
-    /// The temperature multiplier a > 0: λ_t = a (d + 2) / (2 √n_t R²). The seed's
-    /// corollary holds for a = 1.
+    /// The temperature multiplier a > 0: λ_t = a (d + 2) / (2 √n_t R²). The paper states its
+    /// corollary for a = 1; its proof gives a bound for every a ([`super::bounds`]).
     #[must_use]
     pub fn coeff(mut self, coeff: f64) -> Self {
         self.coeff = coeff;
