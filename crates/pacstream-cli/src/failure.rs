@@ -98,6 +98,27 @@ pub fn describe_io(error: &io::Error) -> String {
     }
 }
 
+/// A library error as the command line says it: a bad setting is named by the option that
+/// gives it, the argument of `A` whose id is the library's parameter name (`invalid
+/// --loss-bound: ...`); any other error keeps its text, under `context`. So no command keeps
+/// a table of parameter names: an option takes the id of the parameter it sets.
+pub fn library_error<A: clap::Args>(context: &str, error: pacstream::Error) -> anyhow::Error {
+    if let pacstream::Error::InvalidParameter { name, reason } = &error {
+        let command = A::augment_args(clap::Command::new("pacstream"));
+        let option = command
+            .get_arguments()
+            .find(|arg| arg.get_id().as_str() == *name)
+            .and_then(|arg| arg.get_long());
+        if let Some(option) = option {
+            return bad_input(format!(
+                "invalid --{option}: {}",
+                reason.replace(name, option)
+            ));
+        }
+    }
+    anyhow::Error::new(error).context(context.to_string())
+}
+
 /// A [`BadInput`] for a file that cannot be opened: `cannot open 'x.csv': No such file or
 /// directory`.
 pub fn cannot_open(path: &std::path::Path, error: &io::Error) -> anyhow::Error {

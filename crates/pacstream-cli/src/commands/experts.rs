@@ -17,13 +17,11 @@
 use std::cell::RefCell;
 use std::io::Write;
 
-use clap::{ArgGroup, Args, ValueEnum};
-use pacstream::OnlineLearner;
+use clap::{ArgGroup, Args};
 use pacstream::experts::bounds::{Bounded, Guarantee};
 use pacstream::experts::{
-    AdviceRound, Ewa, EwaParams, ExpertLedger, ExpertStep, FollowThePerturbedLeader, FplParams,
-    Hedge, HedgeParams, LearningRate, Loss, LossRound, RandomizedWeightedMajority,
-    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams, check_rate, limits,
+    AdviceRound, Aggregator, AggregatorConfig, AggregatorParams, AnyAggregator, ExpertStep,
+    LearningRate, Loss, LossRound, Rule, check_rate, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -124,7 +122,7 @@ pub struct ExpertsArgs {
 
     /// The expert columns (names, indices or ranges; default: every other numeric column
     /// except <expert>_awake masks).
-    #[arg(long, value_name = "COLS", help_heading = "Input")]
+    #[arg(long, id = "n_experts", value_name = "COLS", help_heading = "Input")]
     pub experts: Option<String>,
 
     /// The expert columns hold losses, not advice; there is no outcome (hedge, fpl).
@@ -137,33 +135,6 @@ pub struct ExpertsArgs {
 
     #[command(flatten)]
     pub common: CommonArgs,
-}
-
-/// `--rule` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-pub enum Rule {
-    /// Deterministic weighted majority (binary advice).
-    Wm,
-    /// Randomized weighted majority (binary advice).
-    Rwm,
-    /// Hedge: the mixture of the experts, paying the mixture loss.
-    Hedge,
-    /// The exponentially weighted average forecaster (real-valued advice).
-    Ewa,
-    /// Follow the perturbed leader.
-    Fpl,
-}
-
-impl Rule {
-    fn name(self) -> &'static str {
-        match self {
-            Rule::Wm => "wm",
-            Rule::Rwm => "rwm",
-            Rule::Hedge => "hedge",
-            Rule::Ewa => "ewa",
-            Rule::Fpl => "fpl",
-        }
-    }
 }
 
 fn parse_loss(text: &str) -> Result<Loss, String> {
@@ -188,282 +159,75 @@ fn parse_loss(text: &str) -> Result<Loss, String> {
     Ok(loss)
 }
 
-/// The aggregator of a run, whatever its rule.
-#[derive(Debug, Serialize, Deserialize)]
-enum Aggregator {
-    Wm(WeightedMajority),
-    Rwm(RandomizedWeightedMajority),
-    Hedge(Hedge),
-    Ewa(Ewa),
-    Fpl(FollowThePerturbedLeader),
-}
-
-impl Aggregator {
-    fn ledger(&self) -> &ExpertLedger {
-        match self {
-            Aggregator::Wm(l) => l.ledger(),
-            Aggregator::Rwm(l) => l.ledger(),
-            Aggregator::Hedge(l) => l.ledger(),
-            Aggregator::Ewa(l) => l.ledger(),
-            Aggregator::Fpl(l) => l.ledger(),
-        }
-    }
-
-    fn weights(&self) -> Vec<f64> {
-        match self {
-            Aggregator::Wm(l) => l.weights(),
-            Aggregator::Rwm(l) => l.weights(),
-            Aggregator::Hedge(l) => l.weights(),
-            Aggregator::Ewa(l) => l.weights(),
-            Aggregator::Fpl(l) => l.weights(),
-        }
-    }
-
-    fn n_rounds(&self) -> u64 {
-        match self {
-            Aggregator::Wm(l) => l.n_rounds(),
-            Aggregator::Rwm(l) => l.n_rounds(),
-            Aggregator::Hedge(l) => l.n_rounds(),
-            Aggregator::Ewa(l) => l.n_rounds(),
-            Aggregator::Fpl(l) => l.n_rounds(),
-        }
-    }
-
-    /// The rule's guarantee on the regret against the best expert, as the library states it.
-    fn regret_bound(&self) -> Guarantee {
-        match self {
-            Aggregator::Wm(l) => l.regret_bound(),
-            Aggregator::Rwm(l) => l.regret_bound(),
-            Aggregator::Hedge(l) => l.regret_bound(),
-            Aggregator::Ewa(l) => l.regret_bound(),
-            Aggregator::Fpl(l) => l.regret_bound(),
-        }
-    }
-
-    /// The same against `expert`.
-    fn regret_bound_against(&self, expert: usize) -> Guarantee {
-        match self {
-            Aggregator::Wm(l) => l.regret_bound_against(expert),
-            Aggregator::Rwm(l) => l.regret_bound_against(expert),
-            Aggregator::Hedge(l) => l.regret_bound_against(expert),
-            Aggregator::Ewa(l) => l.regret_bound_against(expert),
-            Aggregator::Fpl(l) => l.regret_bound_against(expert),
-        }
-    }
-
-    fn out_of_range_rounds(&self) -> u64 {
-        match self {
-            Aggregator::Hedge(l) => l.out_of_range_rounds(),
-            Aggregator::Ewa(l) => l.out_of_range_rounds(),
-            Aggregator::Fpl(l) => l.out_of_range_rounds(),
-            Aggregator::Wm(_) | Aggregator::Rwm(_) => 0,
-        }
-    }
-}
-
-/// The settings of a run, resolved: what the bound needs besides the ledger.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Plan {
-    rule: Rule,
-    rate: LearningRate,
-    /// β for the weighted-majority rules with a fixed rate.
-    beta: Option<f64>,
-    loss: Loss,
-    loss_bound: Option<f64>,
-    gradient: bool,
+/// The rule's settings from the arguments: which rate option was given, and the library
+/// resolves the rest (defaults, what each rule takes).
+fn aggregator_config(
+    args: &ExpertsArgs,
     n_experts: usize,
-    losses_given: bool,
+    seed: u64,
+) -> anyhow::Result<AggregatorConfig> {
+    let rule = args.rule;
+    if !args.losses && args.outcome.is_none() {
+        return Err(bad_input(
+            "name the outcome column with --outcome (or give losses with --losses)",
+        ));
+    }
+    if args.beta.is_some() && !rule.is_binary() {
+        return Err(bad_input(
+            "--beta is weighted majority's parameter; the other rules take --eta",
+        ));
+    }
+    let rate = if let Some(beta) = args.beta {
+        Some(LearningRate::beta(beta).map_err(|e| bad_input(format!("--beta: {e}")))?)
+    } else if let Some(eta) = args.eta {
+        // Checked as the η given, before weighted majority turns it into β = e^{−η}.
+        let rate = LearningRate::Fixed(eta);
+        check_rate(rate).map_err(library_error)?;
+        Some(rate)
+    } else if let Some(horizon) = args.horizon {
+        Some(LearningRate::Horizon(horizon))
+    } else if args.anytime {
+        Some(LearningRate::Anytime)
+    } else if args.doubling {
+        Some(LearningRate::Doubling)
+    } else if args.adahedge {
+        Some(LearningRate::AdaHedge)
+    } else {
+        None
+    };
+    AggregatorParams {
+        rule,
+        n_experts,
+        rate,
+        loss: args.loss,
+        loss_bound: args.loss_bound,
+        gradient: args.gradient,
+        prior: args.prior.clone(),
+        sample: args.sample,
+        losses_given: args.losses,
+        seed,
+    }
+    .check()
+    .map_err(library_error)
 }
 
-impl Plan {
-    fn new(args: &ExpertsArgs, n_experts: usize) -> anyhow::Result<Self> {
-        let rule = args.rule;
-        let binary = matches!(rule, Rule::Wm | Rule::Rwm);
-        let loss = args
-            .loss
-            .unwrap_or(if binary { Loss::ZeroOne } else { Loss::Square });
-        if binary && loss != Loss::ZeroOne {
-            return Err(bad_input(format!(
-                "--rule {} predicts 0 or 1 and counts mistakes: it takes --loss zero-one",
-                rule.name()
-            )));
-        }
-        if args.losses && !matches!(rule, Rule::Hedge | Rule::Fpl) {
-            return Err(bad_input(
-                "--losses gives each expert's loss directly: it goes with --rule hedge or fpl",
-            ));
-        }
-        if !args.losses && args.outcome.is_none() {
-            return Err(bad_input(
-                "name the outcome column with --outcome (or give losses with --losses)",
-            ));
-        }
-        if args.gradient && rule != Rule::Ewa {
-            return Err(bad_input("--gradient applies to --rule ewa"));
-        }
-        if args.sample && rule != Rule::Hedge {
-            return Err(bad_input("--sample applies to --rule hedge"));
-        }
-        if args.prior.is_some() && !matches!(rule, Rule::Hedge | Rule::Ewa) {
-            return Err(bad_input("--prior applies to --rule hedge or ewa"));
-        }
-        if args.beta.is_some() && !binary {
-            return Err(bad_input(
-                "--beta is weighted majority's parameter; the other rules take --eta",
-            ));
-        }
-        let rate = if let Some(beta) = args.beta {
-            LearningRate::beta(beta).map_err(|e| bad_input(format!("--beta: {e}")))?
-        } else if let Some(eta) = args.eta {
-            // Checked as the η given, before weighted majority turns it into β = e^{−η}.
-            let rate = LearningRate::Fixed(eta);
-            check_rate(rate).map_err(|e| library_error(&e))?;
-            rate
-        } else if let Some(horizon) = args.horizon {
-            LearningRate::Horizon(horizon)
-        } else if args.anytime {
-            LearningRate::Anytime
-        } else if args.doubling {
-            LearningRate::Doubling
-        } else if args.adahedge {
-            LearningRate::AdaHedge
-        } else {
-            match rule {
-                Rule::Wm => LearningRate::beta(0.5).map_err(|e| bad_input(e.to_string()))?,
-                Rule::Rwm => LearningRate::Doubling,
-                Rule::Hedge | Rule::Ewa => LearningRate::AdaHedge,
-                Rule::Fpl => {
-                    return Err(bad_input("--rule fpl needs a rate: --eta E or --horizon T"));
-                }
-            }
-        };
-        if rule == Rule::Wm && !matches!(rate, LearningRate::Fixed(_)) {
-            return Err(bad_input("--rule wm takes a fixed --beta"));
-        }
-        let loss_bound = match (args.loss_bound, loss) {
-            (Some(bound), _) => Some(bound),
-            (None, Loss::ZeroOne) if !args.losses => Some(1.0),
-            (None, _) => None,
-        };
-        let beta = match rate {
-            LearningRate::Fixed(eta) if binary => Some((-eta).exp()),
-            _ => None,
-        };
-        if beta == Some(0.0) {
-            return Err(bad_input(format!(
-                "invalid --eta: --rule {} uses β = e^(−η), which is 0 for η above about 745, \
-                 got {}",
-                rule.name(),
-                args.eta.unwrap_or_default()
-            )));
-        }
-        Ok(Self {
-            rule,
-            rate,
-            beta,
-            loss,
-            loss_bound,
-            gradient: args.gradient,
-            n_experts,
-            losses_given: args.losses,
-        })
+/// The settings a checkpoint must match: the rule's, and how the input is read.
+fn settings(args: &ExpertsArgs, config: &AggregatorConfig, reader: &RowReader) -> Value {
+    let mut settings = serde_json::to_value(config.settings()).unwrap_or_default();
+    if let Value::Object(map) = &mut settings {
+        let columns: Vec<usize> = reader.layout().features.iter().map(|i| i + 1).collect();
+        map.insert("columns".into(), json!(columns));
+        map.insert("weights".into(), json!(args.weights));
+        map.insert(
+            "on_bad_row".into(),
+            json!(args.common.input_options.on_bad_row),
+        );
     }
-
-    fn build(&self, args: &ExpertsArgs, seed: u64) -> anyhow::Result<Aggregator> {
-        let n = self.n_experts;
-        let error = |e: pacstream::Error| library_error(&e);
-        Ok(match self.rule {
-            Rule::Wm => Aggregator::Wm(
-                WeightedMajorityParams::new(n)
-                    .beta(self.beta.unwrap_or(0.5))
-                    .check()
-                    .map_err(error)?
-                    .build(),
-            ),
-            Rule::Rwm => {
-                let params = RandomizedWeightedMajorityParams::new(n).seed(seed);
-                let params = match self.beta {
-                    Some(beta) => params.beta(beta),
-                    None => params.learning_rate(self.rate),
-                };
-                Aggregator::Rwm(params.check().map_err(error)?.build())
-            }
-            Rule::Hedge => {
-                let mut params = HedgeParams::new(n)
-                    .learning_rate(self.rate)
-                    .sample(args.sample)
-                    .seed(seed);
-                if let Some(bound) = self.loss_bound {
-                    params = params.loss_bound(bound);
-                }
-                if let Some(prior) = &args.prior {
-                    params = params.prior(prior.clone());
-                }
-                Aggregator::Hedge(params.check().map_err(error)?.build())
-            }
-            Rule::Ewa => {
-                let mut params = EwaParams::new(n)
-                    .loss(self.loss)
-                    .learning_rate(self.rate)
-                    .gradient(self.gradient);
-                if let Some(bound) = self.loss_bound {
-                    params = params.loss_bound(bound);
-                }
-                if let Some(prior) = &args.prior {
-                    params = params.prior(prior.clone());
-                }
-                Aggregator::Ewa(params.check().map_err(error)?.build())
-            }
-            Rule::Fpl => {
-                let bound = self.loss_bound.ok_or_else(|| {
-                    bad_input("--rule fpl needs the loss range --loss-bound B (losses in [0, B])")
-                })?;
-                let params = FplParams::new(n, bound)
-                    .learning_rate(self.rate)
-                    .expected_loss(true)
-                    .seed(seed);
-                Aggregator::Fpl(params.check().map_err(error)?.build())
-            }
-        })
-    }
-
-    fn settings(&self, args: &ExpertsArgs, reader: &RowReader, seed: u64) -> Value {
-        json!({
-            "rule": self.rule.name(),
-            "rate": self.rate.name(),
-            "eta": match self.rate { LearningRate::Fixed(eta) => Some(eta), _ => None },
-            "horizon": match self.rate { LearningRate::Horizon(h) => Some(h), _ => None },
-            "beta": self.beta,
-            "loss": self.loss.name(),
-            "loss_bound": self.loss_bound,
-            "gradient": self.gradient,
-            "prior": args.prior,
-            "sample": args.sample,
-            "losses": self.losses_given,
-            "columns": reader.layout().features.iter().map(|i| i + 1).collect::<Vec<_>>(),
-            "weights": args.weights,
-            "seed": seed,
-            "on_bad_row": args.common.input_options.on_bad_row,
-        })
-    }
+    settings
 }
 
-fn library_error(error: &pacstream::Error) -> anyhow::Error {
-    if let pacstream::Error::InvalidParameter { name, reason } = error {
-        let option = match *name {
-            "eta" => "--eta",
-            "beta" => "--beta",
-            "horizon" => "--horizon",
-            "loss_bound" => "--loss-bound",
-            "prior" => "--prior",
-            "tau" => "--loss pinball:τ",
-            "gradient" => "--gradient",
-            "n_experts" => "--experts",
-            _ => "a setting",
-        };
-        return bad_input(format!("invalid {option}: {reason}"));
-    }
-    bad_input(format!("experts: {error}"))
+fn library_error(error: pacstream::Error) -> anyhow::Error {
+    crate::failure::library_error::<ExpertsArgs>("experts", error)
 }
 
 /// Where each part of a row is, among the feature columns the reader returns.
@@ -590,7 +354,7 @@ impl History {
         }
     }
 
-    fn keep(&mut self, step: &ExpertStep, aggregator: &Aggregator, bound: Option<f64>) {
+    fn keep(&mut self, step: &ExpertStep, aggregator: &AnyAggregator, bound: Option<f64>) {
         let n = self.awake_rounds.len();
         if step.round % self.stride != 0 {
             return;
@@ -651,12 +415,12 @@ impl History {
 /// What a checkpoint holds.
 #[derive(Debug, Serialize, Deserialize)]
 struct ExpertsState {
-    aggregator: Aggregator,
+    aggregator: AnyAggregator,
     history: Option<History>,
 }
 
 struct ExpertsTask {
-    plan: Plan,
+    config: AggregatorConfig,
     columns: Columns,
     settings: Value,
     state: ExpertsState,
@@ -710,47 +474,24 @@ impl ExpertsTask {
 
     fn step(&mut self, outcome: f64, sleeping: bool) -> Result<ExpertStep, pacstream::Error> {
         let awake = sleeping.then_some(self.awake.as_slice());
-        let plan = &self.plan;
-        match &mut self.state.aggregator {
-            Aggregator::Wm(learner) => learner.learn_one(AdviceRound {
+        let aggregator = &mut self.state.aggregator;
+        if self.config.losses_given {
+            // A sleeping expert's cell may be empty (NaN): it pays nothing.
+            self.losses.clear();
+            let awake_losses = self.advice.iter().zip(&self.awake);
+            self.losses
+                .extend(awake_losses.map(|(&loss, &awake)| if awake { loss } else { 0.0 }));
+            aggregator.learn_losses(LossRound {
+                losses: &self.losses,
+                awake,
+            })
+        } else {
+            let round = AdviceRound {
                 advice: &self.advice,
                 outcome,
                 awake,
-            }),
-            Aggregator::Rwm(learner) => learner.learn_one(AdviceRound {
-                advice: &self.advice,
-                outcome,
-                awake,
-            }),
-            Aggregator::Ewa(learner) => learner.learn_one(AdviceRound {
-                advice: &self.advice,
-                outcome,
-                awake,
-            }),
-            Aggregator::Hedge(_) | Aggregator::Fpl(_) => {
-                self.losses.clear();
-                for (i, &value) in self.advice.iter().enumerate() {
-                    let loss = if self.awake[i] {
-                        if plan.losses_given {
-                            value
-                        } else {
-                            plan.loss.value(value, outcome)
-                        }
-                    } else {
-                        0.0
-                    };
-                    self.losses.push(loss);
-                }
-                let round = LossRound {
-                    losses: &self.losses,
-                    awake,
-                };
-                match &mut self.state.aggregator {
-                    Aggregator::Hedge(learner) => learner.learn_one(round),
-                    Aggregator::Fpl(learner) => learner.learn_one(round),
-                    _ => unreachable!("matched above"),
-                }
-            }
+            };
+            aggregator.learn_advice(round, self.config.loss)
         }
     }
 }
@@ -768,13 +509,13 @@ impl StreamTask for ExpertsTask {
     }
 
     fn restore(&mut self, state: ExpertsState, input: &InputProgress) -> anyhow::Result<()> {
-        let kind = |a: &Aggregator| std::mem::discriminant(a);
+        let kind = |a: &AnyAggregator| std::mem::discriminant(a);
         if kind(&state.aggregator) != kind(&self.state.aggregator)
             || state.aggregator.ledger().expert_losses().len() != self.columns.n_experts
         {
             return Err(inconsistent("its aggregator does not match the settings"));
         }
-        if state.aggregator.n_rounds() != input.rows_consumed - input.bad_rows_skipped {
+        if state.aggregator.rounds() != input.rows_consumed - input.bad_rows_skipped {
             return Err(inconsistent(
                 "the rounds learned do not match the rows it read",
             ));
@@ -794,7 +535,7 @@ impl StreamTask for ExpertsTask {
         let (outcome, sleeping) = self.read_row(row)?;
         let step = self.step(outcome, sleeping).map_err(|e| {
             point_fault(e, usize::from(self.columns.has_outcome), |e| {
-                library_error(&e)
+                library_error(e)
             })
         })?;
         let ledger = self.state.aggregator.ledger();
@@ -904,7 +645,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let mut reader = RowReader::open_with(&options.input, &[], notes, Some(&plan_columns))?;
     let columns = columns.into_inner();
     let n = columns.n_experts;
-    let plan = Plan::new(args, n)?;
+    let config = aggregator_config(args, n, options.seed)?;
     let expert_names: Vec<String> = {
         let labels = &reader.layout().feature_labels;
         let start = usize::from(columns.has_outcome);
@@ -914,13 +655,13 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     if args.weights {
         record_names.extend(expert_names.iter().map(|name| format!("weight_{name}")));
     }
-    let settings = plan.settings(args, &reader, options.seed);
+    let settings = settings(args, &config, &reader);
     let mut task = ExpertsTask {
         state: ExpertsState {
-            aggregator: plan.build(args, options.seed)?,
+            aggregator: config.build().map_err(library_error)?,
             history: options.plot.is_some().then(|| History::new(n)),
         },
-        plan,
+        config,
         columns,
         settings,
         write_weights: args.weights,
@@ -939,7 +680,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     )?;
     note_skipped(notes, &input, reader.source_name());
     let aggregator = &task.state.aggregator;
-    if aggregator.n_rounds() == 0 {
+    if aggregator.rounds() == 0 {
         return Err(no_good_rows(reader.source_name(), &input));
     }
     let ledger = aggregator.ledger();
@@ -950,7 +691,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         command: "experts",
         input: InputSummary::new(&reader, &input),
         settings: &task.settings,
-        rounds: aggregator.n_rounds(),
+        rounds: aggregator.rounds(),
         cumulative_loss: ledger.learner_loss(),
         best_expert: &expert_names[best],
         best_expert_loss: ledger.expert_losses()[best],
@@ -959,7 +700,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         guarantee_bounded: guarantee.bounded(),
         guarantee: guarantee.clone(),
         out_of_range_rounds: aggregator.out_of_range_rounds(),
-        loss_bound: task.plan.loss_bound,
+        loss_bound: task.config.loss_bound,
         experts: expert_names
             .iter()
             .enumerate()
@@ -974,14 +715,14 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     };
     if !options.quiet {
         let mut out = report_writer(options.stdout_carries_data());
-        print_report(&mut out, &reader, &task.plan, &summary)?;
+        print_report(&mut out, &reader, &task.config, &summary)?;
     }
     write_summary(&options, &summary)?;
     if let (Some(path), Some(history)) = (&options.plot, &task.state.history) {
         draw_figure(
             path,
             &reader,
-            &task.plan,
+            &task.config,
             &expert_names,
             history,
             &guarantee,
@@ -993,17 +734,17 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
 fn print_report(
     out: &mut dyn Write,
     reader: &RowReader,
-    plan: &Plan,
+    config: &AggregatorConfig,
     summary: &ExpertsSummary<'_>,
 ) -> anyhow::Result<()> {
     writeln!(
         out,
         "{} on '{}': {} experts, {} rounds, rate {}",
-        plan.rule.name(),
+        config.rule.name(),
         reader.source_name(),
-        plan.n_experts,
+        config.n_experts,
         summary.rounds,
-        plan.rate.name()
+        config.rate.name()
     )?;
     writeln!(
         out,
@@ -1069,7 +810,7 @@ fn print_report(
 fn draw_figure(
     path: &std::path::Path,
     reader: &RowReader,
-    plan: &Plan,
+    config: &AggregatorConfig,
     names: &[String],
     history: &History,
     guarantee: &Guarantee,
@@ -1078,8 +819,8 @@ fn draw_figure(
     let figure = ExpertsFigure {
         title: format!(
             "{} ({}) on {}",
-            plan.rule.name(),
-            plan.rate.name(),
+            config.rule.name(),
+            config.rate.name(),
             std::path::Path::new(reader.source_name())
                 .file_name()
                 .map_or_else(

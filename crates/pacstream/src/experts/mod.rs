@@ -18,6 +18,7 @@
 //! The learning rate follows a [`LearningRate`] schedule: fixed, tuned for a horizon, anytime,
 //! the doubling trick, or AdaHedge (no horizon, no loss range).
 
+mod aggregator;
 pub mod bounds;
 mod core;
 mod fpl;
@@ -30,6 +31,9 @@ mod round;
 mod schedule;
 mod weights;
 
+pub use aggregator::{
+    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings, AnyAggregator, Rule,
+};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;

@@ -1,0 +1,744 @@
+//! One face for every aggregation rule: the [`Aggregator`] trait (ledger, weights, regret
+//! bound, one round of advice or losses), the [`Rule`] names, the run-time choice of a rule
+//! ([`AnyAggregator`]) and its settings ([`AggregatorParams`] → [`AggregatorConfig`]).
+//!
+//! A front-end (the command line, the Python package, the dataflow operators) drives every
+//! rule through these, so that none of them matches over the rules, re-derives a default
+//! or recomputes a tuning formula or a bound: the rule's own `regret_bound` is the only
+//! source of a printed bound.
+//!
+//! ```
+//! use pacstream::experts::{AdviceRound, Aggregator, AggregatorParams, Loss, Rule};
+//!
+//! let config = AggregatorParams::new(Rule::Hedge, 2).loss_bound(1.0).check().unwrap();
+//! let mut hedge = config.build().unwrap();
+//! // Hedge learns from losses: given advice, each expert pays the loss of its advice.
+//! for outcome in [1.0, 1.0, 0.0, 1.0] {
+//!     let round = AdviceRound::new(&[1.0, 0.0], outcome);
+//!     hedge.learn_advice(round, Loss::Square).unwrap();
+//! }
+//! assert_eq!(hedge.rounds(), 4);
+//! assert_eq!(hedge.ledger().best_expert().0, 0);
+//! let bound = hedge.regret_bound().value().unwrap();
+//! assert!(hedge.ledger().regret() <= bound);
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use super::bounds::Guarantee;
+use super::fpl::FollowThePerturbedLeader;
+use super::hedge::{Ewa, Hedge};
+use super::loss::Loss;
+use super::majority::{RandomizedWeightedMajority, WeightedMajority};
+use super::oracle::ExpertLedger;
+use super::params::{
+    EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
+    check_rate,
+};
+use super::round::{AdviceRound, ExpertStep, LossRound};
+use super::schedule::LearningRate;
+use crate::error::{Error, Result};
+use crate::online::OnlineLearner;
+
+/// What every aggregation rule offers a front-end: its ledger of losses, its weights, its
+/// theorem's bound on the regret, and one round of play.
+///
+/// A rule learns either from advice and an outcome (weighted majority, randomized weighted
+/// majority, EWA) or from the experts' losses (Hedge, FPL). [`Aggregator::learn_advice`]
+/// serves both: a rule that learns from losses charges each awake expert
+/// `loss(advice, outcome)`. [`Aggregator::learn_losses`] is for losses given directly.
+/// Both are atomic: on error the rule is unchanged.
+pub trait Aggregator {
+    /// Which rule this is.
+    fn rule(&self) -> Rule;
+
+    /// Every expert's cumulative loss and the learner's.
+    fn ledger(&self) -> &ExpertLedger;
+
+    /// The normalised weights of the experts for the next round.
+    fn weights(&self) -> Vec<f64>;
+
+    /// The rounds played.
+    fn rounds(&self) -> u64;
+
+    /// The theorem's bound on the regret against `expert`, for exactly these settings (or
+    /// why there is none).
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    fn regret_bound_against(&self, expert: usize) -> Guarantee;
+
+    /// The bound on the regret against the best expert in hindsight.
+    fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.ledger().best_expert().0)
+    }
+
+    /// Rounds in which a loss fell outside the range the bound assumes (0 for the rules
+    /// whose losses cannot).
+    fn out_of_range_rounds(&self) -> u64 {
+        0
+    }
+
+    /// Plays one round of advice and outcome. A rule that learns from losses charges each
+    /// awake expert `loss.value(advice, outcome)`; a rule that learns from advice pays its
+    /// own loss and ignores `loss`.
+    fn learn_advice(&mut self, round: AdviceRound<'_>, loss: Loss) -> Result<ExpertStep>;
+
+    /// Plays one round of losses given directly; an error for the rules that learn from
+    /// advice.
+    fn learn_losses(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
+        let _ = round;
+        Err(Error::invalid_parameter(
+            "losses",
+            format!(
+                "rule {} learns from advice and an outcome, not from losses",
+                self.rule().name()
+            ),
+        ))
+    }
+}
+
+/// The aggregation rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Rule {
+    /// Deterministic weighted majority (binary advice).
+    Wm,
+    /// Randomized weighted majority (binary advice).
+    Rwm,
+    /// Hedge: the mixture of the experts, paying the mixture loss.
+    Hedge,
+    /// The exponentially weighted average forecaster (real-valued advice).
+    Ewa,
+    /// Follow the perturbed leader.
+    Fpl,
+}
+
+impl Rule {
+    /// The rule's short name (`wm`, `rwm`, `hedge`, `ewa`, `fpl`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Wm => "wm",
+            Rule::Rwm => "rwm",
+            Rule::Hedge => "hedge",
+            Rule::Ewa => "ewa",
+            Rule::Fpl => "fpl",
+        }
+    }
+
+    /// Whether the rule predicts 0 or 1 and counts mistakes (binary advice).
+    pub fn is_binary(self) -> bool {
+        matches!(self, Rule::Wm | Rule::Rwm)
+    }
+
+    /// Whether the rule learns from the experts' losses (which may be given directly).
+    pub fn learns_from_losses(self) -> bool {
+        matches!(self, Rule::Hedge | Rule::Fpl)
+    }
+
+    /// Whether the rule takes prior weights.
+    pub fn takes_prior(self) -> bool {
+        matches!(self, Rule::Hedge | Rule::Ewa)
+    }
+}
+
+/// The experts' losses of a round of advice, 0 for a sleeping expert.
+fn advice_losses(round: &AdviceRound<'_>, loss: Loss) -> Vec<f64> {
+    round
+        .advice
+        .iter()
+        .enumerate()
+        .map(|(i, &advice)| {
+            if round.awake.is_none_or(|awake| awake[i]) {
+                loss.value(advice, round.outcome)
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+macro_rules! aggregator {
+    ($learner:ty, $rule:expr, advice) => {
+        aggregator!(@common $learner, $rule);
+        fn learn_advice(&mut self, round: AdviceRound<'_>, _loss: Loss) -> Result<ExpertStep> {
+            self.learn_one(round)
+        }
+    };
+    ($learner:ty, $rule:expr, losses) => {
+        aggregator!(@common $learner, $rule);
+        fn learn_advice(&mut self, round: AdviceRound<'_>, loss: Loss) -> Result<ExpertStep> {
+            let losses = advice_losses(&round, loss);
+            self.learn_one(LossRound {
+                losses: &losses,
+                awake: round.awake,
+            })
+        }
+        fn learn_losses(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
+            self.learn_one(round)
+        }
+        fn out_of_range_rounds(&self) -> u64 {
+            <$learner>::out_of_range_rounds(self)
+        }
+    };
+    (@common $learner:ty, $rule:expr) => {
+        fn rule(&self) -> Rule {
+            $rule
+        }
+        fn ledger(&self) -> &ExpertLedger {
+            <$learner>::ledger(self)
+        }
+        fn weights(&self) -> Vec<f64> {
+            <$learner>::weights(self)
+        }
+        fn rounds(&self) -> u64 {
+            self.n_rounds()
+        }
+        fn regret_bound_against(&self, expert: usize) -> Guarantee {
+            <$learner>::regret_bound_against(self, expert)
+        }
+        fn regret_bound(&self) -> Guarantee {
+            <$learner>::regret_bound(self)
+        }
+    };
+}
+
+impl Aggregator for WeightedMajority {
+    aggregator!(WeightedMajority, Rule::Wm, advice);
+}
+
+impl Aggregator for RandomizedWeightedMajority {
+    aggregator!(RandomizedWeightedMajority, Rule::Rwm, advice);
+}
+
+impl Aggregator for Ewa {
+    aggregator!(Ewa, Rule::Ewa, advice);
+    fn out_of_range_rounds(&self) -> u64 {
+        Ewa::out_of_range_rounds(self)
+    }
+}
+
+impl Aggregator for Hedge {
+    aggregator!(Hedge, Rule::Hedge, losses);
+}
+
+impl Aggregator for FollowThePerturbedLeader {
+    aggregator!(FollowThePerturbedLeader, Rule::Fpl, losses);
+}
+
+/// A rule chosen at run time: what a front-end holds, snapshots and restores.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per run; boxing would only add an indirection per round"
+)]
+pub enum AnyAggregator {
+    /// Weighted majority.
+    Wm(WeightedMajority),
+    /// Randomized weighted majority.
+    Rwm(RandomizedWeightedMajority),
+    /// Hedge.
+    Hedge(Hedge),
+    /// EWA.
+    Ewa(Ewa),
+    /// Follow the perturbed leader.
+    Fpl(FollowThePerturbedLeader),
+}
+
+impl AnyAggregator {
+    /// The rule as a trait object.
+    pub fn as_dyn(&self) -> &dyn Aggregator {
+        match self {
+            AnyAggregator::Wm(rule) => rule,
+            AnyAggregator::Rwm(rule) => rule,
+            AnyAggregator::Hedge(rule) => rule,
+            AnyAggregator::Ewa(rule) => rule,
+            AnyAggregator::Fpl(rule) => rule,
+        }
+    }
+
+    /// The rule as a mutable trait object.
+    pub fn as_dyn_mut(&mut self) -> &mut dyn Aggregator {
+        match self {
+            AnyAggregator::Wm(rule) => rule,
+            AnyAggregator::Rwm(rule) => rule,
+            AnyAggregator::Hedge(rule) => rule,
+            AnyAggregator::Ewa(rule) => rule,
+            AnyAggregator::Fpl(rule) => rule,
+        }
+    }
+}
+
+impl Aggregator for AnyAggregator {
+    fn rule(&self) -> Rule {
+        self.as_dyn().rule()
+    }
+    fn ledger(&self) -> &ExpertLedger {
+        self.as_dyn().ledger()
+    }
+    fn weights(&self) -> Vec<f64> {
+        self.as_dyn().weights()
+    }
+    fn rounds(&self) -> u64 {
+        self.as_dyn().rounds()
+    }
+    fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        self.as_dyn().regret_bound_against(expert)
+    }
+    fn regret_bound(&self) -> Guarantee {
+        self.as_dyn().regret_bound()
+    }
+    fn out_of_range_rounds(&self) -> u64 {
+        self.as_dyn().out_of_range_rounds()
+    }
+    fn learn_advice(&mut self, round: AdviceRound<'_>, loss: Loss) -> Result<ExpertStep> {
+        self.as_dyn_mut().learn_advice(round, loss)
+    }
+    fn learn_losses(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
+        self.as_dyn_mut().learn_losses(round)
+    }
+}
+
+/// The settings of an aggregation run, whatever its rule; [`AggregatorParams::check`]
+/// resolves the rule's defaults and refuses the settings the rule does not take.
+///
+/// Defaults: the zero-one loss for the binary rules, the square loss otherwise; β = 0.5
+/// for weighted majority, the doubling trick for randomized weighted majority, AdaHedge
+/// for Hedge and EWA (FPL has no default rate); the loss range B = 1 for the zero-one loss
+/// of advice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AggregatorParams {
+    /// The rule.
+    pub rule: Rule,
+    /// The number of experts N.
+    pub n_experts: usize,
+    /// The learning rate (`None`: the rule's default). Weighted majority takes a fixed one,
+    /// β = e^{−η}.
+    pub rate: Option<LearningRate>,
+    /// The loss (`None`: the rule's default).
+    pub loss: Option<Loss>,
+    /// The loss range B (every expert's loss in [0, B]).
+    pub loss_bound: Option<f64>,
+    /// EWA: charge the linearised losses (the gradient trick).
+    pub gradient: bool,
+    /// Hedge and EWA: prior weights, in the experts' order.
+    pub prior: Option<Vec<f64>>,
+    /// Hedge: draw an expert from the weights each round.
+    pub sample: bool,
+    /// The rounds give losses directly, not advice and an outcome (Hedge, FPL).
+    pub losses_given: bool,
+    /// The seed of the randomised rules.
+    pub seed: u64,
+}
+
+impl AggregatorParams {
+    /// The defaults of `rule` with `n_experts` experts.
+    pub fn new(rule: Rule, n_experts: usize) -> Self {
+        Self {
+            rule,
+            n_experts,
+            rate: None,
+            loss: None,
+            loss_bound: None,
+            gradient: false,
+            prior: None,
+            sample: false,
+            losses_given: false,
+            seed: 0,
+        }
+    }
+
+    /// Sets the learning rate.
+    pub fn rate(mut self, rate: LearningRate) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// Sets the loss.
+    pub fn loss(mut self, loss: Loss) -> Self {
+        self.loss = Some(loss);
+        self
+    }
+
+    /// Sets the loss range B.
+    pub fn loss_bound(mut self, loss_bound: f64) -> Self {
+        self.loss_bound = Some(loss_bound);
+        self
+    }
+
+    /// Sets the seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Resolves the rule's defaults and checks that the rule takes every setting given.
+    /// The rule's own parameters are checked again when it is built.
+    pub fn check(self) -> Result<AggregatorConfig> {
+        let rule = self.rule;
+        let binary = rule.is_binary();
+        let loss = self
+            .loss
+            .unwrap_or(if binary { Loss::ZeroOne } else { Loss::Square });
+        loss.check()?;
+        let refuse =
+            |name: &'static str, reason: String| Err(Error::invalid_parameter(name, reason));
+        if binary && loss != Loss::ZeroOne {
+            return refuse(
+                "loss",
+                format!(
+                    "rule {} predicts 0 or 1 and counts mistakes: it takes the zero-one loss",
+                    rule.name()
+                ),
+            );
+        }
+        if self.losses_given && !rule.learns_from_losses() {
+            return refuse(
+                "losses",
+                "losses given directly go with rule hedge or fpl".to_string(),
+            );
+        }
+        if self.gradient && rule != Rule::Ewa {
+            return refuse("gradient", "the gradient trick applies to rule ewa".into());
+        }
+        if self.sample && rule != Rule::Hedge {
+            return refuse("sample", "sampling an expert applies to rule hedge".into());
+        }
+        if self.prior.is_some() && !rule.takes_prior() {
+            return refuse("prior", "prior weights apply to rule hedge or ewa".into());
+        }
+        let rate = match self.rate {
+            Some(rate) => {
+                check_rate(rate)?;
+                rate
+            }
+            None => match rule {
+                Rule::Wm => LearningRate::beta(0.5)?,
+                Rule::Rwm => LearningRate::Doubling,
+                Rule::Hedge | Rule::Ewa => LearningRate::AdaHedge,
+                Rule::Fpl => {
+                    return refuse(
+                        "eta",
+                        "rule fpl needs a rate: a fixed η or a horizon T".into(),
+                    );
+                }
+            },
+        };
+        if rule == Rule::Wm && !matches!(rate, LearningRate::Fixed(_)) {
+            return refuse("beta", "rule wm takes a fixed β".into());
+        }
+        let loss_bound = match (self.loss_bound, loss) {
+            (Some(bound), _) => Some(bound),
+            (None, Loss::ZeroOne) if !self.losses_given => Some(1.0),
+            (None, _) => None,
+        };
+        let beta = match rate {
+            LearningRate::Fixed(eta) if binary => Some((-eta).exp()),
+            _ => None,
+        };
+        if let (Some(0.0), LearningRate::Fixed(eta)) = (beta, rate) {
+            return refuse(
+                "eta",
+                format!(
+                    "rule {} uses β = e^(−η), which is 0 for η above about 745, got {eta}",
+                    rule.name()
+                ),
+            );
+        }
+        if rule == Rule::Fpl && loss_bound.is_none() {
+            return refuse(
+                "loss_bound",
+                "rule fpl needs the loss range B (losses in [0, B])".into(),
+            );
+        }
+        Ok(AggregatorConfig {
+            rule,
+            rate,
+            beta,
+            loss,
+            loss_bound,
+            gradient: self.gradient,
+            prior: self.prior,
+            sample: self.sample,
+            losses_given: self.losses_given,
+            n_experts: self.n_experts,
+            seed: self.seed,
+        })
+    }
+}
+
+/// Settings that passed [`AggregatorParams::check`], every default resolved: what a run
+/// records (its `Serialize` form is the settings a checkpoint must match) and builds its
+/// rule from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AggregatorConfig {
+    /// The rule.
+    pub rule: Rule,
+    /// The learning rate.
+    pub rate: LearningRate,
+    /// β = e^{−η} of the binary rules with a fixed rate.
+    pub beta: Option<f64>,
+    /// The loss.
+    pub loss: Loss,
+    /// The loss range B, if any.
+    pub loss_bound: Option<f64>,
+    /// EWA's gradient trick.
+    pub gradient: bool,
+    /// Prior weights.
+    pub prior: Option<Vec<f64>>,
+    /// Hedge's sampling.
+    pub sample: bool,
+    /// Losses given directly.
+    pub losses_given: bool,
+    /// The number of experts.
+    pub n_experts: usize,
+    /// The seed.
+    pub seed: u64,
+}
+
+/// The settings a run records, by name: what must be equal for a snapshot to be resumed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AggregatorSettings {
+    /// The rule's name.
+    pub rule: &'static str,
+    /// The schedule's name.
+    pub rate: &'static str,
+    /// η of a fixed rate.
+    pub eta: Option<f64>,
+    /// T of a rate tuned for a horizon.
+    pub horizon: Option<u64>,
+    /// β of the binary rules with a fixed rate.
+    pub beta: Option<f64>,
+    /// The loss's name.
+    pub loss: String,
+    /// The loss range.
+    pub loss_bound: Option<f64>,
+    /// EWA's gradient trick.
+    pub gradient: bool,
+    /// Prior weights.
+    pub prior: Option<Vec<f64>>,
+    /// Hedge's sampling.
+    pub sample: bool,
+    /// Losses given directly.
+    pub losses: bool,
+    /// The seed.
+    pub seed: u64,
+}
+
+impl AggregatorConfig {
+    /// The settings by name.
+    pub fn settings(&self) -> AggregatorSettings {
+        AggregatorSettings {
+            rule: self.rule.name(),
+            rate: self.rate.name(),
+            eta: match self.rate {
+                LearningRate::Fixed(eta) => Some(eta),
+                _ => None,
+            },
+            horizon: match self.rate {
+                LearningRate::Horizon(horizon) => Some(horizon),
+                _ => None,
+            },
+            beta: self.beta,
+            loss: self.loss.name(),
+            loss_bound: self.loss_bound,
+            gradient: self.gradient,
+            prior: self.prior.clone(),
+            sample: self.sample,
+            losses: self.losses_given,
+            seed: self.seed,
+        }
+    }
+
+    /// Builds the rule (its own parameters checked).
+    pub fn build(&self) -> Result<AnyAggregator> {
+        let n = self.n_experts;
+        Ok(match self.rule {
+            Rule::Wm => AnyAggregator::Wm(
+                WeightedMajorityParams::new(n)
+                    .beta(self.beta.unwrap_or(0.5))
+                    .check()?
+                    .build(),
+            ),
+            Rule::Rwm => {
+                let params = RandomizedWeightedMajorityParams::new(n).seed(self.seed);
+                let params = match self.beta {
+                    Some(beta) => params.beta(beta),
+                    None => params.learning_rate(self.rate),
+                };
+                AnyAggregator::Rwm(params.check()?.build())
+            }
+            Rule::Hedge => {
+                let mut params = HedgeParams::new(n)
+                    .learning_rate(self.rate)
+                    .sample(self.sample)
+                    .seed(self.seed);
+                if let Some(bound) = self.loss_bound {
+                    params = params.loss_bound(bound);
+                }
+                if let Some(prior) = &self.prior {
+                    params = params.prior(prior.clone());
+                }
+                AnyAggregator::Hedge(params.check()?.build())
+            }
+            Rule::Ewa => {
+                let mut params = EwaParams::new(n)
+                    .loss(self.loss)
+                    .learning_rate(self.rate)
+                    .gradient(self.gradient);
+                if let Some(bound) = self.loss_bound {
+                    params = params.loss_bound(bound);
+                }
+                if let Some(prior) = &self.prior {
+                    params = params.prior(prior.clone());
+                }
+                AnyAggregator::Ewa(params.check()?.build())
+            }
+            Rule::Fpl => {
+                let bound = self.loss_bound.ok_or_else(|| {
+                    Error::invalid_parameter("loss_bound", "rule fpl needs the loss range B")
+                })?;
+                let params = FplParams::new(n, bound)
+                    .learning_rate(self.rate)
+                    .expected_loss(true)
+                    .seed(self.seed);
+                AnyAggregator::Fpl(params.check()?.build())
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rule through the trait gives what the rule itself gives, round by round.
+    #[test]
+    fn the_trait_plays_as_the_rule_does() {
+        let rounds: [(&[f64], f64); 4] = [
+            (&[1.0, 0.0, 1.0], 1.0),
+            (&[0.0, 0.0, 1.0], 0.0),
+            (&[1.0, 1.0, 0.0], 1.0),
+            (&[0.0, 1.0, 1.0], 1.0),
+        ];
+        for rule in [Rule::Wm, Rule::Rwm, Rule::Hedge, Rule::Ewa, Rule::Fpl] {
+            let mut params = AggregatorParams::new(rule, 3).seed(3);
+            if rule == Rule::Fpl {
+                params = params.rate(LearningRate::Fixed(0.5)).loss_bound(1.0);
+            }
+            let config = params.check().unwrap();
+            let mut any = config.build().unwrap();
+            let mut direct = config.build().unwrap();
+            for (advice, outcome) in rounds {
+                let round = AdviceRound::new(advice, outcome);
+                let step = any.learn_advice(round, config.loss).unwrap();
+                let expected = match &mut direct {
+                    AnyAggregator::Wm(r) => r.learn_one(round),
+                    AnyAggregator::Rwm(r) => r.learn_one(round),
+                    AnyAggregator::Ewa(r) => r.learn_one(round),
+                    AnyAggregator::Hedge(r) => {
+                        let losses: Vec<f64> = advice
+                            .iter()
+                            .map(|&a| config.loss.value(a, outcome))
+                            .collect();
+                        r.learn_one(LossRound::new(&losses))
+                    }
+                    AnyAggregator::Fpl(r) => {
+                        let losses: Vec<f64> = advice
+                            .iter()
+                            .map(|&a| config.loss.value(a, outcome))
+                            .collect();
+                        r.learn_one(LossRound::new(&losses))
+                    }
+                }
+                .unwrap();
+                assert_eq!(step, expected, "{rule:?}");
+            }
+            assert_eq!(any.rule(), rule);
+            assert_eq!(any.rounds(), 4);
+            assert_eq!(any.weights(), direct.as_dyn().weights());
+            assert_eq!(any.regret_bound(), direct.as_dyn().regret_bound());
+        }
+    }
+
+    /// A sleeping expert pays nothing when the losses are computed from advice.
+    #[test]
+    fn sleeping_experts_pay_nothing() {
+        let config = AggregatorParams::new(Rule::Hedge, 2)
+            .loss_bound(10.0)
+            .check()
+            .unwrap();
+        let mut hedge = config.build().unwrap();
+        let round = AdviceRound {
+            advice: &[3.0, f64::NAN],
+            outcome: 1.0,
+            awake: Some(&[true, false]),
+        };
+        hedge.learn_advice(round, Loss::Square).unwrap();
+        assert_eq!(hedge.ledger().expert_losses(), &[4.0, 0.0]);
+    }
+
+    /// The rules that learn from advice refuse losses; the settings a rule does not take
+    /// are refused by name.
+    #[test]
+    fn settings_a_rule_does_not_take_are_refused() {
+        let mut wm = AggregatorParams::new(Rule::Wm, 2)
+            .check()
+            .unwrap()
+            .build()
+            .unwrap();
+        let error = wm.learn_losses(LossRound::new(&[0.0, 1.0])).unwrap_err();
+        assert!(matches!(
+            error,
+            Error::InvalidParameter { name: "losses", .. }
+        ));
+        assert_eq!(wm.rounds(), 0);
+        let refused = |params: AggregatorParams, name: &str| match params.check() {
+            Err(Error::InvalidParameter { name: found, .. }) => assert_eq!(found, name),
+            other => panic!("{other:?}"),
+        };
+        refused(
+            AggregatorParams::new(Rule::Wm, 2).loss(Loss::Square),
+            "loss",
+        );
+        refused(AggregatorParams::new(Rule::Fpl, 2), "eta");
+        refused(
+            AggregatorParams::new(Rule::Fpl, 2)
+                .rate(LearningRate::Fixed(1.0))
+                .loss(Loss::Square),
+            "loss_bound",
+        );
+        refused(
+            AggregatorParams::new(Rule::Wm, 2).rate(LearningRate::Doubling),
+            "beta",
+        );
+        let mut ewa = AggregatorParams::new(Rule::Ewa, 2);
+        ewa.losses_given = true;
+        refused(ewa, "losses");
+        let mut fpl = AggregatorParams::new(Rule::Fpl, 2);
+        fpl.gradient = true;
+        refused(fpl, "gradient");
+        let mut wm = AggregatorParams::new(Rule::Wm, 2);
+        wm.prior = Some(vec![1.0, 1.0]);
+        refused(wm, "prior");
+        let mut ewa = AggregatorParams::new(Rule::Ewa, 2);
+        ewa.sample = true;
+        refused(ewa, "sample");
+    }
+
+    /// The defaults are those the rules' theorems are stated with.
+    #[test]
+    fn defaults_per_rule() {
+        let config = |rule| AggregatorParams::new(rule, 2).check().unwrap();
+        let eta = -(0.5_f64.ln());
+        assert_eq!(config(Rule::Wm).rate, LearningRate::Fixed(eta));
+        assert_eq!(config(Rule::Wm).beta, Some((-eta).exp()));
+        assert_eq!(config(Rule::Wm).loss_bound, Some(1.0));
+        assert_eq!(config(Rule::Rwm).rate, LearningRate::Doubling);
+        assert_eq!(config(Rule::Hedge).rate, LearningRate::AdaHedge);
+        assert_eq!(config(Rule::Ewa).loss, Loss::Square);
+        assert_eq!(config(Rule::Ewa).loss_bound, None);
+    }
+}
