@@ -24,6 +24,8 @@ use std::fmt;
 use std::path::Path;
 
 use anyhow::Context;
+use pacstream::eval::Prequential;
+use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -353,4 +355,164 @@ fn save<T: StreamTask>(
             state: task.state(),
         },
     )
+}
+
+/// What the checkpoint of every point learner (k-means online, PACBO, curves) holds first:
+/// the learner, its running totals, and those after its last round. A family declares its
+/// state with [`point_state!`], which puts these three first and its own fields (figure
+/// samples, timings) after them.
+pub trait PointParts {
+    /// The learner.
+    type Learner: UnsupervisedLearner;
+    /// The learner.
+    fn learner(&self) -> &Self::Learner;
+    /// Its running totals.
+    fn totals(&self) -> &Prequential;
+}
+
+/// Declares a point learner's checkpoint state (see [`PointParts`]):
+/// `point_state!(State<Learner> { plot: Option<Sample>, })`.
+#[macro_export]
+macro_rules! point_state {
+    ($(#[$meta:meta])* $name:ident<$learner:ty> {
+        $($(#[$field_meta:meta])* $field:ident: $type:ty,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, serde::Serialize, serde::Deserialize)]
+        struct $name {
+            learner: $learner,
+            totals: pacstream::eval::Prequential,
+            /// The totals after the last round (none before the first).
+            last: Option<pacstream::eval::Totals>,
+            $($(#[$field_meta])* $field: $type,)*
+        }
+
+        impl $crate::stream::PointParts for $name {
+            type Learner = $learner;
+            fn learner(&self) -> &$learner {
+                &self.learner
+            }
+            fn totals(&self) -> &pacstream::eval::Prequential {
+                &self.totals
+            }
+        }
+
+        impl $name {
+            /// Accounts a step; returns the totals after it.
+            #[allow(dead_code, reason = "not every family accounts its steps here")]
+            fn account(&mut self, step: &impl pacstream::Step) -> pacstream::eval::Totals {
+                let totals = self.totals.record(step);
+                self.last = Some(totals);
+                totals
+            }
+        }
+    };
+}
+
+/// A family's hooks into the streaming loop, for a learner of points ([`PointTask`]).
+pub trait PointFamily {
+    /// The command's name, as written in checkpoints.
+    const COMMAND: &'static str;
+    /// What its checkpoint holds, declared with [`point_state!`].
+    type State: PointParts + Serialize + DeserializeOwned;
+
+    /// Whether a restored learner was built with this run's settings.
+    fn same_config(&self, learner: &<Self::State as PointParts>::Learner) -> bool;
+
+    /// Checks the family's part of a restored state against this run's (`mine`).
+    fn check_extra(
+        &self,
+        mine: &Self::State,
+        theirs: &Self::State,
+        dim: usize,
+    ) -> Result<(), String>;
+
+    /// Learns one row and writes its record (a refused point is a [`RowFault`]).
+    fn learn(
+        &mut self,
+        state: &mut Self::State,
+        row: &Row<'_>,
+        sink: &mut RecordSink,
+    ) -> anyhow::Result<()>;
+
+    /// Whether no row waits in a partly filled mini-batch.
+    fn is_settled(&self) -> bool {
+        true
+    }
+
+    /// Learns whatever is still buffered at the end of the input.
+    fn finish(&mut self, state: &mut Self::State, sink: &mut RecordSink) -> anyhow::Result<()> {
+        let _ = (state, sink);
+        Ok(())
+    }
+}
+
+/// The [`StreamTask`] of a learner of points: the settings and restore checks every family
+/// shares, the family's hooks for the rest.
+#[derive(Debug)]
+pub struct PointTask<F: PointFamily> {
+    /// The family's hooks and scratch.
+    pub family: F,
+    /// The settings a checkpoint must match.
+    pub settings: Value,
+    /// The number of columns learned.
+    pub dim: usize,
+    /// What a checkpoint holds.
+    pub state: F::State,
+}
+
+impl<F: PointFamily> StreamTask for PointTask<F> {
+    const COMMAND: &'static str = F::COMMAND;
+    type State = F::State;
+
+    fn settings(&self) -> Value {
+        self.settings.clone()
+    }
+
+    fn state(&self) -> &Self::State {
+        &self.state
+    }
+
+    fn restore(&mut self, state: Self::State, input: &InputProgress) -> anyhow::Result<()> {
+        let learner = state.learner();
+        check_restored_learner(
+            self.family.same_config(learner),
+            learner.n_rounds(),
+            state.totals().rounds(),
+            learner.dim(),
+            self.dim,
+            input,
+        )?;
+        self.family
+            .check_extra(&self.state, &state, self.dim)
+            .map_err(|what| inconsistent(&what))?;
+        self.state = state;
+        Ok(())
+    }
+
+    fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
+        self.family.learn(&mut self.state, row, sink)
+    }
+
+    fn is_settled(&self) -> bool {
+        self.family.is_settled()
+    }
+
+    fn finish(&mut self, sink: &mut RecordSink) -> anyhow::Result<()> {
+        self.family.finish(&mut self.state, sink)
+    }
+}
+
+/// Checks a restored figure sample against this run's: both absent, or both present and
+/// the restored one valid.
+pub fn check_same_sample<S>(
+    mine: Option<&S>,
+    theirs: Option<&S>,
+    validate: impl FnOnce(&S, &S) -> Result<(), String>,
+) -> Result<(), String> {
+    match (mine, theirs) {
+        (None, None) => Ok(()),
+        (Some(mine), Some(theirs)) => validate(mine, theirs),
+        _ => Err("its plot sample does not match --plot".to_string()),
+    }
 }

@@ -59,6 +59,7 @@ mod macros;
 
 pub mod curves;
 pub mod data;
+pub mod describe;
 pub mod error;
 pub mod eval;
 pub mod experts;

@@ -13,31 +13,38 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ndarray::{ArrayView1, ArrayView2};
+use pacstream::OnlineLearner;
+use pacstream::describe::{Describe, StreamTotals};
 use pacstream::eval::{Prequential, Totals};
 use pacstream::geometry::squared_distance;
 use pacstream::kmeans::{
-    Centres, Init, KMeansConfig, KMeansParams, KMeansReport, SequentialKMeans,
-    SequentialKMeansConfig, SequentialKMeansParams, SequentialKMeansReport, SequentialKMeansStep,
+    Centres, InitMethod, KMeansConfig, KMeansParams, KMeansReport, KMeansSettings,
+    SequentialKMeans, SequentialKMeansConfig, SequentialKMeansParams, SequentialKMeansSettings,
+    SequentialKMeansStep, SequentialKMeansSummary,
 };
-use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::clusters::Axes;
+// Re-exported for the PACBO command until it takes them from `clusters` itself.
+pub(crate) use super::clusters::{cluster_figure, write_centres_table};
 use super::{
-    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plot_axes, plural,
-    short_name, write_summary,
+    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plural, short_name,
+    write_summary,
 };
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_selector;
-use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
+use crate::io::reader::{ExtraColumn, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{BadRowPolicy, CommonArgs, RunOptions};
-use crate::plot::{CentreMarks, ClusterFigure, LossCurve, RowSample, ThinnedSeries, draw_clusters};
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
+use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
+use crate::point_state;
+use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
+pub(crate) use pacstream::kmeans::centre_rows;
 
 /// Arguments of `pacstream kmeans`.
 #[derive(Args, Debug, Clone)]
@@ -59,7 +66,7 @@ use crate::ui::{Notes, Progress, report_writer};
 )]
 pub struct KMeansArgs {
     /// The number of clusters (1 to 10,000).
-    #[arg(long, value_name = "K")]
+    #[arg(long = "k", id = "n_clusters", value_name = "K")]
     pub k: usize,
 
     /// How the first centres are chosen.
@@ -91,7 +98,8 @@ pub struct KMeansArgs {
 
     /// Forget old points: a point's weight in its centre halves every H rows.
     #[arg(
-        long,
+        long = "decay",
+        id = "decay_half_life",
         value_name = "H",
         requires = "online",
         help_heading = "Online mode"
@@ -140,39 +148,6 @@ pub struct KMeansArgs {
     pub common: CommonArgs,
 }
 
-/// `--init` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum InitMethod {
-    /// Greedy k-means++: several candidates per step, the best kept.
-    #[value(name = "greedy++")]
-    Greedy,
-    /// Vanilla k-means++ (the 8(ln k + 2) guarantee).
-    #[value(name = "k-means++")]
-    KMeansPlusPlus,
-    /// k distinct points drawn at random.
-    Random,
-}
-
-impl InitMethod {
-    fn to_init(self) -> Init {
-        match self {
-            InitMethod::Greedy => Init::GreedyKMeansPlusPlus {
-                n_local_trials: None,
-            },
-            InitMethod::KMeansPlusPlus => Init::KMeansPlusPlus,
-            InitMethod::Random => Init::Random,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            InitMethod::Greedy => "greedy++",
-            InitMethod::KMeansPlusPlus => "k-means++",
-            InitMethod::Random => "random",
-        }
-    }
-}
-
 /// Runs `pacstream kmeans`.
 pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
     let mut options = args.common.validate()?;
@@ -197,12 +172,12 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
     if args.online {
         let config = online_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-        let axes = plot_axes(args.axes.as_deref(), &reader)?;
+        let axes = Axes::choose(args.axes.as_deref(), &reader)?;
         run_online(args, &options, config, reader, axes, notes)
     } else {
         let config = batch_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-        let axes = plot_axes(args.axes.as_deref(), &reader)?;
+        let axes = Axes::choose(args.axes.as_deref(), &reader)?;
         run_batch(args, &options, &config, reader, axes, notes)
     }
 }
@@ -239,31 +214,8 @@ fn online_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<SequentialKMean
     params.check().map_err(library_error)
 }
 
-/// A library error, with the library's parameter names turned into this command's options.
 fn library_error(error: pacstream::Error) -> anyhow::Error {
-    if let pacstream::Error::InvalidParameter { name, reason } = &error {
-        let option = match *name {
-            "n_clusters" => Some("k"),
-            "n_init" => Some("n-init"),
-            "max_iter" => Some("max-iter"),
-            "tol" => Some("tol"),
-            "init_size" => Some("init-size"),
-            "decay_half_life" => Some("decay"),
-            "reassignment_ratio" => Some("reassignment-ratio"),
-            _ => None,
-        };
-        if let Some(option) = option {
-            return bad_input(format!(
-                "invalid --{option}: {}",
-                reason.replace("n_clusters", "k")
-            ));
-        }
-    }
-    anyhow::Error::new(error).context("k-means")
-}
-
-pub(crate) fn centre_rows(centres: &Centres) -> Vec<Vec<f64>> {
-    centres.iter().map(<[f64]>::to_vec).collect()
+    crate::failure::library_error::<KMeansArgs>("k-means", error)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -281,21 +233,11 @@ struct LabelRecord {
 }
 
 #[derive(Serialize)]
-struct BatchSettings {
-    k: usize,
-    init: &'static str,
-    n_init: usize,
-    max_iter: usize,
-    tol: f64,
-    seed: u64,
-}
-
-#[derive(Serialize)]
 struct BatchSummary<'a> {
     command: &'static str,
     mode: &'static str,
     input: InputSummary<'a>,
-    settings: BatchSettings,
+    settings: KMeansSettings,
     centres: Vec<Vec<f64>>,
     cluster_sizes: Vec<u64>,
     cluster_weights: Option<Vec<f64>>,
@@ -309,7 +251,7 @@ fn run_batch(
     options: &RunOptions,
     config: &KMeansConfig,
     mut reader: RowReader,
-    axes: (usize, Option<usize>),
+    axes: Axes,
     notes: Notes,
 ) -> anyhow::Result<()> {
     let dim = reader.layout().features.len();
@@ -391,14 +333,7 @@ fn run_batch(
         command: "kmeans",
         mode: "batch",
         input: InputSummary::new(&reader, &input),
-        settings: BatchSettings {
-            k: config.n_clusters(),
-            init: args.init.name(),
-            n_init: config.n_init(),
-            max_iter: config.max_iter(),
-            tol: config.tol(),
-            seed: config.seed(),
-        },
+        settings: config.settings(),
         centres: centre_rows(centres),
         cluster_sizes: sizes,
         cluster_weights: weighted.then_some(cluster_weights),
@@ -493,90 +428,16 @@ fn print_batch_report(
     Ok(())
 }
 
-pub(crate) fn write_centres_table(
-    out: &mut dyn Write,
-    labels: &[String],
-    centres: &Centres,
-    count_name: &str,
-    count: impl Fn(usize) -> String,
-) -> anyhow::Result<()> {
-    write!(out, "  {:<8}{:>10}", "centre", count_name)?;
-    for label in labels {
-        write!(out, "  {label:>12}")?;
-    }
-    writeln!(out)?;
-    for (j, centre) in centres.iter().enumerate() {
-        write!(out, "  {j:<8}{:>10}", count(j))?;
-        for value in centre {
-            write!(out, "  {:>12}", human_number(*value))?;
-        }
-        writeln!(out)?;
-    }
-    out.flush()?;
-    Ok(())
-}
-
-/// Builds the cluster figure from sampled points (the clustered values and the data row
-/// number) and their labels.
-pub(crate) fn cluster_figure<'a>(
-    reader: &RowReader,
-    axes: (usize, Option<usize>),
-    title: String,
-    points: impl Iterator<Item = (&'a [f64], u64)>,
-    labels: impl Iterator<Item = usize>,
-    centres: &Centres,
-    loss: Option<LossCurve>,
-) -> ClusterFigure {
-    let feature_labels = &reader.layout().feature_labels;
-    let (x, y) = axes;
-    let coordinates = |point: &[f64], number: u64| match y {
-        Some(y) => [point[x], point[y]],
-        None => [point[x], number as f64],
-    };
-    ClusterFigure {
-        title,
-        x_label: feature_labels[x].clone(),
-        y_label: match y {
-            Some(y) => feature_labels[y].clone(),
-            None => "row".to_string(),
-        },
-        points: points.map(|(p, number)| coordinates(p, number)).collect(),
-        labels: labels.collect(),
-        n_clusters: centres.n_centres(),
-        centres: match y {
-            Some(y) => CentreMarks::Points(centres.iter().map(|c| [c[x], c[y]]).collect()),
-            None => CentreMarks::VerticalLines(centres.iter().map(|c| c[x]).collect()),
-        },
-        loss,
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Online mode
 
-/// One `--output` record of online mode.
-#[derive(Serialize)]
-struct RoundRecord {
-    /// The round t (1-based; bad rows skipped are not rounds).
-    t: u64,
-    /// The nearest centre under the model held before the round (undefined in round 1).
-    label: Option<usize>,
-    /// The squared distance to it: the loss paid this round (undefined in round 1).
-    loss: Option<f64>,
-    /// The sum of the losses of the rounds so far.
-    cumulative_loss: f64,
-}
-
-/// The settings a checkpoint must share with the run that resumes it (keyed by option).
+/// The settings a checkpoint must share with the run that resumes it: the learner's, and
+/// how the input is read.
 #[derive(Serialize)]
 struct OnlineSettings {
-    k: usize,
-    init: &'static str,
-    init_size: usize,
-    decay: Option<f64>,
+    #[serde(flatten)]
+    learner: SequentialKMeansSettings,
     batch_size: Option<u64>,
-    reassignment_ratio: f64,
-    seed: u64,
     /// 1-based input columns clustered.
     columns: Vec<usize>,
     /// 1-based input column of the weights.
@@ -586,16 +447,13 @@ struct OnlineSettings {
     plot_points: Option<usize>,
 }
 
-/// Everything a checkpoint holds about an online k-means run.
-#[derive(Debug, Serialize, Deserialize)]
-struct OnlineState {
-    learner: SequentialKMeans,
-    totals: Prequential,
-    /// The totals after the last round (none before the first).
-    last: Option<Totals>,
-    /// What `--plot` will draw, kept in bounded memory.
-    plot: Option<PlotSample>,
-}
+point_state!(
+    /// Everything a checkpoint holds about an online k-means run.
+    OnlineState<SequentialKMeans> {
+        /// What `--plot` will draw, kept in bounded memory.
+        plot: Option<PlotSample>,
+    }
+);
 
 /// A bounded picture of the stream for `--plot`: a uniform sample of the points and the
 /// running average loss, (round t, mean loss) indexed by scored rounds.
@@ -627,11 +485,10 @@ impl PlotSample {
     }
 }
 
-/// Online k-means as a [`StreamTask`].
-struct OnlineTask {
+/// Online k-means's hooks: one row at a time, or mini-batches.
+#[derive(Debug)]
+struct OnlineKMeans {
     config: SequentialKMeansConfig,
-    settings: Value,
-    state: OnlineState,
     dim: usize,
     weighted: bool,
     batch_size: Option<usize>,
@@ -641,55 +498,42 @@ struct OnlineTask {
     batch_numbers: Vec<u64>,
 }
 
-impl OnlineTask {
-    /// Accounts a step and writes its record.
-    fn account(
+/// Accounts a step and writes its record.
+fn account(
+    state: &mut OnlineState,
+    step: &SequentialKMeansStep,
+    point: &[f64],
+    number: u64,
+    sink: &mut RecordSink,
+) -> anyhow::Result<()> {
+    let totals = state.account(step);
+    sink.write(&state.learner.record(step, &totals))?;
+    if let Some(sample) = &mut state.plot {
+        sample.add(point, number, &totals);
+    }
+    Ok(())
+}
+
+impl OnlineKMeans {
+    fn learn_batch(
         &mut self,
-        step: &SequentialKMeansStep,
-        point: &[f64],
-        number: u64,
+        state: &mut OnlineState,
         sink: &mut RecordSink,
     ) -> anyhow::Result<()> {
-        let totals = self.state.totals.record(step);
-        self.state.last = Some(totals);
-        sink.write(&RoundRecord {
-            t: step.round,
-            label: step.label,
-            loss: step.loss,
-            cumulative_loss: totals.cumulative_loss,
-        })?;
-        if let Some(sample) = &mut self.state.plot {
-            sample.add(point, number, &totals);
-        }
-        Ok(())
-    }
-
-    fn learn_batch(&mut self, sink: &mut RecordSink) -> anyhow::Result<()> {
-        let values = std::mem::take(&mut self.batch_values);
-        let weights = std::mem::take(&mut self.batch_weights);
-        let numbers = std::mem::take(&mut self.batch_numbers);
-        let rows = numbers.len();
+        let rows = self.batch_numbers.len();
         if rows > 0 {
-            let view = ArrayView2::from_shape((rows, self.dim), &values)
+            let view = ArrayView2::from_shape((rows, self.dim), &self.batch_values)
                 .context("invariant: every row has the number of columns")?;
-            let weight_view = self.weighted.then(|| ArrayView1::from(&weights));
-            let steps = self
-                .state
+            let weight_view = self.weighted.then(|| ArrayView1::from(&self.batch_weights));
+            let steps = state
                 .learner
                 .learn_batch(view, weight_view)
                 .map_err(library_error)?;
-            for ((step, point), &number) in steps
-                .iter()
-                .zip(values.chunks_exact(self.dim))
-                .zip(&numbers)
-            {
-                self.account(step, point, number, sink)?;
+            let points = self.batch_values.chunks_exact(self.dim);
+            for ((step, point), &number) in steps.iter().zip(points).zip(&self.batch_numbers) {
+                account(state, step, point, number, sink)?;
             }
         }
-        // Give the buffers back, emptied, to keep their capacity.
-        self.batch_values = values;
-        self.batch_weights = weights;
-        self.batch_numbers = numbers;
         self.batch_values.clear();
         self.batch_weights.clear();
         self.batch_numbers.clear();
@@ -697,55 +541,47 @@ impl OnlineTask {
     }
 }
 
-impl StreamTask for OnlineTask {
+impl PointFamily for OnlineKMeans {
     const COMMAND: &'static str = "kmeans";
     type State = OnlineState;
 
-    fn settings(&self) -> Value {
-        self.settings.clone()
+    fn same_config(&self, learner: &SequentialKMeans) -> bool {
+        learner.config() == &self.config
     }
 
-    fn state(&self) -> &OnlineState {
-        &self.state
+    fn check_extra(
+        &self,
+        mine: &OnlineState,
+        theirs: &OnlineState,
+        dim: usize,
+    ) -> Result<(), String> {
+        check_same_sample(mine.plot.as_ref(), theirs.plot.as_ref(), |mine, theirs| {
+            theirs.validate(mine.rows.capacity(), dim)
+        })
     }
 
-    fn restore(&mut self, state: OnlineState, input: &InputProgress) -> anyhow::Result<()> {
-        check_restored_learner(
-            state.learner.config() == &self.config,
-            state.learner.n_rounds(),
-            state.totals.rounds(),
-            state.learner.dim(),
-            self.dim,
-            input,
-        )?;
-        match (&self.state.plot, &state.plot) {
-            (None, None) => {}
-            (Some(mine), Some(theirs)) => theirs
-                .validate(mine.rows.capacity(), self.dim)
-                .map_err(|what| inconsistent(&what))?,
-            _ => return Err(inconsistent("its plot sample does not match --plot")),
-        }
-        self.state = state;
-        Ok(())
-    }
-
-    fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
+    fn learn(
+        &mut self,
+        state: &mut OnlineState,
+        row: &Row<'_>,
+        sink: &mut RecordSink,
+    ) -> anyhow::Result<()> {
         let weight = row.extras.first().copied();
         match self.batch_size {
             None => {
                 let step = match weight {
-                    Some(weight) => self.state.learner.learn_one_weighted(row.values, weight),
-                    None => self.state.learner.learn_one(row.values),
+                    Some(weight) => state.learner.learn_one_weighted(row.values, weight),
+                    None => state.learner.learn_one(row.values),
                 }
                 .map_err(|e| point_fault(e, 0, library_error))?;
-                self.account(&step, row.values, row.number, sink)
+                account(state, &step, row.values, row.number, sink)
             }
             Some(size) => {
                 self.batch_values.extend_from_slice(row.values);
                 self.batch_weights.push(weight.unwrap_or(1.0));
                 self.batch_numbers.push(row.number);
                 if self.batch_numbers.len() >= size {
-                    self.learn_batch(sink)?;
+                    self.learn_batch(state, sink)?;
                 }
                 Ok(())
             }
@@ -756,17 +592,9 @@ impl StreamTask for OnlineTask {
         self.batch_numbers.is_empty()
     }
 
-    fn finish(&mut self, sink: &mut RecordSink) -> anyhow::Result<()> {
-        self.learn_batch(sink)
+    fn finish(&mut self, state: &mut OnlineState, sink: &mut RecordSink) -> anyhow::Result<()> {
+        self.learn_batch(state, sink)
     }
-}
-
-#[derive(Serialize)]
-struct OnlineTotals {
-    rounds: u64,
-    scored_rounds: u64,
-    cumulative_loss: f64,
-    mean_loss: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -775,13 +603,8 @@ struct OnlineSummary<'a> {
     mode: &'static str,
     input: InputSummary<'a>,
     settings: &'a Value,
-    /// Whether the warm-up buffer never filled (the centres are then the distinct points
-    /// seen).
-    warming_up: bool,
-    centres: Option<Vec<Vec<f64>>>,
-    counts: &'a [f64],
-    totals: OnlineTotals,
-    report: &'a SequentialKMeansReport,
+    #[serde(flatten)]
+    run: SequentialKMeansSummary<'a>,
 }
 
 fn run_online(
@@ -789,7 +612,7 @@ fn run_online(
     options: &RunOptions,
     config: SequentialKMeansConfig,
     mut reader: RowReader,
-    axes: (usize, Option<usize>),
+    axes: Axes,
     notes: Notes,
 ) -> anyhow::Result<()> {
     let layout = reader.layout().clone();
@@ -799,34 +622,33 @@ fn run_online(
         None => None,
     };
     let plot_points = options.plot.is_some().then_some(options.plot_points);
+    let learner = config.build();
     let settings = OnlineSettings {
-        k: config.n_clusters(),
-        init: args.init.name(),
-        init_size: config.init_size(),
-        decay: config.decay_half_life(),
+        learner: learner.settings(),
         batch_size: args.batch_size,
-        reassignment_ratio: config.reassignment_ratio(),
-        seed: config.seed(),
         columns: layout.features.iter().map(|i| i + 1).collect(),
         weights: layout.extras.first().map(|i| i + 1),
         on_bad_row: options.input.on_bad_row,
         plot_points,
     };
-    let mut task = OnlineTask {
+    let mut task = PointTask {
+        family: OnlineKMeans {
+            config,
+            dim,
+            weighted: !layout.extras.is_empty(),
+            batch_size,
+            batch_values: Vec::new(),
+            batch_weights: Vec::new(),
+            batch_numbers: Vec::new(),
+        },
         settings: serde_json::to_value(&settings)?,
+        dim,
         state: OnlineState {
-            learner: config.build(),
+            learner,
             totals: Prequential::new(),
             last: None,
             plot: plot_points.map(|capacity| PlotSample::new(capacity, dim, options.seed)),
         },
-        config,
-        dim,
-        weighted: !layout.extras.is_empty(),
-        batch_size,
-        batch_values: Vec::new(),
-        batch_weights: Vec::new(),
-        batch_numbers: Vec::new(),
     };
     let input = run_stream(
         &mut task,
@@ -842,26 +664,17 @@ fn run_online(
         return Err(no_good_rows(reader.source_name(), &input));
     };
     let last = state.last;
-    let totals = OnlineTotals {
-        rounds: learner.n_rounds(),
-        scored_rounds: last.map_or(0, |t| t.scored_rounds),
-        cumulative_loss: state.totals.cumulative_loss(),
-        mean_loss: last.and_then(|t| t.mean_loss()),
-    };
+    let run = learner.summary(&state.totals, last.as_ref());
     if !options.quiet {
         let mut out = report_writer(options.stdout_carries_data());
-        print_online_report(&mut out, &reader, learner, &totals)?;
+        print_online_report(&mut out, &reader, learner, &run.totals)?;
     }
     let summary = OnlineSummary {
         command: "kmeans",
         mode: "online",
         input: InputSummary::new(&reader, &input),
         settings: &task.settings,
-        warming_up: learner.is_warming_up(),
-        centres: Some(centre_rows(centres)),
-        counts: learner.counts(),
-        totals,
-        report: learner.report(),
+        run,
     };
     write_summary(options, &summary)?;
 
@@ -907,7 +720,7 @@ fn print_online_report(
     out: &mut dyn Write,
     reader: &RowReader,
     learner: &SequentialKMeans,
-    totals: &OnlineTotals,
+    totals: &StreamTotals,
 ) -> anyhow::Result<()> {
     let labels = &reader.layout().feature_labels;
     writeln!(

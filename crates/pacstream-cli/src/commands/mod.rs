@@ -1,6 +1,7 @@
 //! One module per command family. Each turns its arguments into validated library settings,
 //! runs the library, and writes what the shared options ask for.
 
+pub mod clusters;
 pub mod curve;
 pub mod experts;
 pub mod kmeans;
@@ -11,7 +12,6 @@ use serde::Serialize;
 
 use crate::failure::bad_input;
 use crate::io::atomic::write_document;
-use crate::io::columns::parse_column_list;
 use crate::io::reader::{InputProgress, RowReader};
 use crate::options::RunOptions;
 use crate::ui::Notes;
@@ -113,32 +113,8 @@ pub fn human_number(value: f64) -> String {
 /// The positions (among the columns learned) of the plot's x and y axes; no y for
 /// one-dimensional data.
 pub fn plot_axes(axes: Option<&str>, reader: &RowReader) -> anyhow::Result<(usize, Option<usize>)> {
-    let features = &reader.layout().features;
-    let Some(text) = axes else {
-        return Ok((0, (features.len() > 1).then_some(1)));
-    };
-    let names = reader.column_names();
-    let selectors = parse_column_list(text).map_err(|r| bad_input(format!("--axes: {r}")))?;
-    let indices = names
-        .resolve_list(&selectors)
-        .map_err(|r| bad_input(format!("--axes: {r}")))?;
-    if indices.len() != 2 {
-        return Err(bad_input(format!(
-            "--axes: expected two columns (COL,COL), got {}",
-            indices.len()
-        )));
-    }
-    let mut positions = Vec::with_capacity(2);
-    for index in indices {
-        let position = features.iter().position(|&f| f == index).ok_or_else(|| {
-            bad_input(format!(
-                "--axes: column {} is not one of the columns learned",
-                names.describe(index)
-            ))
-        })?;
-        positions.push(position);
-    }
-    Ok((positions[0], Some(positions[1])))
+    let axes = clusters::Axes::choose(axes, reader)?;
+    Ok((axes.x, axes.y))
 }
 
 /// `1 row`, `2 rows`.

@@ -23,6 +23,7 @@ mod assign;
 mod batch;
 mod centres;
 mod chunked;
+mod describe;
 mod hamerly;
 mod init;
 mod lloyd;
@@ -32,6 +33,10 @@ mod stats;
 
 pub use batch::{KMeans, KMeansReport};
 pub use centres::Centres;
+pub use describe::{
+    InitMethod, KMeansSettings, SequentialKMeansRecord, SequentialKMeansSettings,
+    SequentialKMeansSummary, centre_rows,
+};
 #[doc(hidden)]
 pub use init::seed_indices;
 pub use params::{
