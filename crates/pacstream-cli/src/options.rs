@@ -13,9 +13,35 @@ use crate::failure::bad_input;
 use crate::io::columns::{ColumnSelector, parse_column_list};
 use crate::io::files::{self, InputFile, OutputFile, Source};
 
-/// Options shared by every command: input, outputs, checkpoints.
+/// Options shared by every learning command that reads points: input, columns, outputs,
+/// figure, checkpoints.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
+    /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
+    /// row is a header when one of its fields is not a number.
+    #[arg(value_name = "INPUT")]
+    pub input: String,
+
+    #[command(flatten)]
+    pub columns: ColumnsArgs,
+
+    #[command(flatten)]
+    pub input_options: InputArgs,
+
+    #[command(flatten)]
+    pub output_options: OutputArgs,
+
+    #[command(flatten)]
+    pub plot_options: PlotArgs,
+
+    #[command(flatten)]
+    pub checkpoint_options: CheckpointArgs,
+}
+
+/// The shared options of a command that picks its columns with options of its own
+/// (`experts`: `--outcome`, `--experts`): no `--columns`.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgsWithoutColumns {
     /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
     /// row is a header when one of its fields is not a number.
     #[arg(value_name = "INPUT")]
@@ -28,19 +54,46 @@ pub struct CommonArgs {
     pub output_options: OutputArgs,
 
     #[command(flatten)]
+    pub plot_options: PlotArgs,
+
+    #[command(flatten)]
     pub checkpoint_options: CheckpointArgs,
+}
+
+/// The shared options of a command that learns nothing (`project`): no figure, no
+/// checkpoints.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgsWithoutLearning {
+    /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
+    /// row is a header when one of its fields is not a number.
+    #[arg(value_name = "INPUT")]
+    pub input: String,
+
+    #[command(flatten)]
+    pub columns: ColumnsArgs,
+
+    #[command(flatten)]
+    pub input_options: InputArgs,
+
+    #[command(flatten)]
+    pub output_options: OutputArgs,
+}
+
+/// `--columns`.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Input")]
+pub struct ColumnsArgs {
+    /// The columns to use, by name or 1-based index, comma-separated; `2-4` is a range of
+    /// indices (a bare integer is always an index). Default: every column whose first value
+    /// is a number (the others are listed on stderr).
+    #[arg(long, value_name = "LIST")]
+    pub columns: Option<String>,
 }
 
 /// How the input is read.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
-    /// The columns to use, by name or 1-based index, comma-separated; `2-4` is a range of
-    /// indices (a bare integer is always an index). Default: every column whose first value
-    /// is a number (the others are listed on stderr).
-    #[arg(long, value_name = "LIST")]
-    pub columns: Option<String>,
-
     /// What to do with a row that is not numbers, has the wrong number of fields, or holds
     /// NaN or infinity: stop with an error naming the line and column, or skip it and count
     /// it.
@@ -85,6 +138,15 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub summary: Option<String>,
 
+    /// No notes, report or progress bar; errors are still printed.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// The figure.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Output")]
+pub struct PlotArgs {
     /// Draw a figure to FILE (SVG). k-means: the points coloured by cluster with the centres
     /// marked; online runs add the running average loss. experts: the weights over time,
     /// the regret against its bound and the running average losses. paco: the final
@@ -100,10 +162,6 @@ pub struct OutputArgs {
     #[arg(long, default_value_t = 5000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub plot_points: u64,
-
-    /// No notes, report or progress bar; errors are still printed.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
 }
 
 /// Checkpoints of online runs.
@@ -301,6 +359,17 @@ impl RunOptions {
     }
 }
 
+/// The shared options a command was given, whichever of them it takes.
+#[derive(Clone, Copy, Debug)]
+struct Parts<'a> {
+    input: &'a str,
+    columns: Option<&'a ColumnsArgs>,
+    input_options: &'a InputArgs,
+    output_options: &'a OutputArgs,
+    plot_options: Option<&'a PlotArgs>,
+    checkpoint_options: Option<&'a CheckpointArgs>,
+}
+
 impl CommonArgs {
     /// Checks the shared options and returns them validated.
     pub fn validate(&self) -> anyhow::Result<RunOptions> {
@@ -310,15 +379,60 @@ impl CommonArgs {
     /// [`CommonArgs::validate`] for a command that also reads or writes `other` files: no
     /// output may be an input, or another output.
     pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
-        let input = &self.input_options;
-        let columns = match &input.columns {
+        Parts {
+            input: &self.input,
+            columns: Some(&self.columns),
+            input_options: &self.input_options,
+            output_options: &self.output_options,
+            plot_options: Some(&self.plot_options),
+            checkpoint_options: Some(&self.checkpoint_options),
+        }
+        .validate(other)
+    }
+}
+
+impl CommonArgsWithoutColumns {
+    /// Checks the shared options and returns them validated.
+    pub fn validate(&self) -> anyhow::Result<RunOptions> {
+        Parts {
+            input: &self.input,
+            columns: None,
+            input_options: &self.input_options,
+            output_options: &self.output_options,
+            plot_options: Some(&self.plot_options),
+            checkpoint_options: Some(&self.checkpoint_options),
+        }
+        .validate(&OtherFiles::default())
+    }
+}
+
+impl CommonArgsWithoutLearning {
+    /// Checks the shared options, with the `other` files of the command, and returns them
+    /// validated.
+    pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
+        Parts {
+            input: &self.input,
+            columns: Some(&self.columns),
+            input_options: &self.input_options,
+            output_options: &self.output_options,
+            plot_options: None,
+            checkpoint_options: None,
+        }
+        .validate(other)
+    }
+}
+
+impl Parts<'_> {
+    fn validate(self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
+        let input = self.input_options;
+        let columns = match self.columns.and_then(|c| c.columns.as_ref()) {
             Some(text) => Some(
                 parse_column_list(text)
                     .map_err(|reason| bad_input(format!("--columns: {reason}")))?,
             ),
             None => None,
         };
-        let out = &self.output_options;
+        let out = self.output_options;
         let output = match &out.output {
             Some(text) => {
                 let target = OutputTarget::parse(text);
@@ -339,21 +453,25 @@ impl CommonArgs {
                 ));
             }
         }
-        if let Some(plot) = &out.plot {
+        let plot = self.plot_options.and_then(|p| p.plot.as_ref());
+        if let Some(plot) = plot {
             check_plot_path("--plot", plot)?;
         }
-        let checkpoint = &self.checkpoint_options;
         check_distinct_files(self, other)?;
-        let checkpoints = CheckpointOptions {
-            save: checkpoint
-                .checkpoint
-                .clone()
-                .map(|path| (path, checkpoint.checkpoint_every)),
-            resume: checkpoint.resume.clone(),
+        let checkpoints = match self.checkpoint_options {
+            Some(checkpoint) => CheckpointOptions {
+                save: checkpoint
+                    .checkpoint
+                    .clone()
+                    .map(|path| (path, checkpoint.checkpoint_every)),
+                resume: checkpoint.resume.clone(),
+            },
+            None => CheckpointOptions::default(),
         };
+        let plot_points = self.plot_options.map_or(0, |p| p.plot_points);
         Ok(RunOptions {
             input: InputOptions {
-                source: InputSource::parse(&self.input),
+                source: InputSource::parse(self.input),
                 columns,
                 on_bad_row: input.on_bad_row,
                 header: input.header,
@@ -364,8 +482,8 @@ impl CommonArgs {
             seed: out.seed,
             output,
             summary: out.summary.as_deref().map(OutputTarget::parse),
-            plot: out.plot.clone(),
-            plot_points: usize::try_from(out.plot_points).unwrap_or(usize::MAX),
+            plot: plot.cloned(),
+            plot_points: usize::try_from(plot_points).unwrap_or(usize::MAX),
             quiet: out.quiet,
             checkpoints,
         })
@@ -386,19 +504,21 @@ pub struct OtherFiles {
 /// data.csv data.csv` would truncate the data before it is read; so would a hard link to
 /// it, or `- -o data.csv < data.csv`). Files are compared by device and inode
 /// ([`files::check_distinct`]).
-fn check_distinct_files(args: &CommonArgs, other: &OtherFiles) -> anyhow::Result<()> {
-    let out = &args.output_options;
-    let checkpoint = &args.checkpoint_options;
+fn check_distinct_files(args: Parts<'_>, other: &OtherFiles) -> anyhow::Result<()> {
+    let out = args.output_options;
+    let resume = args.checkpoint_options.and_then(|c| c.resume.as_ref());
+    let checkpoint = args.checkpoint_options.and_then(|c| c.checkpoint.as_ref());
+    let plot = args.plot_options.and_then(|p| p.plot.as_ref());
     let mut inputs = vec![InputFile {
         option: "the input".to_string(),
         source: if args.input == "-" {
             Source::Stdin
         } else {
-            Source::Path(PathBuf::from(&args.input))
+            Source::Path(PathBuf::from(args.input))
         },
         may_be: None,
     }];
-    if let Some(path) = &checkpoint.resume {
+    if let Some(path) = resume {
         inputs.push(InputFile {
             option: "--resume".to_string(),
             source: Source::Path(path.clone()),
@@ -421,10 +541,7 @@ fn check_distinct_files(args: &CommonArgs, other: &OtherFiles) -> anyhow::Result
             });
         }
     }
-    let named = [
-        ("--plot", &out.plot),
-        ("--checkpoint", &checkpoint.checkpoint),
-    ];
+    let named = [("--plot", plot), ("--checkpoint", checkpoint)];
     for (option, path) in named {
         if let Some(path) = path {
             outputs.push(OutputFile {

@@ -305,7 +305,8 @@ fn bad_settings_and_input_exit_2_with_a_reason() {
                 "y",
                 "a.csv",
             ],
-            "--experts",
+            // experts picks its columns with --outcome and --experts: it has no --columns.
+            "unexpected argument '--columns'",
         ),
     ];
     for (case, reason) in cases {

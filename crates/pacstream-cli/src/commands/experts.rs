@@ -32,7 +32,7 @@ use crate::io::atomic::write_atomically;
 use crate::io::columns::{parse_column_list, parse_selector};
 use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
-use crate::options::CommonArgs;
+use crate::options::CommonArgsWithoutColumns;
 use crate::plot::{ExpertsFigure, draw_experts};
 use crate::stream::{FaultAt, StreamTask, inconsistent, point_fault, row_fault, run_stream};
 use crate::ui::{Notes, report_writer};
@@ -134,7 +134,7 @@ pub struct ExpertsArgs {
     pub weights: bool,
 
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: CommonArgsWithoutColumns,
 }
 
 fn parse_loss(text: &str) -> Result<Loss, String> {
@@ -622,11 +622,6 @@ struct ExpertsSummary<'a> {
 /// Runs `pacstream experts`.
 pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let mut options = args.common.validate()?;
-    if args.common.input_options.columns.is_some() {
-        return Err(bad_input(
-            "pacstream experts chooses its columns with --outcome and --experts, not --columns",
-        ));
-    }
     options.input.empty_is_missing = true;
     // Values the library would refuse are refused (or skipped) by the reader, by line and
     // column: advice and outcomes within ±1e100, losses within ±1e201.

@@ -18,7 +18,9 @@ use crate::failure::{bad_input, cannot_open};
 use crate::io::columns::ColumnSelector;
 use crate::io::reader::RowReader;
 use crate::io::records::RecordSink;
-use crate::options::{CommonArgs, OtherFiles, OutputTarget, RecordFormat, RecordOutput};
+use crate::options::{
+    CommonArgsWithoutLearning, OtherFiles, OutputTarget, RecordFormat, RecordOutput,
+};
 use crate::ui::{Notes, Progress};
 
 /// Arguments of `pacstream project`.
@@ -43,7 +45,7 @@ pub struct ProjectArgs {
     pub curve: PathBuf,
 
     #[command(flatten)]
-    pub common: CommonArgs,
+    pub common: CommonArgsWithoutLearning,
 }
 
 /// One record per input row.
@@ -106,16 +108,6 @@ pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
         outputs: Vec::new(),
     })?;
     options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
-    if options.checkpoints.save.is_some() || options.checkpoints.resume.is_some() {
-        return Err(bad_input(
-            "--checkpoint and --resume do not apply to `project`: it learns nothing",
-        ));
-    }
-    if options.plot.is_some() {
-        return Err(bad_input(
-            "--plot does not apply to `project`: draw the curve with `pacstream curve --plot`",
-        ));
-    }
     let (curve, fitted_on) = read_curve(&args.curve)?;
     let notes = Notes::new(options.quiet);
     // Without --columns, the columns the curve was fitted on, by name (or by index, for a
