@@ -25,7 +25,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::Guarantee;
+use super::bounds::{Bounded, Guarantee};
 use super::fpl::FollowThePerturbedLeader;
 use super::hedge::{Ewa, Hedge};
 use super::loss::Loss;
@@ -607,6 +607,93 @@ impl AggregatorConfig {
                 AnyAggregator::Fpl(params.check()?.build())
             }
         })
+    }
+}
+
+/// What one expert ends a run with.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExpertSummary<'a> {
+    /// The expert's name.
+    pub name: &'a str,
+    /// Its cumulative loss (on its awake rounds).
+    pub cumulative_loss: f64,
+    /// The learner's regret against it.
+    pub regret_against: f64,
+    /// The rule's bound on the regret against this expert, if a theorem gives one.
+    pub regret_bound: Option<f64>,
+    /// Its weight for the next round.
+    pub final_weight: f64,
+}
+
+/// What an aggregation run ends with: the totals, the regret against the best expert and
+/// its bound (labelled with what it bounds, under which theorem, or why there is none), and
+/// every expert's loss, regret, bound and weight.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AggregatorSummary<'a> {
+    /// Rounds played.
+    pub rounds: u64,
+    /// The learner's cumulative loss.
+    pub cumulative_loss: f64,
+    /// The best expert in hindsight.
+    pub best_expert: &'a str,
+    /// Its cumulative loss.
+    pub best_expert_loss: f64,
+    /// The regret against it.
+    pub regret: f64,
+    /// The rule's bound on that regret (for FPL and RWM, on the expected regret), or none.
+    pub regret_bound: Option<f64>,
+    /// What the regret is: the regret of the learner's loss, or its expected regret
+    /// (randomised rules).
+    #[serde(rename = "regret_is")]
+    pub guarantee_bounded: Bounded,
+    /// What the bound bounds and under which theorem, or why there is none.
+    pub guarantee: Guarantee,
+    /// Rounds where a loss fell outside the range the bound assumes.
+    pub out_of_range_rounds: u64,
+    /// The loss range the bound assumes (1 for the zero-one loss), if any.
+    pub loss_bound: Option<f64>,
+    /// Every expert, in order.
+    pub experts: Vec<ExpertSummary<'a>>,
+}
+
+impl AggregatorConfig {
+    /// The summary of `aggregator`, built from these settings, its experts called `names`
+    /// (one per expert).
+    ///
+    /// # Panics
+    /// If `names` does not name every expert.
+    pub fn summary<'a>(
+        &self,
+        aggregator: &dyn Aggregator,
+        names: &'a [String],
+    ) -> AggregatorSummary<'a> {
+        let ledger = aggregator.ledger();
+        let (best, regret) = ledger.best_expert();
+        let weights = aggregator.weights();
+        let guarantee = aggregator.regret_bound();
+        AggregatorSummary {
+            rounds: aggregator.rounds(),
+            cumulative_loss: ledger.learner_loss(),
+            best_expert: &names[best],
+            best_expert_loss: ledger.expert_losses()[best],
+            regret,
+            regret_bound: guarantee.value(),
+            guarantee_bounded: guarantee.bounded(),
+            guarantee,
+            out_of_range_rounds: aggregator.out_of_range_rounds(),
+            loss_bound: self.loss_bound,
+            experts: names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| ExpertSummary {
+                    name,
+                    cumulative_loss: ledger.expert_losses()[i],
+                    regret_against: ledger.regret_against(i),
+                    regret_bound: aggregator.regret_bound_against(i).value(),
+                    final_weight: weights[i],
+                })
+                .collect(),
+        }
     }
 }
 

@@ -123,6 +123,46 @@ impl Loss {
     }
 }
 
+/// Reads a loss by the name [`Loss::name`] gives it: `zero-one`, `square`, `absolute` or
+/// `pinball:τ`, its level checked.
+///
+/// ```
+/// use pacstream::experts::Loss;
+/// assert_eq!("pinball:0.9".parse::<Loss>().unwrap(), Loss::Pinball { tau: 0.9 });
+/// assert_eq!(Loss::Absolute.name().parse::<Loss>().unwrap(), Loss::Absolute);
+/// assert!("pinball:2".parse::<Loss>().is_err());
+/// assert!("hinge".parse::<Loss>().is_err());
+/// ```
+impl std::str::FromStr for Loss {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        let loss = match text {
+            "zero-one" => Loss::ZeroOne,
+            "square" => Loss::Square,
+            "absolute" => Loss::Absolute,
+            other => match other.strip_prefix("pinball:") {
+                Some(tau) => Loss::Pinball {
+                    tau: tau.parse().map_err(|_| {
+                        Error::invalid_parameter(
+                            "tau",
+                            format!("pinball:τ needs a number τ, got {tau:?}"),
+                        )
+                    })?,
+                },
+                None => {
+                    return Err(Error::invalid_parameter(
+                        "loss",
+                        format!("unknown loss {other:?}: zero-one, square, absolute or pinball:τ"),
+                    ));
+                }
+            },
+        };
+        loss.check()?;
+        Ok(loss)
+    }
+}
+
 pub(crate) const SQUARE: u8 = 0;
 pub(crate) const ABSOLUTE: u8 = 1;
 pub(crate) const PINBALL: u8 = 2;

@@ -32,7 +32,8 @@ mod schedule;
 mod weights;
 
 pub use aggregator::{
-    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings, AnyAggregator, Rule,
+    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings, AggregatorSummary,
+    AnyAggregator, ExpertSummary, Rule,
 };
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
 pub use hedge::{Ewa, Hedge};

@@ -14,28 +14,31 @@
 //! shows the weights over time, the regret against its bound, and the running average loss
 //! of every expert against the learner's.
 
+mod columns;
+mod history;
+mod report;
+
 use std::cell::RefCell;
-use std::io::Write;
 
 use clap::{ArgGroup, Args};
-use pacstream::experts::bounds::{Bounded, Guarantee};
 use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorConfig, AggregatorParams, AnyAggregator, ExpertStep,
-    LearningRate, Loss, LossRound, Rule, check_rate, limits,
+    AdviceRound, Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings,
+    AggregatorSummary, AnyAggregator, ExpertStep, LearningRate, Loss, LossRound, Rule, check_rate,
+    limits,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{InputSummary, human_number, no_good_rows, note_skipped, write_summary};
+use super::{InputSummary, no_good_rows, note_skipped, write_summary};
 use crate::failure::bad_input;
-use crate::io::atomic::write_atomically;
-use crate::io::columns::{parse_column_list, parse_selector};
 use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
-use crate::options::CommonArgsWithoutColumns;
-use crate::plot::{ExpertsFigure, draw_experts};
-use crate::stream::{FaultAt, StreamTask, inconsistent, point_fault, row_fault, run_stream};
+use crate::options::{BadRowPolicy, CommonArgsWithoutColumns};
+use crate::stream::{StreamTask, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, report_writer};
+use columns::{Columns, plan_columns};
+use history::History;
+use report::{draw_figure, print_report};
 
 /// Arguments of `pacstream experts`.
 #[derive(Args, Debug, Clone)]
@@ -137,26 +140,12 @@ pub struct ExpertsArgs {
     pub common: CommonArgsWithoutColumns,
 }
 
+/// `--loss`, by the library's names of the losses.
 fn parse_loss(text: &str) -> Result<Loss, String> {
-    let loss = match text {
-        "zero-one" => Loss::ZeroOne,
-        "square" => Loss::Square,
-        "absolute" => Loss::Absolute,
-        other => match other.strip_prefix("pinball:") {
-            Some(tau) => Loss::Pinball {
-                tau: tau
-                    .parse()
-                    .map_err(|_| format!("pinball:τ needs a number τ, got {tau:?}"))?,
-            },
-            None => {
-                return Err(format!(
-                    "unknown loss {other:?}: zero-one, square, absolute or pinball:τ"
-                ));
-            }
-        },
-    };
-    loss.check().map_err(|e| e.to_string())?;
-    Ok(loss)
+    text.parse().map_err(|error| match error {
+        pacstream::Error::InvalidParameter { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 /// The rule's settings from the arguments: which rate option was given, and the library
@@ -212,104 +201,19 @@ fn aggregator_config(
 }
 
 /// The settings a checkpoint must match: the rule's, and how the input is read.
-fn settings(args: &ExpertsArgs, config: &AggregatorConfig, reader: &RowReader) -> Value {
-    let mut settings = serde_json::to_value(config.settings()).unwrap_or_default();
-    if let Value::Object(map) = &mut settings {
-        let columns: Vec<usize> = reader.layout().features.iter().map(|i| i + 1).collect();
-        map.insert("columns".into(), json!(columns));
-        map.insert("weights".into(), json!(args.weights));
-        map.insert(
-            "on_bad_row".into(),
-            json!(args.common.input_options.on_bad_row),
-        );
-    }
-    settings
+#[derive(Serialize)]
+struct Settings {
+    #[serde(flatten)]
+    rule: AggregatorSettings,
+    /// 1-based input columns read (outcome, experts, masks).
+    columns: Vec<usize>,
+    /// Whether the records hold the weights.
+    weights: bool,
+    on_bad_row: BadRowPolicy,
 }
 
 fn library_error(error: pacstream::Error) -> anyhow::Error {
     crate::failure::library_error::<ExpertsArgs>("experts", error)
-}
-
-/// Where each part of a row is, among the feature columns the reader returns.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Columns {
-    /// Whether feature 0 is the outcome.
-    has_outcome: bool,
-    /// The number of experts (the features after the outcome).
-    n_experts: usize,
-    /// For each expert, the position of its `<expert>_awake` column among the features.
-    masks: Vec<Option<usize>>,
-}
-
-/// Chooses the columns: the outcome, the experts (given, or every other numeric column not
-/// named `*_awake`), and the masks named after the experts.
-fn plan_columns(args: &ExpertsArgs, first: &FirstRow<'_>) -> anyhow::Result<(Vec<usize>, Columns)> {
-    let names = &first.names;
-    let outcome = match &args.outcome {
-        Some(text) => {
-            let selector =
-                parse_selector(text).map_err(|r| bad_input(format!("--outcome: {r}")))?;
-            Some(
-                names
-                    .resolve_one(&selector)
-                    .map_err(|r| bad_input(format!("--outcome: {r}")))?,
-            )
-        }
-        None => None,
-    };
-    let labels: Vec<String> = (0..names.width).map(|i| names.label(i)).collect();
-    let is_mask = |index: usize| labels[index].ends_with("_awake");
-    let experts: Vec<usize> = match &args.experts {
-        Some(text) => {
-            let selectors =
-                parse_column_list(text).map_err(|r| bad_input(format!("--experts: {r}")))?;
-            let experts = names
-                .resolve_list(&selectors)
-                .map_err(|r| bad_input(format!("--experts: {r}")))?;
-            if let Some(outcome) = outcome.filter(|o| experts.contains(o)) {
-                return Err(bad_input(format!(
-                    "--experts: column {} is also the outcome",
-                    names.describe(outcome)
-                )));
-            }
-            experts
-        }
-        None => (0..names.width)
-            .filter(|&i| Some(i) != outcome && !is_mask(i) && first.numeric[i])
-            .collect(),
-    };
-    if experts.is_empty() {
-        return Err(bad_input(format!(
-            "'{}' has no expert column (line {}): name them with --experts",
-            names.source, first.line
-        )));
-    }
-    let mut features: Vec<usize> = outcome.into_iter().chain(experts.iter().copied()).collect();
-    let mut masks = Vec::with_capacity(experts.len());
-    // Each expert's mask by name, in one pass over the header (linear in its width).
-    let mut mask_columns: std::collections::HashMap<&str, usize> = Default::default();
-    for (index, label) in labels.iter().enumerate() {
-        if let Some(expert) = label.strip_suffix("_awake") {
-            mask_columns.entry(expert).or_insert(index);
-        }
-    }
-    for &expert in &experts {
-        match mask_columns.get(labels[expert].as_str()).copied() {
-            Some(index) => {
-                masks.push(Some(features.len()));
-                features.push(index);
-            }
-            None => masks.push(None),
-        }
-    }
-    Ok((
-        features,
-        Columns {
-            has_outcome: outcome.is_some(),
-            n_experts: experts.len(),
-            masks,
-        },
-    ))
 }
 
 /// One `--output` record's fixed fields, in order.
@@ -325,92 +229,6 @@ const RECORD_FIELDS: [&str; 10] = [
     "regret",
     "regret_bound",
 ];
-
-/// The history kept for the figure, thinned to at most [`History::LIMIT`] rounds by
-/// doubling the stride, so that memory stays bounded on any stream.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct History {
-    stride: u64,
-    rounds: Vec<u64>,
-    /// Row-major: the weights after each kept round.
-    weights: Vec<f64>,
-    regret: Vec<f64>,
-    bound: Vec<Option<f64>>,
-    learner_mean: Vec<f64>,
-    /// Row-major: every expert's running average loss (on its awake rounds).
-    expert_means: Vec<f64>,
-    /// Rounds each expert was awake (for the running averages).
-    awake_rounds: Vec<u64>,
-}
-
-impl History {
-    const LIMIT: usize = 1000;
-
-    fn new(n_experts: usize) -> Self {
-        Self {
-            stride: 1,
-            awake_rounds: vec![0; n_experts],
-            ..Self::default()
-        }
-    }
-
-    fn keep(&mut self, step: &ExpertStep, aggregator: &AnyAggregator, bound: Option<f64>) {
-        let n = self.awake_rounds.len();
-        if step.round % self.stride != 0 {
-            return;
-        }
-        let ledger = aggregator.ledger();
-        self.rounds.push(step.round);
-        self.weights.extend(aggregator.weights());
-        self.regret.push(step.regret);
-        self.bound.push(bound);
-        self.learner_mean
-            .push(ledger.learner_loss() / step.round as f64);
-        for (loss, awake) in ledger.expert_losses().iter().zip(&self.awake_rounds) {
-            self.expert_means.push(loss / (*awake).max(1) as f64);
-        }
-        if self.rounds.len() > Self::LIMIT {
-            self.stride *= 2;
-            let stride = self.stride;
-            let keep: Vec<bool> = self.rounds.iter().map(|r| r % stride == 0).collect();
-            let filter = |values: &mut Vec<f64>, width: usize| {
-                let kept: Vec<f64> = values
-                    .chunks_exact(width)
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .flat_map(|(chunk, _)| chunk.iter().copied())
-                    .collect();
-                *values = kept;
-            };
-            filter(&mut self.weights, n);
-            filter(&mut self.expert_means, n);
-            filter(&mut self.regret, 1);
-            filter(&mut self.learner_mean, 1);
-            let mut index = 0;
-            self.bound.retain(|_| {
-                index += 1;
-                keep[index - 1]
-            });
-            self.rounds.retain(|r| r % stride == 0);
-        }
-    }
-
-    fn validate(&self, n_experts: usize) -> Result<(), String> {
-        let kept = self.rounds.len();
-        if self.stride == 0
-            || kept > Self::LIMIT
-            || self.awake_rounds.len() != n_experts
-            || self.weights.len() != kept * n_experts
-            || self.expert_means.len() != kept * n_experts
-            || self.regret.len() != kept
-            || self.bound.len() != kept
-            || self.learner_mean.len() != kept
-        {
-            return Err("its figure history is inconsistent".to_string());
-        }
-        Ok(())
-    }
-}
 
 /// What a checkpoint holds.
 #[derive(Debug, Serialize, Deserialize)]
@@ -436,40 +254,7 @@ struct ExpertsTask {
 impl ExpertsTask {
     /// Splits a row into advice (or losses), outcome and awake flags.
     fn read_row(&mut self, row: &Row<'_>) -> anyhow::Result<(f64, bool)> {
-        let n = self.columns.n_experts;
-        let start = usize::from(self.columns.has_outcome);
-        let outcome = if self.columns.has_outcome {
-            row.values[0]
-        } else {
-            0.0
-        };
-        if outcome.is_nan() {
-            return Err(row_fault(FaultAt::Feature(0), "the outcome is missing"));
-        }
-        self.advice.clear();
-        self.advice.extend_from_slice(&row.values[start..start + n]);
-        self.awake.clear();
-        let mut sleeping = false;
-        for i in 0..n {
-            let mut awake = !self.advice[i].is_nan();
-            if let Some(position) = self.columns.masks[i] {
-                let flag = row.values[position];
-                match flag {
-                    1.0 => {}
-                    0.0 => awake = false,
-                    _ if flag.is_nan() => awake = false,
-                    _ => {
-                        return Err(row_fault(
-                            FaultAt::Feature(position),
-                            format!("an <expert>_awake column holds {flag}, not 0 or 1"),
-                        ));
-                    }
-                }
-            }
-            sleeping |= !awake;
-            self.awake.push(awake);
-        }
-        Ok((outcome, sleeping))
+        self.columns.split(row, &mut self.advice, &mut self.awake)
     }
 
     fn step(&mut self, outcome: f64, sleeping: bool) -> Result<ExpertStep, pacstream::Error> {
@@ -585,38 +370,12 @@ impl StreamTask for ExpertsTask {
 }
 
 #[derive(Serialize)]
-struct ExpertSummary<'a> {
-    name: &'a str,
-    cumulative_loss: f64,
-    regret_against: f64,
-    /// The rule's bound on the regret against this expert, if a theorem gives one.
-    regret_bound: Option<f64>,
-    final_weight: f64,
-}
-
-#[derive(Serialize)]
 struct ExpertsSummary<'a> {
     command: &'static str,
     input: InputSummary<'a>,
     settings: &'a Value,
-    rounds: u64,
-    cumulative_loss: f64,
-    best_expert: &'a str,
-    best_expert_loss: f64,
-    regret: f64,
-    /// The rule's bound on that regret (for FPL and RWM, on the expected regret), or none.
-    regret_bound: Option<f64>,
-    /// What the regret is: the regret of the learner's loss, or its expected regret
-    /// (randomised rules).
-    #[serde(rename = "regret_is")]
-    guarantee_bounded: Bounded,
-    /// What the bound bounds and under which theorem, or why there is none.
-    guarantee: Guarantee,
-    /// Rounds where a loss fell outside the range the bound assumes.
-    out_of_range_rounds: u64,
-    /// The loss range --loss-bound gave (1 for the zero-one loss), if any.
-    loss_bound: Option<f64>,
-    experts: Vec<ExpertSummary<'a>>,
+    #[serde(flatten)]
+    run: AggregatorSummary<'a>,
 }
 
 /// Runs `pacstream experts`.
@@ -650,7 +409,12 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     if args.weights {
         record_names.extend(expert_names.iter().map(|name| format!("weight_{name}")));
     }
-    let settings = settings(args, &config, &reader);
+    let settings = serde_json::to_value(Settings {
+        rule: config.settings(),
+        columns: reader.layout().features.iter().map(|i| i + 1).collect(),
+        weights: args.weights,
+        on_bad_row: args.common.input_options.on_bad_row,
+    })?;
     let mut task = ExpertsTask {
         state: ExpertsState {
             aggregator: config.build().map_err(library_error)?,
@@ -678,39 +442,15 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     if aggregator.rounds() == 0 {
         return Err(no_good_rows(reader.source_name(), &input));
     }
-    let ledger = aggregator.ledger();
-    let (best, regret) = ledger.best_expert();
-    let weights = aggregator.weights();
-    let guarantee = aggregator.regret_bound();
     let summary = ExpertsSummary {
         command: "experts",
         input: InputSummary::new(&reader, &input),
         settings: &task.settings,
-        rounds: aggregator.rounds(),
-        cumulative_loss: ledger.learner_loss(),
-        best_expert: &expert_names[best],
-        best_expert_loss: ledger.expert_losses()[best],
-        regret,
-        regret_bound: guarantee.value(),
-        guarantee_bounded: guarantee.bounded(),
-        guarantee: guarantee.clone(),
-        out_of_range_rounds: aggregator.out_of_range_rounds(),
-        loss_bound: task.config.loss_bound,
-        experts: expert_names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| ExpertSummary {
-                name,
-                cumulative_loss: ledger.expert_losses()[i],
-                regret_against: ledger.regret_against(i),
-                regret_bound: aggregator.regret_bound_against(i).value(),
-                final_weight: weights[i],
-            })
-            .collect(),
+        run: task.config.summary(aggregator, &expert_names),
     };
     if !options.quiet {
         let mut out = report_writer(options.stdout_carries_data());
-        print_report(&mut out, &reader, &task.config, &summary)?;
+        print_report(&mut out, &reader, &task.config, &summary.run)?;
     }
     write_summary(&options, &summary)?;
     if let (Some(path), Some(history)) = (&options.plot, &task.state.history) {
@@ -720,126 +460,8 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
             &task.config,
             &expert_names,
             history,
-            &guarantee,
+            &summary.run.guarantee,
         )?;
     }
     Ok(())
-}
-
-fn print_report(
-    out: &mut dyn Write,
-    reader: &RowReader,
-    config: &AggregatorConfig,
-    summary: &ExpertsSummary<'_>,
-) -> anyhow::Result<()> {
-    writeln!(
-        out,
-        "{} on '{}': {} experts, {} rounds, rate {}",
-        config.rule.name(),
-        reader.source_name(),
-        config.n_experts,
-        summary.rounds,
-        config.rate.name()
-    )?;
-    writeln!(
-        out,
-        "  cumulative loss    {}",
-        human_number(summary.cumulative_loss)
-    )?;
-    writeln!(
-        out,
-        "  best expert        {} ({})",
-        summary.best_expert,
-        human_number(summary.best_expert_loss)
-    )?;
-    writeln!(
-        out,
-        "  {:<18} {} against {}",
-        summary.guarantee_bounded.name(),
-        human_number(summary.regret),
-        summary.best_expert
-    )?;
-    match &summary.guarantee {
-        Guarantee::Bound(bound) => writeln!(
-            out,
-            "  bound              {} on the {} ({})",
-            human_number(bound.value),
-            bound.bounded.name(),
-            bound.theorem
-        )?,
-        Guarantee::NoBound { reason, .. } => writeln!(out, "  bound              none: {reason}")?,
-    }
-    if summary.out_of_range_rounds > 0 {
-        writeln!(
-            out,
-            "  note: in {} rounds a loss fell outside the range the bound assumes (--loss-bound)",
-            summary.out_of_range_rounds
-        )?;
-    }
-    let width = summary
-        .experts
-        .iter()
-        .map(|e| e.name.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    writeln!(
-        out,
-        "  {:<width$}  {:>14}  {:>12}  {:>12}  {:>10}",
-        "expert", "loss", "regret", "bound", "weight"
-    )?;
-    for expert in &summary.experts {
-        writeln!(
-            out,
-            "  {:<width$}  {:>14}  {:>12}  {:>12}  {:>10}",
-            expert.name,
-            human_number(expert.cumulative_loss),
-            human_number(expert.regret_against),
-            expert.regret_bound.map_or("-".to_string(), human_number),
-            human_number(expert.final_weight)
-        )?;
-    }
-    Ok(())
-}
-
-fn draw_figure(
-    path: &std::path::Path,
-    reader: &RowReader,
-    config: &AggregatorConfig,
-    names: &[String],
-    history: &History,
-    guarantee: &Guarantee,
-) -> anyhow::Result<()> {
-    let n = names.len();
-    let figure = ExpertsFigure {
-        title: format!(
-            "{} ({}) on {}",
-            config.rule.name(),
-            config.rate.name(),
-            std::path::Path::new(reader.source_name())
-                .file_name()
-                .map_or_else(
-                    || reader.source_name().to_string(),
-                    |f| f.to_string_lossy().into_owned()
-                )
-        ),
-        names: names.to_vec(),
-        rounds: history.rounds.iter().map(|&r| r as f64).collect(),
-        weights: history
-            .weights
-            .chunks_exact(n)
-            .map(<[f64]>::to_vec)
-            .collect(),
-        regret: history.regret.clone(),
-        bound: history.bound.clone(),
-        regret_name: guarantee.bounded().name().to_string(),
-        no_bound: guarantee.value().is_none(),
-        learner_mean: history.learner_mean.clone(),
-        expert_means: history
-            .expert_means
-            .chunks_exact(n)
-            .map(<[f64]>::to_vec)
-            .collect(),
-    };
-    write_atomically(path, draw_experts(&figure)?.as_bytes())
 }
