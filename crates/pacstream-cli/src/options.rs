@@ -17,10 +17,8 @@ use crate::io::files::{self, InputFile, OutputFile, Source};
 /// figure, checkpoints.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
-    /// row is a header when one of its fields is not a number.
-    #[arg(value_name = "INPUT")]
-    pub input: String,
+    #[command(flatten)]
+    pub input: InputFileArg,
 
     #[command(flatten)]
     pub columns: ColumnsArgs,
@@ -42,10 +40,8 @@ pub struct CommonArgs {
 /// (`experts`: `--outcome`, `--experts`): no `--columns`.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgsWithoutColumns {
-    /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
-    /// row is a header when one of its fields is not a number.
-    #[arg(value_name = "INPUT")]
-    pub input: String,
+    #[command(flatten)]
+    pub input: InputFileArg,
 
     #[command(flatten)]
     pub input_options: InputArgs,
@@ -64,10 +60,8 @@ pub struct CommonArgsWithoutColumns {
 /// checkpoints.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgsWithoutLearning {
-    /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
-    /// row is a header when one of its fields is not a number.
-    #[arg(value_name = "INPUT")]
-    pub input: String,
+    #[command(flatten)]
+    pub input: InputFileArg,
 
     #[command(flatten)]
     pub columns: ColumnsArgs,
@@ -77,6 +71,15 @@ pub struct CommonArgsWithoutLearning {
 
     #[command(flatten)]
     pub output_options: OutputArgs,
+}
+
+/// The input file.
+#[derive(Args, Debug, Clone)]
+pub struct InputFileArg {
+    /// The data: a CSV or TSV file, or `-` for standard input. Read as a stream. The first
+    /// row is a header when one of its fields is not a number.
+    #[arg(value_name = "INPUT")]
+    pub path: String,
 }
 
 /// `--columns`.
@@ -380,7 +383,7 @@ impl CommonArgs {
     /// output may be an input, or another output.
     pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
         Parts {
-            input: &self.input,
+            input: &self.input.path,
             columns: Some(&self.columns),
             input_options: &self.input_options,
             output_options: &self.output_options,
@@ -395,7 +398,7 @@ impl CommonArgsWithoutColumns {
     /// Checks the shared options and returns them validated.
     pub fn validate(&self) -> anyhow::Result<RunOptions> {
         Parts {
-            input: &self.input,
+            input: &self.input.path,
             columns: None,
             input_options: &self.input_options,
             output_options: &self.output_options,
@@ -411,7 +414,7 @@ impl CommonArgsWithoutLearning {
     /// validated.
     pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
         Parts {
-            input: &self.input,
+            input: &self.input.path,
             columns: Some(&self.columns),
             input_options: &self.input_options,
             output_options: &self.output_options,

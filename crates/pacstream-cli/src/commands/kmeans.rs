@@ -32,7 +32,7 @@ use super::clusters::Axes;
 pub(crate) use super::clusters::{cluster_figure, write_centres_table};
 use super::{
     InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plural, short_name,
-    write_summary,
+    stream_input, write_summary,
 };
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
@@ -42,7 +42,7 @@ use crate::io::records::RecordSink;
 use crate::options::{BadRowPolicy, CommonArgs, RunOptions};
 use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
 use crate::point_state;
-use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault, run_stream};
+use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault};
 use crate::ui::{Notes, Progress, report_writer};
 pub(crate) use pacstream::kmeans::centre_rows;
 
@@ -650,14 +650,7 @@ fn run_online(
             plot: plot_points.map(|capacity| PlotSample::new(capacity, dim, options.seed)),
         },
     };
-    let input = run_stream(
-        &mut task,
-        &mut reader,
-        options.output.as_ref(),
-        &options.checkpoints,
-        notes,
-    )?;
-    note_skipped(notes, &input, reader.source_name());
+    let input = stream_input(&mut task, &mut reader, options, notes)?;
     let state = &task.state;
     let learner = &state.learner;
     let Some(centres) = learner.centres() else {

@@ -14,6 +14,7 @@ use crate::failure::bad_input;
 use crate::io::atomic::write_document;
 use crate::io::reader::{InputProgress, RowReader};
 use crate::options::RunOptions;
+use crate::stream::{StreamTask, run_stream};
 use crate::ui::Notes;
 
 /// What the summary says of the input. The first extra column is the weights column of
@@ -69,6 +70,25 @@ pub fn note_skipped(notes: Notes, progress: &InputProgress, source: &str) {
             progress.rows_consumed
         ));
     }
+}
+
+/// Streams the rest of the input through `task` ([`run_stream`] with the run's output and
+/// checkpoints), then notes the bad rows skipped.
+pub fn stream_input<T: StreamTask>(
+    task: &mut T,
+    reader: &mut RowReader,
+    options: &RunOptions,
+    notes: Notes,
+) -> anyhow::Result<InputProgress> {
+    let input = run_stream(
+        task,
+        reader,
+        options.output.as_ref(),
+        &options.checkpoints,
+        notes,
+    )?;
+    note_skipped(notes, &input, reader.source_name());
+    Ok(input)
 }
 
 /// The error of an input whose every row was bad.

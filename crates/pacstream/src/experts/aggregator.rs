@@ -571,29 +571,27 @@ impl AggregatorConfig {
                 AnyAggregator::Rwm(params.check()?.build())
             }
             Rule::Hedge => {
-                let mut params = HedgeParams::new(n)
+                let params = HedgeParams {
+                    loss_bound: self.loss_bound,
+                    prior: self.prior.clone(),
+                    ..HedgeParams::new(n)
+                };
+                let params = params
                     .learning_rate(self.rate)
                     .sample(self.sample)
                     .seed(self.seed);
-                if let Some(bound) = self.loss_bound {
-                    params = params.loss_bound(bound);
-                }
-                if let Some(prior) = &self.prior {
-                    params = params.prior(prior.clone());
-                }
                 AnyAggregator::Hedge(params.check()?.build())
             }
             Rule::Ewa => {
-                let mut params = EwaParams::new(n)
+                let params = EwaParams {
+                    loss_bound: self.loss_bound,
+                    prior: self.prior.clone(),
+                    ..EwaParams::new(n)
+                };
+                let params = params
                     .loss(self.loss)
                     .learning_rate(self.rate)
                     .gradient(self.gradient);
-                if let Some(bound) = self.loss_bound {
-                    params = params.loss_bound(bound);
-                }
-                if let Some(prior) = &self.prior {
-                    params = params.prior(prior.clone());
-                }
                 AnyAggregator::Ewa(params.check()?.build())
             }
             Rule::Fpl => {

@@ -29,12 +29,12 @@ use pacstream::experts::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{InputSummary, no_good_rows, note_skipped, write_summary};
+use super::{InputSummary, no_good_rows, stream_input, write_summary};
 use crate::failure::bad_input;
 use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
 use crate::options::{BadRowPolicy, CommonArgsWithoutColumns};
-use crate::stream::{StreamTask, inconsistent, point_fault, run_stream};
+use crate::stream::{StreamTask, inconsistent, point_fault};
 use crate::ui::{Notes, report_writer};
 use columns::{Columns, plan_columns};
 use history::History;
@@ -430,14 +430,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         awake: Vec::with_capacity(n),
         cells: Vec::new(),
     };
-    let input = run_stream(
-        &mut task,
-        &mut reader,
-        options.output.as_ref(),
-        &options.checkpoints,
-        notes,
-    )?;
-    note_skipped(notes, &input, reader.source_name());
+    let input = stream_input(&mut task, &mut reader, &options, notes)?;
     let aggregator = &task.state.aggregator;
     if aggregator.rounds() == 0 {
         return Err(no_good_rows(reader.source_name(), &input));
