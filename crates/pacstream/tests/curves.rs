@@ -326,35 +326,6 @@ fn window_memory_keeps_the_last_points() {
     }
 }
 
-/// The comparator is a local optimum started from the learner's curve: never worse than it
-/// on the points it was fitted on.
-#[test]
-fn the_hindsight_curve_is_no_worse_than_the_final_curve() {
-    let stream = noisy_arc(300, 0.05, 8);
-    let mut learner = PrincipalCurveParams::new().check().unwrap().build();
-    for point in &stream {
-        learner.learn_one(point).unwrap();
-    }
-    let hindsight = learner.hindsight().unwrap();
-    assert!(hindsight.converged);
-    assert_eq!(hindsight.n_points, 280);
-    let curve = learner.curve().unwrap();
-    let final_loss: f64 = stream[20..]
-        .iter()
-        .map(|p| curve.squared_distance(p).unwrap())
-        .sum();
-    assert!(
-        hindsight.loss <= final_loss * (1.0 + 1e-9),
-        "{} > {final_loss}",
-        hindsight.loss
-    );
-    let direct: f64 = stream[20..]
-        .iter()
-        .map(|p| hindsight.curve.squared_distance(p).unwrap())
-        .sum();
-    assert!((direct - hindsight.loss).abs() <= 1e-9 * direct);
-}
-
 #[test]
 fn corrupt_snapshots_are_refused() {
     let stream = noisy_arc(60, 0.05, 9);

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use pacstream::curves::{
-    Estimator, Feedback, HindsightCurve, Memory, Phase, PrincipalCurveConfig,
+    Comparator, Estimator, Feedback, HindsightCurve, Memory, Phase, PrincipalCurveConfig,
     PrincipalCurveLearner, PrincipalCurveParams, PrincipalCurveReport, PrincipalCurveStep, Radius,
 };
 use pacstream::eval::{Prequential, Totals};
@@ -125,6 +125,13 @@ pub struct CurveArgs {
     #[arg(long, value_name = "W")]
     pub window: Option<usize>,
 
+    /// With every row kept, rows of one kind (exploration, exploitation, warm-up) within a
+    /// cube of side F·δ are merged into one summary (count, mean, scatter), so that the cost
+    /// per row stops growing with the stream; 0 keeps every row apart (exact scores).
+    #[arg(long, value_name = "F", default_value_t = pacstream::curves::DEFAULT_BIN_SIDE,
+          allow_negative_numbers = true)]
+    pub bin_side: f64,
+
     /// The two columns drawn by --plot (default: the first two columns learned).
     #[arg(
         long,
@@ -200,6 +207,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         "max_candidates": config.max_candidates(),
         "warmup": config.warmup(),
         "window": match config.memory() { Memory::All => None, Memory::Window(w) => Some(w) },
+        "bin_side": config.bin_side(),
         "seed": config.seed(),
         "columns": layout.features.iter().map(|i| i + 1).collect::<Vec<_>>(),
         "on_bad_row": options.input.on_bad_row,
@@ -240,10 +248,17 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             config.warmup()
         )));
     };
-    // The comparator needs every row of the stream: only with all rows kept.
-    let hindsight = matches!(config.memory(), Memory::All)
-        .then(|| learner.hindsight())
-        .flatten();
+    // The comparators need every row of the stream: only with all rows kept. Each is a
+    // local search started from the final curve, which costs a few of the learner's
+    // exploration rounds (the unpenalised search to p segments is left to the library).
+    let (penalised, hindsight) = if matches!(config.memory(), Memory::All) {
+        (
+            learner.hindsight(Comparator::Penalised),
+            learner.hindsight(Comparator::SameSegments),
+        )
+    } else {
+        (None, None)
+    };
     let stored = learner.stored_points();
     let mut projections = Vec::with_capacity(stored.len());
     let mut stored_loss = 0.0;
@@ -275,14 +290,11 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         stored_points: stored.len(),
         mean_squared_distance: stored_loss / stored.len().max(1) as f64,
     };
-    let comparator = hindsight.as_ref().map(|h| ComparatorSummary {
-        vertices: h.curve.vertex_rows().map(<[f64]>::to_vec).collect(),
-        segments: h.curve.n_segments(),
-        loss: h.loss,
-        regret: cumulative_loss - h.loss,
-        iterations: h.iterations,
-        converged: h.converged,
-    });
+    let comparators: Vec<ComparatorSummary> = [&penalised, &hindsight]
+        .into_iter()
+        .flatten()
+        .map(|h| ComparatorSummary::new(h, cumulative_loss))
+        .collect();
     let lattice = learner.lattice().expect("a curve has a lattice");
     let total_seconds = started.elapsed().as_secs_f64();
     if !options.quiet {
@@ -292,7 +304,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             &reader,
             learner,
             &totals,
-            comparator.as_ref(),
+            &comparators,
             state.learn_seconds,
         )?;
     }
@@ -309,7 +321,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             spacing: lattice.spacing(),
         },
         totals,
-        comparator,
+        comparators,
         report: learner.report(),
         learn_seconds: state.learn_seconds,
         total_seconds,
@@ -345,6 +357,7 @@ fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
         .local_vertices(args.local_vertices)
         .max_candidates(args.max_candidates)
         .warmup(args.warmup)
+        .bin_side(args.bin_side)
         .seed(seed);
     if let Some(delta) = args.delta {
         params = params.delta(delta);
@@ -591,16 +604,51 @@ struct LatticeSummary<'a> {
     spacing: f64,
 }
 
+/// A hindsight comparator and the regret against it.
 #[derive(Serialize)]
 struct ComparatorSummary {
+    /// `penalised` or `same-segments`.
+    comparator: Comparator,
+    /// What the comparator minimises, in words.
+    objective_minimised: &'static str,
     vertices: Vec<Vec<f64>>,
     segments: usize,
     /// Σ_s Δ(f*, x_s) over the scored rounds.
     loss: f64,
-    /// cumulative_loss − loss: a lower estimate of the regret (f* is a local optimum).
+    /// h(f*)/η_T (0 for `same-segments`).
+    penalty: f64,
+    /// loss + penalty.
+    objective: f64,
+    /// η_T, for `penalised`.
+    learning_rate: Option<f64>,
+    /// κ c_1/η_T, for `penalised`.
+    penalty_per_segment: f64,
+    max_segments: usize,
+    /// cumulative_loss − objective: a lower estimate of the regret against the best curve
+    /// of the class (f* is a local optimum).
     regret: f64,
-    iterations: usize,
+    moves: usize,
     converged: bool,
+}
+
+impl ComparatorSummary {
+    fn new(h: &HindsightCurve, cumulative_loss: f64) -> Self {
+        Self {
+            comparator: h.comparator,
+            objective_minimised: h.comparator.objective(),
+            vertices: h.curve.vertex_rows().map(<[f64]>::to_vec).collect(),
+            segments: h.curve.n_segments(),
+            loss: h.loss,
+            penalty: h.penalty,
+            objective: h.objective,
+            learning_rate: h.learning_rate,
+            penalty_per_segment: h.penalty_per_segment,
+            max_segments: h.max_segments,
+            regret: h.regret(cumulative_loss),
+            moves: h.moves,
+            converged: h.converged,
+        }
+    }
 }
 
 /// The projection of a stored row on the final curve.
@@ -625,8 +673,10 @@ struct CurveSummary<'a> {
     length: f64,
     lattice: LatticeSummary<'a>,
     totals: CurveTotals,
-    /// The hindsight curve and the regret against it (only when every row is kept).
-    comparator: Option<ComparatorSummary>,
+    /// The hindsight comparators and the regrets against them (only when every row is
+    /// kept): the penalised objective of follow the perturbed leader, and the best curve
+    /// with the learner's number of segments.
+    comparators: Vec<ComparatorSummary>,
     report: &'a PrincipalCurveReport,
     /// Wall time spent in the learner over the whole stream, in seconds.
     learn_seconds: f64,
@@ -640,7 +690,7 @@ fn print_report(
     reader: &RowReader,
     learner: &PrincipalCurveLearner,
     totals: &CurveTotals,
-    comparator: Option<&ComparatorSummary>,
+    comparators: &[ComparatorSummary],
     learn_seconds: f64,
 ) -> anyhow::Result<()> {
     let labels = &reader.layout().feature_labels;
@@ -669,14 +719,27 @@ fn print_report(
         human_number(totals.cumulative_loss),
         plural(totals.scored_rounds, "scored round")
     )?;
-    if let Some(c) = comparator {
-        writeln!(
-            out,
-            "  regret (lower est.)    {} against a hindsight curve of {} (loss {})",
-            human_number(c.regret),
-            plural(c.segments as u64, "segment"),
-            human_number(c.loss)
-        )?;
+    for c in comparators {
+        match c.comparator {
+            Comparator::Penalised => writeln!(
+                out,
+                "  regret, penalised      {} against min over curves of loss + κ·c_1·K/η_T \
+                 (η_T = {}, {} per segment): {} found, loss {} (lower estimate: a local optimum)",
+                human_number(c.regret),
+                human_number(c.learning_rate.unwrap_or(f64::NAN)),
+                human_number(c.penalty_per_segment),
+                plural(c.segments as u64, "segment"),
+                human_number(c.loss)
+            )?,
+            _ => writeln!(
+                out,
+                "  regret, same K         {} against the best curve found with at most {}, \
+                 loss {} (lower estimate: a local optimum)",
+                human_number(c.regret),
+                plural(c.max_segments as u64, "segment"),
+                human_number(c.loss)
+            )?,
+        }
     }
     writeln!(
         out,

@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 use super::candidates::{
     Candidate, Limits, Neighbourhood, fingerprint, local_vertices, window_candidates,
 };
-use super::comparator::{HindsightCurve, hindsight_fit};
-use super::evaluate::{Pieces, Pool, Scoring, Table, Window};
+use super::comparator::{Comparator, HindsightCurve, Objective, hindsight_fit};
+use super::evaluate::{Pieces, Pool, Table, Window};
 use super::init::initial_curve;
 use super::lattice::{Lattice, MAX_BALL_RADII};
 use super::model::PrincipalCurve;
 use super::params::{Estimator, Feedback, Memory, PrincipalCurveConfig};
-use super::partition::CurveState;
+use super::partition::{CurveState, StateSettings};
 use super::scoring::{Corrections, learning_rate};
 use crate::data::{check_first_point, check_point};
 use crate::error::{Error, Result};
@@ -107,10 +107,10 @@ struct Fitted {
 ///
 /// # Example
 ///
-/// The regret against the hindsight comparator, on points near a line:
+/// The regret against the hindsight comparators, on points near a line:
 ///
 /// ```
-/// use pacstream::curves::PrincipalCurveParams;
+/// use pacstream::curves::{Comparator, PrincipalCurveParams};
 /// use pacstream::{OnlineLearner, StreamRng};
 ///
 /// let mut rng = StreamRng::seed_from(7);
@@ -125,10 +125,15 @@ struct Fitted {
 /// assert_eq!(learner.report().initialised_at, Some(20));
 /// let lattice = learner.lattice().unwrap();
 /// assert_eq!(lattice.spacing(), 2.0 * 2f64.sqrt() * lattice.radius() / 100.0);
-/// // f* is fitted on the 280 scored rounds; the regret against it is a lower estimate.
-/// let best = learner.hindsight().unwrap();
+/// // f* minimises Σ Δ(f, x_s) + κ c_1 K(f)/η_T over the 280 scored rounds, η_T being the
+/// // learning rate of the last round; a local optimum, so the regret is a lower estimate.
+/// let best = learner.hindsight(Comparator::Penalised).unwrap();
 /// assert_eq!(best.n_points, 280);
-/// assert!(best.loss <= cumulative_loss);
+/// assert_eq!(best.learning_rate, learner.final_learning_rate());
+/// let per_segment = learner.config().penalty() * lattice.complexity() / best.learning_rate.unwrap();
+/// assert_eq!(best.penalty, per_segment * best.curve.n_segments() as f64);
+/// let regret = best.regret(cumulative_loss);
+/// assert_eq!(regret, cumulative_loss - (best.loss + best.penalty));
 /// # Ok::<(), pacstream::Error>(())
 /// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -164,6 +169,12 @@ impl<'de> Deserialize<'de> for PrincipalCurveLearner {
         learner
             .validate_snapshot()
             .map_err(<D::Error as serde::de::Error>::custom)?;
+        if let Some(spacing) = learner.lattice().map(Lattice::spacing) {
+            let settings = learner.state_settings(spacing);
+            if let Some(fitted) = &mut learner.fitted {
+                fitted.state.rebuild(settings);
+            }
+        }
         learner.refresh_model();
         Ok(learner)
     }
@@ -247,10 +258,15 @@ impl PrincipalCurveLearner {
             .collect()
     }
 
-    /// The hindsight comparator on the stored points of the scored rounds (spec §7): the
-    /// deterministic best-improvement local search started from the current curve. With
-    /// window memory it sees only the last W points. `None` during the warm-up.
-    pub fn hindsight(&self) -> Option<HindsightCurve> {
+    /// A hindsight comparator on the stored points of the scored rounds (spec §7, and the
+    /// module [`comparator`](super::Comparator)): a deterministic local search for the curve
+    /// minimising `comparator`'s objective, started from the current curve and from the
+    /// first principal component segment. With window memory it sees only the last W
+    /// points. `None` during the warm-up.
+    ///
+    /// Its cost is that of a few dozen of the learner's exploration rounds, except for
+    /// [`Comparator::Unpenalised`], which climbs to p segments when p is large.
+    pub fn hindsight(&self, comparator: Comparator) -> Option<HindsightCurve> {
         let fitted = self.fitted.as_ref()?;
         let state = &fitted.state;
         let first_scored = self.report.initialised_at.map_or(1, |r| r + 1);
@@ -263,12 +279,57 @@ impl PrincipalCurveLearner {
                 points.extend_from_slice(state.point(index));
             }
         }
+        let lattice = &state.lattice;
+        let objective = match comparator {
+            Comparator::Penalised => {
+                let eta = self.final_learning_rate()?;
+                Objective {
+                    comparator,
+                    per_segment: self.config.penalty * lattice.complexity() / eta,
+                    learning_rate: Some(eta),
+                    max_segments: self.config.max_segments,
+                }
+            }
+            Comparator::SameSegments => Objective {
+                comparator,
+                per_segment: 0.0,
+                learning_rate: None,
+                max_segments: state.n_segments(),
+            },
+            Comparator::Unpenalised => Objective {
+                comparator,
+                per_segment: 0.0,
+                learning_rate: None,
+                max_segments: self.config.max_segments,
+            },
+        };
+        let bin_side = match self.config.memory {
+            Memory::All if self.config.bin_side > 0.0 => {
+                Some(self.config.bin_side * lattice.spacing())
+            }
+            _ => None,
+        };
         Some(hindsight_fit(
-            &state.lattice,
+            lattice,
             state.keys.clone(),
             first_round.unwrap_or(first_scored),
             points,
             &self.config,
+            objective,
+            bin_side,
+        ))
+    }
+
+    /// η_T, the learning rate with which the current curve was chosen at the end of the
+    /// last round T (e_mult included); `None` during the warm-up.
+    pub fn final_learning_rate(&self) -> Option<f64> {
+        let lattice = self.lattice()?;
+        Some(learning_rate(
+            self.n_rounds,
+            lattice.loss_bound(),
+            lattice.complexity(),
+            self.config.max_segments,
+            self.config.eta_scale,
         ))
     }
 
@@ -346,7 +407,9 @@ impl PrincipalCurveLearner {
         }
         step.outside_ball = !lattice.ball_contains(&internal[internal.len() - dim..]);
         let n = buffer.len() / dim;
-        let mut state = CurveState::new(lattice, keys, 1, internal, vec![true; n]);
+        self.report.initialised_at = Some(round);
+        let settings = self.state_settings(lattice.spacing());
+        let mut state = CurveState::new(lattice, keys, 1, internal, vec![true; n], settings);
         if let Memory::Window(size) = self.config.memory {
             while state.n_points() > size {
                 state.evict_oldest();
@@ -361,7 +424,6 @@ impl PrincipalCurveLearner {
             corrections: Corrections::default(),
         });
         self.warmup = Vec::new();
-        self.report.initialised_at = Some(round);
         self.report.points_outside_ball += outside;
         self.refresh_model();
         step.initialised = true;
@@ -378,23 +440,29 @@ impl PrincipalCurveLearner {
         }
     }
 
-    fn scoring(&self, loss_bound: f64) -> Scoring {
-        match (self.config.feedback, self.config.estimator) {
-            (Feedback::Full, _) => Scoring {
-                explored_only: false,
-                weight: 1.0,
-                loss_bound,
-            },
-            (Feedback::Bandit, Estimator::LabelEfficient) => Scoring {
-                explored_only: true,
-                weight: 1.0 / self.config.explore,
-                loss_bound,
-            },
-            (Feedback::Bandit, Estimator::Paper) => Scoring {
-                explored_only: true,
-                weight: 1.0,
-                loss_bound,
-            },
+    /// The weight of a stored point in the estimated cumulative rewards R̂_t, by how it was
+    /// observed (warm-up, exploration, exploitation), and how points are merged:
+    ///
+    /// - full feedback: every point counts once;
+    /// - bandit, label-efficient: r̂ = r · I/ε, so an exploration point counts 1/ε times and
+    ///   an exploitation point not at all; a warm-up point was observed for certain (its
+    ///   I is 1 with probability 1, not ε) and counts once;
+    /// - bandit, paper: exploration and warm-up points count once (the α and importance-
+    ///   weighted terms of exploitation rounds are the corrections).
+    fn state_settings(&self, spacing: f64) -> StateSettings {
+        let weights = match (self.config.feedback, self.config.estimator) {
+            (Feedback::Full, _) => [1.0, 1.0, 1.0],
+            (Feedback::Bandit, Estimator::LabelEfficient) => [1.0, 1.0 / self.config.explore, 0.0],
+            (Feedback::Bandit, Estimator::Paper) => [1.0, 1.0, 0.0],
+        };
+        let bin_side = match self.config.memory {
+            Memory::All if self.config.bin_side > 0.0 => Some(self.config.bin_side * spacing),
+            _ => None,
+        };
+        StateSettings {
+            weights,
+            bin_side,
+            warmup_end: self.report.initialised_at.unwrap_or(0),
         }
     }
 
@@ -413,7 +481,6 @@ impl PrincipalCurveLearner {
             Some(fitted) => fitted.state.lattice.loss_bound(),
             None => unreachable!("invariant: play after the warm-up"),
         };
-        let scoring = self.scoring(loss_bound);
         let fitted = self
             .fitted
             .as_mut()
@@ -454,7 +521,7 @@ impl PrincipalCurveLearner {
             state,
             &fitted.corrections,
             &self.config,
-            scoring,
+            loss_bound,
             &round_rng,
             round,
             &windows,
@@ -554,7 +621,7 @@ fn choose_next(
     state: &mut CurveState,
     corrections: &Corrections,
     config: &PrincipalCurveConfig,
-    scoring: Scoring,
+    loss_bound: f64,
     round_rng: &StreamRng,
     round: u64,
     windows: &[Window],
@@ -622,9 +689,9 @@ fn choose_next(
             .as_ref()
             .expect("invariant: a window with candidates has a pool");
         let table = tables[candidate.window]
-            .get_or_insert_with(|| Table::new(state, pool, |i| scoring.counts(state, i)));
+            .get_or_insert_with(|| Table::new(state, pool, |a| state.atom_mass(a) > 0.0));
         pool.pieces(candidate.order(), &mut pieces);
-        let change = table.change(pool, &pieces, scoring);
+        let change = table.change(pool, &pieces, loss_bound);
         let correction = corrections.total(candidate.fingerprint) - current_correction;
         let penalty = per_segment * (candidate.n_segments as f64 - current_segments as f64);
         scores.push(eta * (change.reward + correction) - penalty);
@@ -660,9 +727,9 @@ fn choose_next(
     let (pool, local) = pools[candidate.window]
         .as_ref()
         .expect("invariant: a window with candidates has a pool");
-    // Applying a change needs every stored point of the modified cells.
+    // Applying a change needs every atom of the modified cells.
     let table = match tables[candidate.window].take() {
-        Some(table) if !scoring.explored_only => table,
+        Some(table) if state.every_point_counts() => table,
         _ => Table::new(state, pool, |_| true),
     };
     pool.pieces(candidate.order(), &mut pieces);

@@ -80,9 +80,12 @@ mod partition;
 mod pca;
 mod scoring;
 
-pub use comparator::HindsightCurve;
+pub use comparator::{Comparator, HindsightCurve, SearchStart};
 pub use lattice::{Lattice, MAX_BALL_RADII, MAX_LATTICE_STEPS};
 pub use learner::{Phase, PrincipalCurveLearner, PrincipalCurveReport, PrincipalCurveStep};
 pub use model::PrincipalCurve;
-pub use params::{Estimator, Feedback, Memory, PrincipalCurveConfig, PrincipalCurveParams, Radius};
+pub use params::{
+    DEFAULT_BIN_SIDE, Estimator, Feedback, MAX_BIN_SIDE, Memory, PrincipalCurveConfig,
+    PrincipalCurveParams, Radius,
+};
 pub use scoring::learning_rate;

@@ -7,6 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// The default of [`PrincipalCurveParams::bin_side`] (`docs/slpc-calibration.md`).
+pub const DEFAULT_BIN_SIDE: f64 = 0.5;
+
+/// The largest [`PrincipalCurveParams::bin_side`]: bins wider than two lattice steps would
+/// blur the curve's own resolution.
+pub const MAX_BIN_SIDE: f64 = 2.0;
+
 /// R, the radius of the data: points are assumed in B(μ_0, √d R).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Radius {
@@ -77,6 +84,7 @@ pub struct PrincipalCurveParams {
     max_candidates: usize,
     warmup: usize,
     memory: Memory,
+    bin_side: f64,
     seed: u64,
 }
 
@@ -107,6 +115,7 @@ impl PrincipalCurveParams {
             max_candidates: 256,
             warmup: 20,
             memory: Memory::All,
+            bin_side: DEFAULT_BIN_SIDE,
             seed: 0,
         }
     }
@@ -207,6 +216,18 @@ impl PrincipalCurveParams {
     #[must_use]
     pub fn memory(mut self, memory: Memory) -> Self {
         self.memory = memory;
+        self
+    }
+
+    /// b ∈ [0, 2]: with every point kept, the points of one weight class in one cube of side
+    /// b·δ are merged into one atom (count, mean, scatter matrix), so that the cost of a
+    /// round stops growing with t once the data's region is covered; a candidate's score is
+    /// then exact except for atoms that straddle the boundary between two parts of a curve
+    /// (see the module documentation). 0 keeps every point apart (exact scores, cost growing
+    /// with t). Window memory always keeps points apart. Default 1/2.
+    #[must_use]
+    pub fn bin_side(mut self, bin_side: f64) -> Self {
+        self.bin_side = bin_side;
         self
     }
 
@@ -311,6 +332,15 @@ impl PrincipalCurveParams {
                 ));
             }
         }
+        if !(0.0..=MAX_BIN_SIDE).contains(&self.bin_side) {
+            return Err(Error::invalid_parameter(
+                "bin_side",
+                format!(
+                    "must be in [0, {MAX_BIN_SIDE}] (a fraction of the lattice spacing), got {:?}",
+                    self.bin_side
+                ),
+            ));
+        }
         Ok(PrincipalCurveConfig {
             radius: self.radius,
             delta: self.delta,
@@ -326,6 +356,7 @@ impl PrincipalCurveParams {
             max_candidates: self.max_candidates,
             warmup: self.warmup,
             memory: self.memory,
+            bin_side: self.bin_side,
             seed: self.seed,
         })
     }
@@ -350,6 +381,7 @@ pub struct PrincipalCurveConfig {
     pub(crate) max_candidates: usize,
     pub(crate) warmup: usize,
     pub(crate) memory: Memory,
+    pub(crate) bin_side: f64,
     pub(crate) seed: u64,
 }
 
@@ -410,6 +442,10 @@ impl PrincipalCurveConfig {
     pub fn memory(&self) -> Memory {
         self.memory
     }
+    /// b, the side of the bins that merge stored points, as a fraction of δ (0: none).
+    pub fn bin_side(&self) -> f64 {
+        self.bin_side
+    }
     /// The seed.
     pub fn seed(&self) -> u64 {
         self.seed
@@ -430,6 +466,7 @@ impl PrincipalCurveConfig {
             .max_candidates(self.max_candidates)
             .warmup(self.warmup)
             .memory(self.memory)
+            .bin_side(self.bin_side)
             .seed(self.seed);
         if let Some(delta) = self.delta {
             params = params.delta(delta);
@@ -490,6 +527,8 @@ mod tests {
                 "max_candidates",
             ),
             (PrincipalCurveParams::new().warmup(1), "warmup"),
+            (PrincipalCurveParams::new().bin_side(-0.5), "bin_side"),
+            (PrincipalCurveParams::new().bin_side(f64::NAN), "bin_side"),
             (
                 PrincipalCurveParams::new().memory(Memory::Window(1)),
                 "window",
