@@ -30,7 +30,7 @@
 //! squared length ([`super::partition::interior`]): scoring a candidate costs a few
 //! operations per point, whatever the dimension.
 
-use super::partition::{CellKey, CurveState, interior, segment_spread, trace};
+use super::partition::{CellKey, CurveState, interior, trace};
 use crate::geometry::{Part, squared_distance};
 
 /// A window: the consecutive vertices v_first..=v_last that candidates replace.
@@ -182,11 +182,6 @@ impl Pool {
         &self.points[p * self.dim..(p + 1) * self.dim]
     }
 
-    /// The window the pool belongs to.
-    pub(crate) fn window(&self) -> Window {
-        self.window
-    }
-
     /// The new parts of the candidate that puts the local vertices `order` (indices into
     /// Q, in curve order) in the window, with the part of the new curve each one is, into
     /// `pieces` (a buffer reused across candidates).
@@ -278,7 +273,7 @@ pub(crate) struct Table {
 /// and tr C − uᵀCu on a segment of direction u. Indexed from the first such row.
 #[derive(Debug)]
 struct Spreads {
-    /// The packed scatter matrix of each row.
+    /// The packed scatter matrices, slot by slot: entry s of every row, then entry s + 1.
     scatter: Vec<f64>,
     /// tr C of each row: the spread on any vertex.
     trace: Vec<f64>,
@@ -349,9 +344,10 @@ impl Table {
         let spreads = (n_single < n_rows).then(|| {
             let dim = state.dim;
             let merged = &rows[n_single..];
-            let mut scatter = Vec::with_capacity(merged.len() * dim * (dim + 1) / 2);
-            for r in merged {
-                scatter.extend_from_slice(state.atom_scatter(r.index));
+            let packed = dim * (dim + 1) / 2;
+            let mut scatter = Vec::with_capacity(merged.len() * packed);
+            for slot in 0..packed {
+                scatter.extend(merged.iter().map(|r| state.atom_scatter(r.index)[slot]));
             }
             let current: Vec<f64> = merged.iter().map(|r| state.atom_spread(r.index)).collect();
             let base = merged
@@ -388,11 +384,6 @@ impl Table {
             n_single,
             spreads,
         }
-    }
-
-    /// The number of rows (atoms) of the table.
-    pub(crate) fn n_rows(&self) -> usize {
-        self.rows.len()
     }
 
     fn column(&self, p: usize) -> &[f64] {
@@ -435,6 +426,11 @@ impl Table {
                     let slot = self.segment_columns.len() / n_rows.max(1);
                     self.segment_slot[a * n_pool + b] = slot as u32;
                     let start = self.segment_columns.len();
+                    if start == 0 {
+                        // Room for the segments a window's candidates usually use, so that
+                        // the columns are not copied over and over as they come.
+                        self.segment_columns.reserve(2 * n_pool * n_rows);
+                    }
                     self.segment_columns.resize(start + n_rows, 0.0);
                     let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
                     let length2 = pool.lengths2[a * n_pool + b];
@@ -445,15 +441,29 @@ impl Table {
                         out: &mut segment_columns[start..],
                     });
                     if let Some(spreads) = &mut self.spreads {
+                        // tr C − (b − a)ᵀC(b − a)/‖b − a‖², the quadratic form as a fixed
+                        // combination of the scatter's entries.
                         let (pa, pb) = (pool.point(a), pool.point(b));
-                        let packed = dim * (dim + 1) / 2;
-                        spreads.segment_columns.reserve(spreads.trace.len());
-                        spreads.segment_columns.extend(
-                            spreads
-                                .scatter
-                                .chunks_exact(packed)
-                                .map(|c| segment_spread(c, pa, pb, length2)),
-                        );
+                        let mut weights = Vec::with_capacity(dim * (dim + 1) / 2);
+                        for r in 0..dim {
+                            let dr = pb[r] - pa[r];
+                            weights.push(dr * dr / length2);
+                            for c in r + 1..dim {
+                                weights.push(2.0 * dr * (pb[c] - pa[c]) / length2);
+                            }
+                        }
+                        let n_merged = spreads.trace.len();
+                        let start = spreads.segment_columns.len();
+                        if start == 0 {
+                            spreads.segment_columns.reserve(2 * n_pool * n_merged);
+                        }
+                        spreads.segment_columns.resize(start + n_merged, 0.0);
+                        crate::kernels::dispatch(SpreadColumn {
+                            scatter: &spreads.scatter,
+                            trace: &spreads.trace,
+                            weights: &weights,
+                            out: &mut spreads.segment_columns[start..],
+                        });
                     }
                 }
             }
@@ -661,35 +671,86 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
         let base = &table.base[rows.clone()];
         let current = &table.current[rows.clone()];
         let mass = &table.mass[rows];
-        let change = |r: usize| {
-            let new_part = nearest[r] < base[r];
-            let d = if new_part { nearest[r] } else { base[r] };
+        #[inline(always)]
+        fn change(
+            bound: f64,
+            (nearest, nearest_spread): (f64, f64),
+            (base, base_spread): (f64, f64),
+            (old, old_spread): (f64, f64),
+            mass: f64,
+        ) -> (f64, f64) {
+            let new_part = nearest < base;
+            let d = if new_part { nearest } else { base };
             let s = if new_part {
-                nearest_spread[r]
+                nearest_spread
             } else {
-                spreads.base[r]
+                base_spread
             };
-            let old = current[r];
-            let spread = s - spreads.current[r];
+            let spread = s - old_spread;
             (
-                mass[r] * ((bound - d).max(0.0) - (bound - old).max(0.0)) - spread,
-                mass[r] * (d - old) + spread,
+                mass * ((bound - d).max(0.0) - (bound - old).max(0.0)) - spread,
+                mass * (d - old) + spread,
             )
-        };
+        }
         let whole = n_rows - n_rows % LANES;
         for start in (0..whole).step_by(LANES) {
+            let r = start..start + LANES;
+            let (near, near_s) = (&nearest[r.clone()], &nearest_spread[r.clone()]);
+            let (base, base_s) = (&base[r.clone()], &spreads.base[r.clone()]);
+            let (old, old_s) = (&current[r.clone()], &spreads.current[r.clone()]);
+            let mass = &mass[r];
             for lane in 0..LANES {
-                let (dr, dl) = change(start + lane);
+                let (dr, dl) = change(
+                    bound,
+                    (near[lane], near_s[lane]),
+                    (base[lane], base_s[lane]),
+                    (old[lane], old_s[lane]),
+                    mass[lane],
+                );
                 reward[lane] += dr;
                 loss[lane] += dl;
             }
         }
         for (lane, r) in (whole..n_rows).enumerate() {
-            let (dr, dl) = change(r);
+            let (dr, dl) = change(
+                bound,
+                (nearest[r], nearest_spread[r]),
+                (base[r], spreads.base[r]),
+                (current[r], spreads.current[r]),
+                mass[r],
+            );
             reward[lane] += dr;
             loss[lane] += dl;
         }
         (combine(reward), combine(loss))
+    }
+}
+
+/// The spread terms of the merged rows on one pool segment, tr C − uᵀCu (as
+/// [`segment_spread`], clamped at 0), as a weighted sum of the scatter's entry columns
+/// accumulated entry by entry (a fixed order).
+struct SpreadColumn<'a> {
+    scatter: &'a [f64],
+    trace: &'a [f64],
+    weights: &'a [f64],
+    out: &'a mut [f64],
+}
+
+impl crate::kernels::Kernel for SpreadColumn<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let n = self.out.len();
+        self.out.fill(0.0);
+        for (entries, &weight) in self.scatter.chunks_exact(n).zip(self.weights) {
+            for (out, &c) in self.out.iter_mut().zip(entries) {
+                *out += weight * c;
+            }
+        }
+        for (out, &trace) in self.out.iter_mut().zip(self.trace) {
+            *out = (trace - *out).max(0.0);
+        }
     }
 }
 

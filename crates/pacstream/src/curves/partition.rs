@@ -326,9 +326,10 @@ impl CurveState {
         );
     }
 
-    /// Whether the atoms are still to be built ([`CurveState::rebuild`]).
-    pub(crate) fn is_pending(&self) -> bool {
-        self.pending
+    /// The settings the state was built with.
+    #[cfg(test)]
+    pub(crate) fn settings(&self) -> StateSettings {
+        self.settings
     }
 
     /// Whether points are merged into atoms.
@@ -441,6 +442,7 @@ impl CurveState {
     }
 
     /// Whether stored point `index` was seen in an exploration round (or the warm-up).
+    #[cfg(test)]
     pub(crate) fn point_explored(&self, index: usize) -> bool {
         self.explored[index]
     }
@@ -451,6 +453,7 @@ impl CurveState {
     }
 
     /// The weight of stored point `index` in the estimated rewards.
+    #[cfg(test)]
     pub(crate) fn point_weight(&self, index: usize) -> f64 {
         let round = self.first_round + index as u64;
         self.settings.weights[self.observation(round, self.explored[index]) as usize]
@@ -469,6 +472,7 @@ impl CurveState {
     // ----- atoms -----
 
     /// The number of live atoms.
+    #[cfg(test)]
     pub(crate) fn n_atoms(&self) -> usize {
         self.atoms.count.len() - self.atoms.dead
     }
