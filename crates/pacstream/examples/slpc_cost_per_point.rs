@@ -127,7 +127,7 @@ fn main() {
                     last_thousand = Some((t, 1e6 * seconds / 1000.0));
                     thousand_start = clock();
                 }
-                if t < max_t && clock() - start > limit {
+                if t % 1000 == 0 && t < max_t && clock() - start > limit {
                     break;
                 }
             }

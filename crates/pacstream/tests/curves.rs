@@ -65,6 +65,24 @@ fn conformance_full_feedback() {
     );
 }
 
+/// With a budget of 30 atoms the bins double several times within the stream: a snapshot
+/// taken anywhere resumes to the same bits (the merges happen at the same points).
+#[test]
+fn conformance_with_merging_bins() {
+    let stream = noisy_arc(150, 0.05, 12);
+    for feedback in [Feedback::Full, Feedback::Bandit] {
+        conformance(
+            PrincipalCurveParams::new()
+                .feedback(feedback)
+                .explore(0.3)
+                .max_atoms(30)
+                .max_candidates(64),
+            &stream,
+            &[0, 20, 21, 33, 75, 149],
+        );
+    }
+}
+
 #[test]
 fn conformance_bandit_label_efficient_with_a_window() {
     let stream = noisy_arc(150, 0.05, 2);

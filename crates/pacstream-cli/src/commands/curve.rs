@@ -132,6 +132,11 @@ pub struct CurveArgs {
           allow_negative_numbers = true)]
     pub bin_side: f64,
 
+    /// With every row kept, the largest number of row summaries: beyond it the cubes double
+    /// in side and merge, so that the cost per row stays bounded (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = pacstream::curves::DEFAULT_MAX_ATOMS)]
+    pub max_atoms: usize,
+
     /// The two columns drawn by --plot (default: the first two columns learned).
     #[arg(
         long,
@@ -208,6 +213,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         "warmup": config.warmup(),
         "window": match config.memory() { Memory::All => None, Memory::Window(w) => Some(w) },
         "bin_side": config.bin_side(),
+        "max_atoms": config.max_atoms(),
         "seed": config.seed(),
         "columns": layout.features.iter().map(|i| i + 1).collect::<Vec<_>>(),
         "on_bad_row": options.input.on_bad_row,
@@ -358,6 +364,7 @@ fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
         .max_candidates(args.max_candidates)
         .warmup(args.warmup)
         .bin_side(args.bin_side)
+        .max_atoms(args.max_atoms)
         .seed(seed);
     if let Some(delta) = args.delta {
         params = params.delta(delta);

@@ -427,9 +427,9 @@ impl Table {
                     self.segment_slot[a * n_pool + b] = slot as u32;
                     let start = self.segment_columns.len();
                     if start == 0 {
-                        // Room for the segments a window's candidates usually use, so that
-                        // the columns are not copied over and over as they come.
-                        self.segment_columns.reserve(2 * n_pool * n_rows);
+                        // Room for every segment between pool points, so that the columns
+                        // are never copied as they come (only the pages written are used).
+                        self.segment_columns.reserve(n_pool * n_pool * n_rows);
                     }
                     self.segment_columns.resize(start + n_rows, 0.0);
                     let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
@@ -455,7 +455,7 @@ impl Table {
                         let n_merged = spreads.trace.len();
                         let start = spreads.segment_columns.len();
                         if start == 0 {
-                            spreads.segment_columns.reserve(2 * n_pool * n_merged);
+                            spreads.segment_columns.reserve(n_pool * n_pool * n_merged);
                         }
                         spreads.segment_columns.resize(start + n_merged, 0.0);
                         crate::kernels::dispatch(SpreadColumn {

@@ -309,6 +309,7 @@ impl PrincipalCurveLearner {
             }
             _ => None,
         };
+        let bins = (bin_side, self.config.max_atoms);
         Some(hindsight_fit(
             lattice,
             state.keys.clone(),
@@ -316,7 +317,7 @@ impl PrincipalCurveLearner {
             points,
             &self.config,
             objective,
-            bin_side,
+            bins,
         ))
     }
 
@@ -462,6 +463,7 @@ impl PrincipalCurveLearner {
         StateSettings {
             weights,
             bin_side,
+            max_atoms: self.config.max_atoms,
             warmup_end: self.report.initialised_at.unwrap_or(0),
         }
     }
@@ -831,14 +833,17 @@ mod tests {
     /// mode, after every round.
     #[test]
     fn incremental_partition_matches_a_fresh_one() {
-        for (feedback, memory) in [
-            (Feedback::Full, Memory::All),
-            (Feedback::Bandit, Memory::All),
-            (Feedback::Full, Memory::Window(60)),
+        for (feedback, memory, max_atoms) in [
+            (Feedback::Full, Memory::All, 0),
+            (Feedback::Bandit, Memory::All, 0),
+            (Feedback::Full, Memory::All, 40),
+            (Feedback::Bandit, Memory::All, 40),
+            (Feedback::Full, Memory::Window(60), 0),
         ] {
             let mut learner = PrincipalCurveParams::new()
                 .feedback(feedback)
                 .memory(memory)
+                .max_atoms(max_atoms)
                 .max_candidates(64)
                 .seed(5)
                 .check()
@@ -851,6 +856,15 @@ mod tests {
                 }
             }
             assert!(learner.report().curve_changes > 0);
+            if max_atoms > 0 {
+                let state = &learner.fitted.as_ref().unwrap().state;
+                let first = 0.5 * state.lattice.spacing();
+                assert!(
+                    state.bin_side().unwrap() >= 4.0 * first,
+                    "the bins coarsened"
+                );
+                assert!(state.live_atoms().len() <= max_atoms);
+            }
         }
     }
 
@@ -890,11 +904,12 @@ mod tests {
     #[test]
     fn incremental_scores_match_brute_force() {
         let points = noisy_arc(2500, 11);
-        for (feedback, bin_side) in [
-            (Feedback::Full, 0.0),
-            (Feedback::Bandit, 0.0),
-            (Feedback::Full, 0.5),
-            (Feedback::Bandit, 1.0),
+        for (feedback, bin_side, max_atoms) in [
+            (Feedback::Full, 0.0, 0),
+            (Feedback::Bandit, 0.0, 0),
+            (Feedback::Full, 0.5, 0),
+            (Feedback::Bandit, 1.0, 0),
+            (Feedback::Full, 0.5, 200),
         ] {
             let mut checked = 0;
             let mut merged_atoms = 0;
@@ -903,6 +918,7 @@ mod tests {
                     PrincipalCurveParams::new()
                         .feedback(feedback)
                         .bin_side(bin_side)
+                        .max_atoms(max_atoms)
                         .explore(0.3)
                         .seed(4),
                     &points[..n],
@@ -921,7 +937,7 @@ mod tests {
                     .count();
                 let mut tables: Vec<Option<Table>> = windows.iter().map(|_| None).collect();
                 let mut pieces = Pieces::default();
-                let radius = (dim as f64).sqrt() * bin_side * state.lattice.spacing();
+                let radius = (dim as f64).sqrt() * state.bin_side().unwrap_or(0.0);
                 for candidate in &round.candidates {
                     let (pool, local) = round.pool_of(candidate);
                     let table = tables[candidate.window]

@@ -85,7 +85,7 @@ pub use lattice::{Lattice, MAX_BALL_RADII, MAX_LATTICE_STEPS};
 pub use learner::{Phase, PrincipalCurveLearner, PrincipalCurveReport, PrincipalCurveStep};
 pub use model::PrincipalCurve;
 pub use params::{
-    DEFAULT_BIN_SIDE, Estimator, Feedback, MAX_BIN_SIDE, Memory, PrincipalCurveConfig,
-    PrincipalCurveParams, Radius,
+    DEFAULT_BIN_SIDE, DEFAULT_MAX_ATOMS, Estimator, Feedback, MAX_BIN_SIDE, Memory,
+    PrincipalCurveConfig, PrincipalCurveParams, Radius,
 };
 pub use scoring::learning_rate;

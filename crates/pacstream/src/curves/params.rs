@@ -10,6 +10,9 @@ use crate::error::{Error, Result};
 /// The default of [`PrincipalCurveParams::bin_side`] (`docs/slpc-calibration.md`).
 pub const DEFAULT_BIN_SIDE: f64 = 0.5;
 
+/// The default of [`PrincipalCurveParams::max_atoms`] (`docs/slpc-calibration.md`).
+pub const DEFAULT_MAX_ATOMS: usize = 1024;
+
 /// The largest [`PrincipalCurveParams::bin_side`]: bins wider than two lattice steps would
 /// blur the curve's own resolution.
 pub const MAX_BIN_SIDE: f64 = 2.0;
@@ -85,6 +88,7 @@ pub struct PrincipalCurveParams {
     warmup: usize,
     memory: Memory,
     bin_side: f64,
+    max_atoms: usize,
     seed: u64,
 }
 
@@ -116,6 +120,7 @@ impl PrincipalCurveParams {
             warmup: 20,
             memory: Memory::All,
             bin_side: DEFAULT_BIN_SIDE,
+            max_atoms: DEFAULT_MAX_ATOMS,
             seed: 0,
         }
     }
@@ -228,6 +233,16 @@ impl PrincipalCurveParams {
     #[must_use]
     pub fn bin_side(mut self, bin_side: f64) -> Self {
         self.bin_side = bin_side;
+        self
+    }
+
+    /// The budget of atoms (0: none): with every point kept, whenever the atoms outnumber it
+    /// the bins double in side and their atoms merge, so that the cost of a round stays
+    /// bounded as t grows, the resolution coarsening instead (see the module
+    /// documentation). Default 1024.
+    #[must_use]
+    pub fn max_atoms(mut self, max_atoms: usize) -> Self {
+        self.max_atoms = max_atoms;
         self
     }
 
@@ -357,6 +372,7 @@ impl PrincipalCurveParams {
             warmup: self.warmup,
             memory: self.memory,
             bin_side: self.bin_side,
+            max_atoms: self.max_atoms,
             seed: self.seed,
         })
     }
@@ -382,6 +398,7 @@ pub struct PrincipalCurveConfig {
     pub(crate) warmup: usize,
     pub(crate) memory: Memory,
     pub(crate) bin_side: f64,
+    pub(crate) max_atoms: usize,
     pub(crate) seed: u64,
 }
 
@@ -446,6 +463,10 @@ impl PrincipalCurveConfig {
     pub fn bin_side(&self) -> f64 {
         self.bin_side
     }
+    /// The budget of atoms (0: none).
+    pub fn max_atoms(&self) -> usize {
+        self.max_atoms
+    }
     /// The seed.
     pub fn seed(&self) -> u64 {
         self.seed
@@ -467,6 +488,7 @@ impl PrincipalCurveConfig {
             .warmup(self.warmup)
             .memory(self.memory)
             .bin_side(self.bin_side)
+            .max_atoms(self.max_atoms)
             .seed(self.seed);
         if let Some(delta) = self.delta {
             params = params.delta(delta);

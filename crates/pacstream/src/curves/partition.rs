@@ -4,10 +4,14 @@
 //! # Atoms: stored points merged by bins
 //!
 //! The learner does not score candidates point by point but *atom* by atom. An atom is a set
-//! of stored points of one weight class (`Observation`) in one cube of side b·δ (b the
-//! `bin_side` parameter, δ the lattice spacing), summarised by its count n, its mean m and
-//! its scatter matrix C = Σ (x − m)(x − m)ᵀ (updated as points arrive, in round order, by
-//! Welford's recurrence). Those are sufficient statistics for the loss of the atom on any
+//! of stored points of one weight class (`Observation`) in one cube (bin) of side s,
+//! summarised by its count n, its mean m and its scatter matrix C = Σ (x − m)(x − m)ᵀ
+//! (updated as points arrive, in round order, by Welford's recurrence). The bins start at
+//! s = b·δ (b the `bin_side` parameter, δ the lattice spacing); whenever the atoms outnumber
+//! the budget (`max_atoms`), s doubles and the atoms of each new bin merge (counts, means
+//! and scatters combine exactly), so the number of atoms, and with it the cost of a round,
+//! stays bounded however long the stream: a long stream is summarised at a coarser
+//! resolution, a short one (fewer points than the budget) keeps its points apart. Those are sufficient statistics for the loss of the atom on any
 //! part of a curve:
 //!
 //! - on a vertex v: Σ ‖x − v‖² = n ‖m − v‖² + tr C, exactly;
@@ -25,9 +29,9 @@
 //! scores are exact; window memory always keeps points apart (its cost is bounded anyway).
 //!
 //! Why bins: scoring a candidate over the points it may change costs time in proportion to
-//! the number of those points, which grows like t with every point kept. Merging points
-//! closer than the lattice resolves bounds the number of atoms by the volume the data cover
-//! over (bδ)^d, whatever t. (No exact method can do much better: a candidate's score is a sum
+//! the number of those points, which grows like t with every point kept. Merging points of
+//! one bin bounds the number of atoms by the volume the data cover over s^d, and the budget
+//! bounds it outright. (No exact method can do much better: a candidate's score is a sum
 //! over points on either side of curved boundaries, and exact range sums over such regions
 //! cost a power of the number of points.)
 //!
@@ -51,7 +55,9 @@
 //! `BTreeMap`, so every traversal is a function of the stored points and the curve alone. A
 //! snapshot keeps the stored points (not the atoms): restoring pushes them again in round
 //! order, which rebuilds the same atoms (with all points kept, atoms are never removed; with
-//! window memory, an atom is one point), the same statistics bit for bit, and the same cells.
+//! window memory, an atom is one point), merges them at the same pushes (the budget is
+//! crossed at the same point of the sequence), and gives the same statistics bit for bit
+//! and the same cells.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -87,8 +93,12 @@ pub(crate) enum Observation {
 pub(crate) struct StateSettings {
     /// The weight of a point in the estimated cumulative rewards, by [`Observation`].
     pub(crate) weights: [f64; 3],
-    /// The side of the bins in which points are merged (`None`: every point its own atom).
+    /// The side of the bins in which points are merged at first (`None`: every point its
+    /// own atom).
     pub(crate) bin_side: Option<f64>,
+    /// When there are more atoms than this, the bins double in side and their atoms merge
+    /// (0: no limit).
+    pub(crate) max_atoms: usize,
     /// The last warm-up round (0 if none is stored).
     pub(crate) warmup_end: u64,
 }
@@ -117,6 +127,11 @@ struct Atoms {
     cell: Vec<CellKey>,
     /// The spread term of the atom on its cell's part (binning only).
     spread: Vec<f64>,
+    /// The grid cell of the atom (fixed while the bins keep their side).
+    grid: Vec<i64>,
+    /// The bin of the atom and its weight class, `None` for an atom of one point that no
+    /// other point joins (outside the ball, or without binning).
+    bin: Vec<Option<(Vec<i64>, u8)>>,
 }
 
 /// The curve and the stored points, with the partition and its indexes.
@@ -146,6 +161,8 @@ pub(crate) struct CurveState {
     packed: usize,
     /// The atom of each (bin, weight class) (binning only).
     bins: HashMap<(Vec<i64>, u8), u64>,
+    /// The current side of the bins (binning only): the initial side times a power of two.
+    bin_side: f64,
     members: HashMap<CellKey, Vec<u64>>,
     grid: BTreeMap<Vec<i64>, GridCell>,
     grid_side: f64,
@@ -239,6 +256,7 @@ impl<'de> Deserialize<'de> for CurveState {
             StateSettings {
                 weights: [1.0; 3],
                 bin_side: None,
+                max_atoms: 0,
                 warmup_end: 0,
             },
         );
@@ -288,6 +306,7 @@ impl CurveState {
             atoms: Atoms::default(),
             packed: dim * (dim + 1) / 2,
             bins: HashMap::new(),
+            bin_side: 0.0,
             members: HashMap::new(),
             grid: BTreeMap::new(),
             grid_side: 0.0,
@@ -303,8 +322,16 @@ impl CurveState {
         self.settings = settings;
         let spacing = self.lattice.spacing();
         self.grid_side = match settings.bin_side {
-            // A whole number of bins, so that an atom's mean stays in one grid cell.
-            Some(side) => side * (GRID_SPACINGS * spacing / side).round().max(1.0),
+            // A power of two of bins, so that every bin, now or doubled, nests in one grid
+            // cell (or the grid cells in one bin).
+            Some(side) => {
+                self.bin_side = side;
+                let mut grid = side;
+                while grid < GRID_SPACINGS * spacing {
+                    grid *= 2.0;
+                }
+                grid
+            }
             None => GRID_SPACINGS * spacing,
         };
     }
@@ -330,6 +357,12 @@ impl CurveState {
     #[cfg(test)]
     pub(crate) fn settings(&self) -> StateSettings {
         self.settings
+    }
+
+    /// The current side of the bins (`None` without binning).
+    #[cfg(test)]
+    pub(crate) fn bin_side(&self) -> Option<f64> {
+        self.merges_points().then_some(self.bin_side)
     }
 
     /// Whether points are merged into atoms.
@@ -564,7 +597,8 @@ impl CurveState {
         self.coords.extend_from_slice(point);
         self.explored.push(explored);
         let weight = self.settings.weights[self.observation(round, explored) as usize];
-        if let Some(side) = self.settings.bin_side {
+        if self.settings.bin_side.is_some() {
+            let side = self.bin_side;
             // A point outside the ball stays alone: its reward may be clipped at 0, which a
             // sum of quadratics cannot express.
             if self.lattice.ball_contains(point) {
@@ -580,23 +614,152 @@ impl CurveState {
                 if let Some(&id) = self.bins.get(&key) {
                     self.add_to_atom(id, point);
                 } else {
-                    let id = self.new_atom(point, weight, part, distance);
+                    let id = self.new_atom(point, weight, part, distance, Some(key.clone()));
                     self.bins.insert(key, id);
+                    self.keep_within_budget();
                 }
                 return (part, distance);
             }
         }
-        self.new_atom(point, weight, part, distance);
+        self.new_atom(point, weight, part, distance, None);
+        self.keep_within_budget();
         (part, distance)
     }
 
-    fn new_atom(&mut self, point: &[f64], weight: f64, part: Part, distance: f64) -> u64 {
+    /// Doubles the side of the bins, merging their atoms, while there are more atoms than
+    /// the budget and merging still reduces them (bins no wider than the ball).
+    fn keep_within_budget(&mut self) {
+        let budget = self.settings.max_atoms;
+        if budget == 0 || self.settings.bin_side.is_none() {
+            return;
+        }
+        while self.n_live_atoms() > budget && self.bin_side < 2.0 * self.lattice.ball_radius() {
+            let before = self.n_live_atoms();
+            self.coarsen();
+            if self.n_live_atoms() == before {
+                break;
+            }
+        }
+    }
+
+    fn n_live_atoms(&self) -> usize {
+        self.atoms.count.len() - self.atoms.dead
+    }
+
+    /// Doubles the bins' side: the atoms of the (new bin, class) merge, in id order
+    /// (count, mean and scatter combine exactly: n = n_a + n_b, m = m_a + (n_b/n)(m_b − m_a),
+    /// C = C_a + C_b + (n_a n_b/n)(m_b − m_a)(m_b − m_a)ᵀ), and every index is rebuilt.
+    fn coarsen(&mut self) {
+        let dim = self.dim;
+        let packed = self.packed;
+        self.bin_side *= 2.0;
+        if self.bin_side > self.grid_side {
+            self.grid_side = self.bin_side;
+        }
+        let old = std::mem::take(&mut self.atoms);
+        let mut atoms = Atoms::default();
+        let mut bins: HashMap<(Vec<i64>, u8), u64> = HashMap::new();
+        let mut difference = vec![0.0; dim];
+        for index in old.dead..old.count.len() {
+            let mean = &old.mean[index * dim..(index + 1) * dim];
+            let scatter = &old.scatter[index * packed..(index + 1) * packed];
+            let merged_key = old.bin[index].as_ref().map(|(key, class)| {
+                let key: Vec<i64> = key.iter().map(|k| k.div_euclid(2)).collect();
+                (key, *class)
+            });
+            if let Some(&id) = merged_key.as_ref().and_then(|key| bins.get(key)) {
+                let target = id as usize;
+                let (n_a, n_b) = (atoms.count[target], old.count[index]);
+                let n = n_a + n_b;
+                let target_mean = &mut atoms.mean[target * dim..(target + 1) * dim];
+                for ((d, m), x) in difference.iter_mut().zip(target_mean.iter_mut()).zip(mean) {
+                    *d = x - *m;
+                    *m += *d * (n_b / n);
+                }
+                let factor = n_a * n_b / n;
+                let target_scatter = &mut atoms.scatter[target * packed..(target + 1) * packed];
+                let mut slot = 0;
+                for r in 0..dim {
+                    for c in r..dim {
+                        target_scatter[slot] +=
+                            scatter[slot] + factor * difference[r] * difference[c];
+                        slot += 1;
+                    }
+                }
+                atoms.count[target] = n;
+                continue;
+            }
+            let id = atoms.count.len() as u64;
+            atoms.mean.extend_from_slice(mean);
+            atoms.count.push(old.count[index]);
+            atoms.weight.push(old.weight[index]);
+            atoms.scatter.extend_from_slice(scatter);
+            if let Some(key) = &merged_key {
+                bins.insert(key.clone(), id);
+            }
+            atoms.bin.push(merged_key);
+        }
+        // Every index from the merged atoms, in id order.
+        self.members.clear();
+        self.grid.clear();
+        self.max_reach = 0.0;
+        let n = atoms.count.len();
+        atoms.distance = vec![0.0; n];
+        atoms.spread = vec![0.0; n];
+        atoms.cell = Vec::with_capacity(n);
+        atoms.grid = Vec::with_capacity(n * dim);
+        self.atoms = atoms;
+        self.bins = bins;
+        for index in 0..n {
+            let (part, distance) = self.nearest(self.atom_mean(index));
+            let key = self.cell_key(part);
+            self.atoms.cell.push(key);
+            self.atoms.distance[index] = distance;
+            self.atoms.spread[index] = self.spread_on(index, part);
+            let grid_key = self.atom_grid_key(index);
+            self.atoms.grid.extend_from_slice(&grid_key);
+            self.members.entry(key).or_default().push(index as u64);
+            let reach = distance.sqrt();
+            let cell = self.grid.entry(grid_key).or_default();
+            cell.ids.push(index as u64);
+            cell.reach = cell.reach.max(reach);
+            self.max_reach = self.max_reach.max(reach);
+        }
+    }
+
+    /// The grid cell of an atom: from its bin when it has one (bins nest in grid cells), else
+    /// from its mean (which then never moves).
+    fn atom_grid_key(&self, index: usize) -> Vec<i64> {
+        match &self.atoms.bin[index] {
+            Some((key, _)) => {
+                let ratio = (self.grid_side / self.bin_side).round() as i64;
+                key.iter().map(|k| k.div_euclid(ratio)).collect()
+            }
+            None => self.grid_key(self.atom_mean(index)),
+        }
+    }
+
+    /// The grid cell of atom `index`, as stored.
+    fn atom_grid(&self, index: usize) -> &[i64] {
+        &self.atoms.grid[index * self.dim..(index + 1) * self.dim]
+    }
+
+    fn new_atom(
+        &mut self,
+        point: &[f64],
+        weight: f64,
+        part: Part,
+        distance: f64,
+        bin: Option<(Vec<i64>, u8)>,
+    ) -> u64 {
         let atoms = &mut self.atoms;
         let id = atoms.first_id + atoms.count.len() as u64;
+        let index = atoms.count.len();
         atoms.mean.extend_from_slice(point);
         atoms.count.push(1.0);
         atoms.weight.push(weight);
         atoms.distance.push(distance);
+        atoms.bin.push(bin);
         let key = self.cell_key(part);
         self.atoms.cell.push(key);
         if self.merges_points() {
@@ -607,7 +770,8 @@ impl CurveState {
         }
         // The newest id: the end of every sorted list.
         self.members.entry(key).or_default().push(id);
-        let grid_key = self.grid_key(point);
+        let grid_key = self.atom_grid_key(index);
+        self.atoms.grid.extend_from_slice(&grid_key);
         let reach = distance.sqrt();
         let cell = self.grid.entry(grid_key).or_default();
         cell.ids.push(id);
@@ -664,7 +828,7 @@ impl CurveState {
         self.atoms.distance[index] = distance;
         self.atoms.spread[index] = self.spread_on(index, part);
         let reach = distance.sqrt();
-        let grid_key = self.grid_key(self.atom_mean(index));
+        let grid_key = self.atom_grid(index).to_vec();
         if let Some(cell) = self.grid.get_mut(&grid_key) {
             cell.reach = cell.reach.max(reach);
         }
@@ -683,7 +847,7 @@ impl CurveState {
                 self.members.remove(&key);
             }
         }
-        let grid_key = self.grid_key(self.atom_mean(index));
+        let grid_key = self.atom_grid(index).to_vec();
         if let Some(cell) = self.grid.get_mut(&grid_key) {
             remove_sorted(&mut cell.ids, id);
             if cell.ids.is_empty() {
@@ -706,6 +870,8 @@ impl CurveState {
             atoms.weight.drain(..gone);
             atoms.distance.drain(..gone);
             atoms.cell.drain(..gone);
+            atoms.grid.drain(..gone * self.dim);
+            atoms.bin.drain(..gone);
             atoms.first_id += gone as u64;
             atoms.dead = 0;
         }
@@ -838,7 +1004,7 @@ impl CurveState {
             }
             if distance != self.atoms.distance[index] {
                 self.atoms.distance[index] = distance;
-                touched_grid.push(self.grid_key(self.atom_mean(index)));
+                touched_grid.push(self.atom_grid(index).to_vec());
             }
         }
         for (key, mut ids) in leaving {
