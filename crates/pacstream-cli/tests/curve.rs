@@ -270,6 +270,8 @@ fn bad_settings_are_usage_errors() {
         ("--radius", "1e300"),
         ("--delta", "1e-300"),
         ("--radius", "1e-300"),
+        ("--bin-side", "-1"),
+        ("--bin-side", "3"),
     ] {
         let outcome = run(
             dir.path(),

@@ -3,8 +3,8 @@
 //! The rows stream through [`PrincipalCurveLearner`] one at a time; `--output` gets one
 //! record per round (t, loss, cumulative loss, K, phase, candidates, whether the curve
 //! changed), `--summary` the final vertices, the projection index of every stored point, the
-//! hindsight comparator and the regret against it (a lower estimate), and the time spent
-//! learning; `--plot` draws the data with the curve (and a few earlier curves, faded), K over
+//! two hindsight comparators and the regrets against them (lower estimates), and the time
+//! spent learning and searching the comparators; `--plot` draws the data with the curve (and a few earlier curves, faded), K over
 //! time and the cumulative regret. Runs can be checkpointed and resumed.
 
 use std::io::Write;
@@ -46,9 +46,12 @@ use crate::ui::{Notes, report_writer};
         neighbour under follow the perturbed leader.\n\n\
         --output gets one record per round: t, loss, cumulative_loss, segments, phase, \
         candidates, changed (loss and segments are empty during the warm-up). --summary gets \
-        the final vertices, the projection index of every stored row, and the regret against \
-        a hindsight curve (a lower estimate: that curve is a local optimum). Project new \
-        points on the curve with `pacstream project --curve SUMMARY.json`.",
+        the final vertices, the projection index of every stored row, and the regrets \
+        against two hindsight curves: the curve minimising the squared distances plus \
+        κ·c_1·K/η_T (the objective follow the perturbed leader targets at the last round T), \
+        and the best curve with the learner's final number of segments; both are local \
+        optima, so both regrets are lower estimates. Project new points on the curve with \
+        `pacstream project --curve SUMMARY.json`.",
     after_help = "Examples:\n  \
         pacstream curve --columns long,lat data/quakes.csv --plot quakes.svg --summary curve.json\n  \
         pacstream curve --feedback bandit --window 5000 big.csv -o rounds.csv"
@@ -72,11 +75,14 @@ pub struct CurveArgs {
     #[arg(long, value_name = "L", allow_negative_numbers = true)]
     pub max_length: Option<f64>,
 
-    /// κ, the multiplier of the penalty per segment (0: no penalty).
+    /// κ, the multiplier of the penalty per segment (0: no penalty). Curves are ranked by
+    /// η·reward − penalty, so --eta-scale divides its weight: with the default 1000, κ = 1
+    /// acts as κ = 0.001 would at the theory's learning rate [default: 1].
     #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub penalty: Option<f64>,
 
-    /// The multiplier of the learning rate η_t.
+    /// e_mult, the multiplier of the learning rate η_t (it also divides the weight of the
+    /// penalty and of the perturbations) [default: 1000].
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub eta_scale: Option<f64>,
 
@@ -257,6 +263,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
     // The comparators need every row of the stream: only with all rows kept. Each is a
     // local search started from the final curve, which costs a few of the learner's
     // exploration rounds (the unpenalised search to p segments is left to the library).
+    let comparators_started = Instant::now();
     let (penalised, hindsight) = if matches!(config.memory(), Memory::All) {
         (
             learner.hindsight(Comparator::Penalised),
@@ -265,6 +272,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
     } else {
         (None, None)
     };
+    let comparator_seconds = comparators_started.elapsed().as_secs_f64();
     let stored = learner.stored_points();
     let mut projections = Vec::with_capacity(stored.len());
     let mut stored_loss = 0.0;
@@ -312,6 +320,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             &totals,
             &comparators,
             state.learn_seconds,
+            comparator_seconds,
         )?;
     }
     let summary = CurveSummary {
@@ -330,6 +339,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         comparators,
         report: learner.report(),
         learn_seconds: state.learn_seconds,
+        comparator_seconds,
         total_seconds,
         projections,
     };
@@ -687,6 +697,8 @@ struct CurveSummary<'a> {
     report: &'a PrincipalCurveReport,
     /// Wall time spent in the learner over the whole stream, in seconds.
     learn_seconds: f64,
+    /// Wall time spent searching the hindsight comparators, in seconds.
+    comparator_seconds: f64,
     /// Wall time of the command (reading, learning, comparator, outputs), in seconds.
     total_seconds: f64,
     projections: Vec<ProjectionRecord>,
@@ -699,6 +711,7 @@ fn print_report(
     totals: &CurveTotals,
     comparators: &[ComparatorSummary],
     learn_seconds: f64,
+    comparator_seconds: f64,
 ) -> anyhow::Result<()> {
     let labels = &reader.layout().feature_labels;
     let curve = learner.curve().expect("a curve exists");
@@ -753,6 +766,13 @@ fn print_report(
         "  learning time          {}",
         human_seconds(learn_seconds)
     )?;
+    if !comparators.is_empty() {
+        writeln!(
+            out,
+            "  hindsight searches     {}",
+            human_seconds(comparator_seconds)
+        )?;
+    }
     let report = learner.report();
     writeln!(
         out,

@@ -101,8 +101,10 @@ impl Default for PrincipalCurveParams {
 impl PrincipalCurveParams {
     /// The defaults: R auto, δ = 2√d R/100, p = 50, L = ∞, κ = 1, e_mult = 1000, bandit
     /// feedback with the label-efficient estimator, ε = 0.1, α = c_0/2, M = 16, 256
-    /// candidates, t_0 = 20, all points kept, seed 0. The feedback mode, the estimator and
-    /// e_mult were chosen by the calibration of `docs/slpc-calibration.md`.
+    /// candidates, t_0 = 20, all points kept in bins of side δ/2 with a budget of 1024
+    /// atoms, seed 0. The feedback mode, the estimator, e_mult and the bins were chosen by
+    /// the calibration of `docs/slpc-calibration.md` (κ = 1 with e_mult = 1000 acts as
+    /// κ = 0.001 at the theory's learning rate).
     pub fn new() -> Self {
         Self {
             radius: Radius::Auto,
@@ -153,7 +155,10 @@ impl PrincipalCurveParams {
         self
     }
 
-    /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f).
+    /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f). Curves are ranked by
+    /// η_t R̂_t(f) − h(f) + z_f, so a learning-rate multiplier e_mult ([`Self::eta_scale`])
+    /// divides the penalty's weight at the theory's rate: with the default e_mult = 1000,
+    /// κ = 1 acts as κ = 0.001 would at e_mult = 1.
     #[must_use]
     pub fn penalty(mut self, penalty: f64) -> Self {
         self.penalty = penalty;
@@ -161,7 +166,9 @@ impl PrincipalCurveParams {
     }
 
     /// e_mult > 0, the multiplier of the learning rate η_t (applied after the cap 1/c_0; see
-    /// [`super::learning_rate`]).
+    /// [`super::learning_rate`]). It scales the reward term against both the penalty and the
+    /// perturbation: e_mult = 1000 with κ = 1 ranks curves as the theory's rate would with
+    /// κ = 0.001 and perturbations 1000 times smaller.
     #[must_use]
     pub fn eta_scale(mut self, eta_scale: f64) -> Self {
         self.eta_scale = eta_scale;
