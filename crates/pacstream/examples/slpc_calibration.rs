@@ -165,8 +165,8 @@ fn main() {
     let grid = |mode: &str| -> Vec<(f64, f64)> {
         let (penalties, etas): (&[f64], &[f64]) = match (quick, mode) {
             (true, _) => (&[1.0], &[1000.0]),
-            (false, "bandit, paper") => (&[1.0], &[100.0, 1000.0]),
-            (false, _) => (&[1.0, 0.3, 0.1], &[10.0, 100.0, 1000.0, 10000.0]),
+            (false, "bandit, paper") => (&[1.0], &[1000.0]),
+            (false, _) => (&[1.0, 0.3, 0.1], &[100.0, 1000.0, 10000.0]),
         };
         penalties
             .iter()
@@ -174,7 +174,7 @@ fn main() {
             .collect()
     };
     let seeds = 2;
-    println!("Table 1: feedback, estimator, κ and e_mult (bins of side δ/2)");
+    println!("Table 1: feedback, estimator, κ and e_mult (bins of side δ/2, budget 1024 atoms)");
     println!();
     println!(
         "| data | feedback | κ | e_mult | MSD | K | time (s) | cumulative loss | regret vs penalised (lower est.) | regret vs same K (lower est.) |"

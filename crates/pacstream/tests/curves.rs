@@ -5,7 +5,7 @@
 use pacstream::conformance::{Conformance, assert_send_sync};
 use pacstream::curves::{
     Comparator, Estimator, Feedback, Memory, Phase, PrincipalCurve, PrincipalCurveLearner,
-    PrincipalCurveParams, Radius,
+    PrincipalCurveParams, Radius, learning_rate,
 };
 use pacstream::geometry::{Part, Polyline, squared_distance};
 use pacstream::{Error, OnlineLearner, StreamRng, UnsupervisedLearner};
@@ -274,7 +274,9 @@ fn hindsight_searches_reach_the_exhaustive_optimum_on_a_small_lattice() {
     );
     let penalised = learner.hindsight(Comparator::Penalised).unwrap();
     let per_segment = penalised.penalty_per_segment;
-    let eta = learner.final_learning_rate().unwrap();
+    // η_T of the last round T = 180, e_mult = 1, p = 2 (κ = 1).
+    let eta = learning_rate(180, lattice.loss_bound(), lattice.complexity(), 2, 1.0);
+    assert_eq!(penalised.learning_rate, Some(eta));
     assert_eq!(per_segment, lattice.complexity() / eta);
     let optimum = (best[1] + per_segment).min(best[2] + 2.0 * per_segment);
     assert!(

@@ -1105,6 +1105,9 @@ impl CurveState {
                 self.n_points()
             ));
         }
+        if self.merges_points() {
+            self.check_atoms_summarise_their_points()?;
+        }
         let rebuilt = Self::new(
             self.lattice.clone(),
             self.keys.clone(),
@@ -1134,6 +1137,72 @@ impl CurveState {
         };
         if live(self) != live(&rebuilt) {
             return Err("the atoms differ from a state rebuilt from the stored points".into());
+        }
+        Ok(())
+    }
+}
+
+impl CurveState {
+    /// Every binned atom's count, mean and scatter equal those computed directly from the
+    /// stored points of its bin and class at the current side (tests only).
+    #[cfg(test)]
+    fn check_atoms_summarise_their_points(&self) -> Result<(), String> {
+        let dim = self.dim;
+        // (count, Σx, Σxxᵀ packed) of each (bin, class).
+        let mut sums: HashMap<(Vec<i64>, u8), (f64, Vec<f64>, Vec<f64>)> = HashMap::new();
+        for index in self.live() {
+            let point = self.point(index);
+            if !self.lattice.ball_contains(point) {
+                continue;
+            }
+            let weight = self.point_weight(index);
+            let class = self
+                .settings
+                .weights
+                .iter()
+                .position(|w| *w == weight)
+                .unwrap_or(0) as u8;
+            let bin: Vec<i64> = point
+                .iter()
+                .map(|v| (v / self.bin_side).floor() as i64)
+                .collect();
+            let entry = sums
+                .entry((bin, class))
+                .or_insert_with(|| (0.0, vec![0.0; dim], vec![0.0; self.packed]));
+            entry.0 += 1.0;
+            let mut slot = 0;
+            for r in 0..dim {
+                entry.1[r] += point[r];
+                for c in r..dim {
+                    entry.2[slot] += point[r] * point[c];
+                    slot += 1;
+                }
+            }
+        }
+        for index in self.live_atoms() {
+            let Some(key) = &self.atoms.bin[index] else {
+                continue;
+            };
+            let (n, sum, squares) = sums
+                .get(key)
+                .ok_or_else(|| format!("atom {index}: no stored point in its bin"))?;
+            let mean = self.atom_mean(index);
+            let scale = 1.0 + squares.iter().map(|v| v.abs()).sum::<f64>();
+            let mut worst = (*n - self.atoms.count[index]).abs();
+            let mut slot = 0;
+            for r in 0..dim {
+                worst = worst.max((sum[r] / n - mean[r]).abs());
+                for c in r..dim {
+                    let direct = squares[slot] - sum[r] * sum[c] / n;
+                    worst = worst.max((direct - self.atom_scatter(index)[slot]).abs() / scale);
+                    slot += 1;
+                }
+            }
+            if worst > 1e-9 {
+                return Err(format!(
+                    "atom {index} does not summarise its points ({worst:e})"
+                ));
+            }
         }
         Ok(())
     }
