@@ -515,8 +515,6 @@ fn printed_regrets_are_what_their_labels_say_on_an_adversarial_stream() {
             "{key}: {reported} vs {value}"
         );
     }
-    // A search from the learner's final curve ends no worse than it.
-    assert!(objective <= loss_of(&learner_vertices) + per_segment * learner_segments as f64);
 
     // The best curve found with at most the learner's number of segments.
     let same = &comparators[1];
@@ -540,7 +538,6 @@ fn printed_regrets_are_what_their_labels_say_on_an_adversarial_stream() {
     );
     assert!((same["regret"].as_f64().unwrap() - regret).abs() <= 1e-9 * regret.abs());
     assert!((same["loss"].as_f64().unwrap() - loss).abs() <= 1e-9 * loss);
-    assert!(loss <= loss_of(&learner_vertices));
     // The stream is adversarial: the learner pays for being caught on the wrong segment.
     assert!(regret > 0.0, "{regret}");
 }
