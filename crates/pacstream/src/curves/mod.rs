@@ -101,6 +101,6 @@ pub use learner::{Phase, PrincipalCurveLearner, PrincipalCurveReport, PrincipalC
 pub use model::PrincipalCurve;
 pub use params::{
     DEFAULT_BIN_SIDE, DEFAULT_MAX_ATOMS, Estimator, Feedback, MAX_BIN_SIDE, Memory,
-    PrincipalCurveConfig, PrincipalCurveParams, Radius,
+    PrincipalCurveConfig, PrincipalCurveParams, Radius, limits,
 };
 pub use scoring::learning_rate;
