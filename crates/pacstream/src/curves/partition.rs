@@ -1149,7 +1149,8 @@ impl CurveState {
     fn check_atoms_summarise_their_points(&self) -> Result<(), String> {
         let dim = self.dim;
         // (count, Σx, Σxxᵀ packed) of each (bin, class).
-        let mut sums: HashMap<(Vec<i64>, u8), (f64, Vec<f64>, Vec<f64>)> = HashMap::new();
+        type Sums = (f64, Vec<f64>, Vec<f64>);
+        let mut sums: HashMap<(Vec<i64>, u8), Sums> = HashMap::new();
         for index in self.live() {
             let point = self.point(index);
             if !self.lattice.ball_contains(point) {
