@@ -28,7 +28,7 @@
 
 use std::time::Instant;
 
-use pacstream::paco::{Memory, PacoParams, Radius};
+use pacstream::paco::{Memory, PacoParams, Radius, Summation};
 use pacstream::{OnlineLearner, StreamRng};
 
 /// `n` points (row-major) from `k` unit-variance Gaussian clusters whose means are uniform
@@ -144,9 +144,10 @@ fn rounds(args: &[String]) {
     println!("## One round: N = 500, 4 clusters, {measured} measured rounds per case\n");
     println!(
         "| t | d | memory | rounds/s | ms/round | k̂ | acceptance | data summed per \
-         iteration | early rejections per round | data summed by an early rejection |"
+         iteration | early rejections per round | data summed by an early rejection | summed \
+         one by one | nodes per evaluation |"
     );
-    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &t in &ts {
         for &dim in &dims {
             let points = mixture(t + measured, 4, dim, dim as u64);
@@ -166,6 +167,8 @@ fn rounds(args: &[String]) {
                 let mut early = 0.0;
                 let mut early_fraction = 0.0;
                 let mut acceptance = 0.0;
+                let mut direct = 0.0;
+                let mut nodes = 0.0;
                 let started = Instant::now();
                 for point in rows.by_ref().take(measured) {
                     let step = learner.learn_one(point).expect("valid point");
@@ -174,18 +177,22 @@ fn rounds(args: &[String]) {
                     early += report.early_rejections as f64;
                     early_fraction += report.early_rejection_fraction;
                     acceptance += report.acceptance_rate;
+                    direct += report.direct_fraction;
+                    nodes += report.nodes_per_evaluation;
                 }
                 let seconds = started.elapsed().as_secs_f64() / measured as f64;
                 let m = measured as f64;
                 println!(
-                    "| {t} | {dim} | {name} | {:.1} | {:.2} | {} | {:.3} | {:.3} | {:.0} | {:.3} |",
+                    "| {t} | {dim} | {name} | {:.1} | {:.2} | {} | {:.3} | {:.3} | {:.0} | {:.3} | {:.3} | {:.1} |",
                     1.0 / seconds,
                     1e3 * seconds,
                     learner.n_clusters().unwrap_or(0),
                     acceptance / m,
                     fraction / m,
                     early / m,
-                    early_fraction / m
+                    early_fraction / m,
+                    direct / m,
+                    nodes / m
                 );
             }
         }
@@ -193,50 +200,135 @@ fn rounds(args: &[String]) {
     println!();
 }
 
-fn long(args: &[String]) {
-    let horizon: usize = option(args, "--horizon").map_or(10_000, |s| s.parse().expect("a number"));
-    let dim = 5;
-    let points = mixture(horizon, 4, dim, 77);
+/// The rounds measured by `profile`, kept out of line so that
+/// `valgrind --tool=callgrind --collect-atstart=no --toggle-collect=*measured_rounds*`
+/// counts their instructions alone.
+#[inline(never)]
+fn measured_rounds(learner: &mut pacstream::paco::Paco, points: &[f64], dim: usize) -> usize {
+    let mut accepted = 0;
+    for point in points.chunks_exact(dim) {
+        let step = learner.learn_one(point).expect("valid point");
+        accepted += step.sampler.map_or(0, |report| report.accepted);
+    }
+    accepted
+}
+
+/// `profile --t T --dims D --rounds M`: the set-up of `rounds` for one case, then M rounds
+/// in [`measured_rounds`] (for instruction counts under callgrind).
+fn profile(args: &[String]) {
+    let t: usize = option(args, "--t").map_or(10_000, |s| s.parse().expect("a number"));
+    let dim: usize = option(args, "--dims").map_or(5, |s| s.parse().expect("a number"));
+    let measured: usize = option(args, "--rounds").map_or(5, |s| s.parse().expect("a number"));
+    let points = mixture(t + measured, 4, dim, dim as u64);
     let mut learner = PacoParams::new()
-        .seed(77)
+        .warmup(t - 8)
+        .seed(1)
         .check()
         .expect("valid settings")
         .build();
-    println!("## A whole run: T = {horizon}, d = 5, 4 clusters, N = 500, exact memory, defaults\n");
-    println!(
-        "| rounds | elapsed (s) | ms per round over the last tenth | data summed per iteration | k̂ |"
-    );
-    println!("|---:|---:|---:|---:|---:|");
-    let tenth = (horizon / 10).max(1);
-    let started = Instant::now();
-    let mut last = 0.0;
-    let mut fraction = 0.0;
-    let mut chains = 0;
-    for (t, point) in points.chunks_exact(dim).enumerate() {
-        let step = learner.learn_one(point).expect("valid point");
-        if let Some(report) = step.sampler {
-            fraction += report.data_fraction;
-            chains += 1;
-        }
-        if (t + 1) % tenth == 0 || t + 1 == horizon {
-            let elapsed = started.elapsed().as_secs_f64();
-            println!(
-                "| {} | {:.2} | {:.2} | {:.3} | {} |",
-                t + 1,
-                elapsed,
-                1e3 * (elapsed - last) / tenth as f64,
-                fraction / f64::from(chains.max(1)),
-                learner.n_clusters().unwrap_or(0)
-            );
-            last = elapsed;
-            fraction = 0.0;
-            chains = 0;
-        }
+    for point in points[..t * dim].chunks_exact(dim) {
+        learner.learn_one(point).expect("valid point");
     }
+    let accepted = measured_rounds(&mut learner, &points[t * dim..], dim);
+    println!("{measured} rounds at t = {t}, d = {dim}: {accepted} moves accepted");
+}
+
+/// The load average of the machine (the first field of /proc/loadavg), for the record.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The CPU time (user + system) of this process so far, in seconds, from /proc/self/stat
+/// (clock ticks of 1/100 s): on a loaded machine it is closer to the time the run would take
+/// alone than the wall time is.
+fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|text| {
+            // The fields after the parenthesised command name: utime and stime are the 12th
+            // and 13th.
+            let after = text.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let user: f64 = fields.get(11)?.parse().ok()?;
+            let system: f64 = fields.get(12)?.parse().ok()?;
+            Some((user + system) / 100.0)
+        })
+        .unwrap_or(f64::NAN)
+}
+
+fn long(args: &[String]) {
+    let horizon: usize = option(args, "--horizon").map_or(10_000, |s| s.parse().expect("a number"));
+    let dim: usize = option(args, "--dims").map_or(5, |s| s.parse().expect("a number"));
+    let summations: Vec<(&str, Summation)> = match option(args, "--summation").as_deref() {
+        Some("auto") => vec![("index (auto)", Summation::Auto)],
+        Some("linear") => vec![("point by point", Summation::PointByPoint)],
+        _ => vec![
+            ("point by point", Summation::PointByPoint),
+            ("index (auto)", Summation::Auto),
+        ],
+    };
+    let points = mixture(horizon, 4, dim, 77);
     println!(
-        "\nTotal: {:.2} s for {horizon} rounds\n",
-        started.elapsed().as_secs_f64()
+        "## A whole run: T = {horizon}, d = {dim}, 4 clusters, N = 500, exact memory, defaults\n"
     );
+    let mut totals = Vec::new();
+    for (name, summation) in summations {
+        let mut learner = PacoParams::new()
+            .seed(77)
+            .summation(summation)
+            .check()
+            .expect("valid settings")
+            .build();
+        println!("### S_t summed {name} (load {} at the start)\n", load());
+        println!(
+            "| rounds | elapsed (s) | ms per round over the last tenth | data summed one by one per iteration | k̂ | load |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|");
+        let tenth = (horizon / 10).max(1);
+        let started = Instant::now();
+        let cpu_started = cpu_seconds();
+        let mut last = 0.0;
+        let mut direct = 0.0;
+        let mut chains = 0;
+        for (t, point) in points.chunks_exact(dim).enumerate() {
+            let step = learner.learn_one(point).expect("valid point");
+            if let Some(report) = step.sampler {
+                direct += report.direct_fraction;
+                chains += 1;
+            }
+            if (t + 1) % tenth == 0 || t + 1 == horizon {
+                let elapsed = started.elapsed().as_secs_f64();
+                println!(
+                    "| {} | {:.2} | {:.3} | {:.4} | {} | {} |",
+                    t + 1,
+                    elapsed,
+                    1e3 * (elapsed - last) / tenth as f64,
+                    direct / f64::from(chains.max(1)),
+                    learner.n_clusters().unwrap_or(0),
+                    load()
+                );
+                last = elapsed;
+                direct = 0.0;
+                chains = 0;
+            }
+        }
+        let total = started.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu_started;
+        println!(
+            "\nTotal: {total:.2} s wall, {cpu:.2} s CPU for {horizon} rounds ({name}; load {} at the end)\n",
+            load()
+        );
+        totals.push((name, cpu));
+    }
+    if let [(_, linear), (_, index)] = totals[..] {
+        println!(
+            "Ratio of the CPU times, point by point / index: {:.1}×\n",
+            linear / index
+        );
+    }
 }
 
 fn main() {
@@ -246,6 +338,7 @@ fn main() {
         Some("r-example") => r_example(&args),
         Some("rounds") => rounds(&args),
         Some("long") => long(&args),
+        Some("profile") => profile(&args),
         None => {
             r_example(&args);
             rounds(&args);

@@ -10,6 +10,7 @@
 use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
+use super::cover::CoverCache;
 use super::frame::Frame;
 use super::learner::nearest;
 use super::means::{KMeansSource, MeansHistory};
@@ -82,7 +83,7 @@ impl PacoConfig {
         let points = Points::from_array(data)?;
         let dim = points.dim();
         let frame = Frame::from_points(points.as_slice(), dim, self)?;
-        let mut memory = PointMemory::new(dim, Memory::Exact);
+        let mut memory = PointMemory::with_summation(dim, Memory::Exact, self.summation);
         let mut internal = vec![0.0; dim];
         let mut start = vec![0.0; dim];
         for (row, point) in points.rows().enumerate() {
@@ -124,6 +125,7 @@ impl PacoConfig {
                     multiplier: self.proposal_scale,
                 },
                 &mut source,
+                &mut CoverCache::default(),
                 start,
                 &mut rng,
                 ChainSettings {

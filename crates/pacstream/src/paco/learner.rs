@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cover::CoverCache;
 use super::frame::Frame;
 use super::means::{KMeansSource, MeansHistory};
 use super::memory::PointMemory;
@@ -111,6 +112,10 @@ pub struct Paco {
     /// ĉ_t in the user's coordinates.
     model: Option<Centres>,
     history: MeansHistory,
+    /// The stable parts of the robust covers (derived from the memory and the proposal
+    /// means; rebuilt identically after a restore).
+    #[serde(skip)]
+    covers: CoverCache,
     /// The report of the last chain.
     last_chain: Option<SamplerReport>,
     report: PacoReport,
@@ -132,6 +137,7 @@ impl PacoConfig {
             centres: None,
             model: None,
             history: MeansHistory::default(),
+            covers: CoverCache::default(),
             last_chain: None,
             report: PacoReport::default(),
         }
@@ -257,7 +263,11 @@ impl Paco {
             );
             self.model = Some(user_centres(&frame, &centres));
             self.centres = Some(centres);
-            self.memory = Some(PointMemory::new(dim, self.config.memory));
+            self.memory = Some(PointMemory::with_summation(
+                dim,
+                self.config.memory,
+                self.config.summation,
+            ));
             self.frame = Some(frame.clone());
             self.dim = Some(dim);
         }
@@ -309,7 +319,8 @@ impl Paco {
             .chunks_exact(dim)
             .map(|p| Self::internal(&frame, p))
             .collect::<Result<_>>()?;
-        let mut memory = PointMemory::new(dim, self.config.memory);
+        let mut memory =
+            PointMemory::with_summation(dim, self.config.memory, self.config.summation);
         let radius_squared = frame.radius() * frame.radius();
         for point in &internal {
             // Warm-up points were not predicted: their variance weight is 0.
@@ -345,7 +356,7 @@ impl Paco {
     /// waves) then cost a work-stealing join each instead of a hand-off from an outside
     /// thread and back, which dominated the time of rounds on small memories.
     fn sample(&mut self, round: u64) -> SamplerReport {
-        rayon::scope(|_| self.sample_in_pool(round))
+        self.sample_in_pool(round)
     }
 
     fn sample_in_pool(&mut self, round: u64) -> SamplerReport {
@@ -375,6 +386,7 @@ impl Paco {
                 multiplier: config.proposal_scale,
             },
             &mut source,
+            &mut self.covers,
             start,
             &mut self.rng,
             ChainSettings {

@@ -46,6 +46,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cover::{CoverCache, RobustCover};
 use super::evaluate::PreparedCentres;
 use super::means::{MeansSource, ProposalMeans};
 use super::memory::PointMemory;
@@ -81,6 +82,14 @@ pub struct SamplerReport {
     /// (proposals rejected outside the prior count as 0): the cost of the round relative to
     /// N full evaluations of S.
     pub data_fraction: f64,
+    /// The mean fraction of the points in memory whose terms were summed one by one per
+    /// iteration (the rest of the data summed was summed in closed form, per tree node).
+    #[serde(default)]
+    pub direct_fraction: f64,
+    /// The mean number of tree nodes visited per evaluation of S_t (0 when S_t is summed
+    /// point by point).
+    #[serde(default)]
+    pub nodes_per_evaluation: f64,
     /// k-means fits run for the round's proposal means.
     pub kmeans_runs: usize,
     /// n_t, the points in memory.
@@ -153,6 +162,8 @@ struct Slots {
     n_clusters: usize,
     means: Vec<f64>,
     densities: Vec<SlotDensity>,
+    /// The robust cover of the memory around these means (when S_t uses the index).
+    cover: Option<RobustCover>,
 }
 
 impl Slots {
@@ -170,6 +181,7 @@ struct Chain<'a, S: MeansSource> {
     constants: DensityConstants,
     slots: Vec<Option<Slots>>,
     dim: usize,
+    covers: &'a mut CoverCache,
 }
 
 impl<S: MeansSource> Chain<'_, S> {
@@ -178,7 +190,7 @@ impl<S: MeansSource> Chain<'_, S> {
         let index = n_clusters - 1;
         if self.slots[index].is_none() {
             let proposal: &ProposalMeans = self.means.means(n_clusters);
-            let densities = proposal
+            let densities: Vec<SlotDensity> = proposal
                 .counts
                 .iter()
                 .map(|&count| {
@@ -194,10 +206,24 @@ impl<S: MeansSource> Chain<'_, S> {
                     self.constants.slot(sigma, self.target.radius)
                 })
                 .collect();
+            let memory = self.target.memory;
+            let covers = &mut *self.covers;
+            let cover = memory.uses_index().then(|| {
+                let scales: Vec<f64> = densities.iter().map(|d: &SlotDensity| d.sigma).collect();
+                RobustCover::build(
+                    memory.index(),
+                    self.dim,
+                    &proposal.means,
+                    &scales,
+                    n_clusters,
+                    covers,
+                )
+            });
             self.slots[index] = Some(Slots {
                 n_clusters,
                 means: proposal.means.clone(),
                 densities,
+                cover,
             });
         }
     }
@@ -337,6 +363,7 @@ pub(crate) fn run_chain<S: MeansSource>(
     target: Target<'_>,
     rule: ProposalRule,
     means: &mut S,
+    covers: &mut CoverCache,
     start: Vec<f64>,
     rng: &mut StreamRng,
     settings: ChainSettings,
@@ -350,6 +377,7 @@ pub(crate) fn run_chain<S: MeansSource>(
         constants: DensityConstants::new(dim),
         slots: (0..target.max_k).map(|_| None).collect(),
         dim,
+        covers,
     };
     let n_points = target.memory.len();
     let mut k = start.len() / dim;
@@ -372,12 +400,13 @@ pub(crate) fn run_chain<S: MeansSource>(
 
     let mut prepared = PreparedCentres::new(dim);
     prepared.set(&centres);
-    let mut current_loss = target.memory.cumulative_loss(&prepared);
+    let mut current_loss = target
+        .memory
+        .cumulative_loss(&mut prepared, chain.get(k).cover.as_ref());
     let mut current_weight = chain.state_log_weight(chain.get(k), &centres);
 
     let mut proposal = Vec::with_capacity(target.max_k * dim);
     let mut decisions = Vec::new();
-    let n_chunks = target.memory.n_chunks();
     let mut accepted = 0;
     let mut outside_prior = 0;
     let mut mislabelled = 0;
@@ -385,6 +414,9 @@ pub(crate) fn run_chain<S: MeansSource>(
     let mut early_rejections = 0;
     let mut early_fraction_sum = 0.0;
     let mut fraction_sum = 0.0;
+    let mut direct_sum = 0.0;
+    let mut nodes_sum = 0.0;
+    let mut evaluations = 0usize;
     let denominator = n_points.max(1) as f64;
 
     for _ in 0..settings.iterations {
@@ -439,20 +471,24 @@ pub(crate) fn run_chain<S: MeansSource>(
             -target.eta * (new_k as f64 - k as f64) + new_weight - current_weight + move_ratio;
         let threshold = current_loss + (rest - u.ln()) / target.lambda;
         prepared.set(&proposal);
+        let cover = chain.get(new_k).cover.as_ref();
         let evaluation = if settings.full_evaluation {
-            target.memory.evaluate(&prepared, f64::INFINITY)
+            target.memory.evaluate(&mut prepared, f64::INFINITY, cover)
         } else {
-            target.memory.evaluate(&prepared, threshold)
+            target.memory.evaluate(&mut prepared, threshold, cover)
         };
         let accept = evaluation.complete && evaluation.value < threshold;
-        let touched = target.memory.live_points_in_first_chunks(evaluation.chunks) as f64;
+        let touched = evaluation.points as f64;
         let fraction = if settings.full_evaluation {
             1.0
         } else {
             touched / denominator
         };
         fraction_sum += fraction;
-        if !accept && evaluation.chunks < n_chunks {
+        direct_sum += evaluation.direct_points as f64 / denominator;
+        nodes_sum += evaluation.nodes as f64;
+        evaluations += 1;
+        if !accept && evaluation.points < n_points {
             early_rejections += 1;
             early_fraction_sum += fraction;
         }
@@ -484,6 +520,8 @@ pub(crate) fn run_chain<S: MeansSource>(
                 0.0
             },
             data_fraction: fraction_sum / iterations.max(1) as f64,
+            direct_fraction: direct_sum / iterations.max(1) as f64,
+            nodes_per_evaluation: nodes_sum / evaluations.max(1) as f64,
             kmeans_runs: chain.means.kmeans_runs(),
             n_points,
             lambda: target.lambda,

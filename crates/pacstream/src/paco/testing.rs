@@ -2,6 +2,7 @@
 //! one round's chain on a target built by hand, with given or computed proposal means, the
 //! reference full evaluation, and deliberate defects that the tests must catch.
 
+use super::cover::CoverCache;
 use super::means::{FixedMeans, KMeansSource, MeansHistory, ProposalMeans};
 use super::memory::PointMemory;
 use super::params::{Memory, ProposalScale};
@@ -112,11 +113,27 @@ pub fn run_toy_chain(
         ToyMeans::KMeans { round } => {
             let mut history = MeansHistory::default();
             let mut source = KMeansSource::new(&memory, &mut history, *round, rng, target.max_k);
-            run_chain(round_target, rule, &mut source, start, rng, settings)
+            run_chain(
+                round_target,
+                rule,
+                &mut source,
+                &mut CoverCache::default(),
+                start,
+                rng,
+                settings,
+            )
         }
         ToyMeans::Fixed(by_k) => {
             let mut source = FixedMeans { by_k: by_k.clone() };
-            run_chain(round_target, rule, &mut source, start, rng, settings)
+            run_chain(
+                round_target,
+                rule,
+                &mut source,
+                &mut CoverCache::default(),
+                start,
+                rng,
+                settings,
+            )
         }
     };
     ChainRun {
