@@ -200,6 +200,57 @@ fn rounds(args: &[String]) {
     println!();
 }
 
+/// `crossover --t 250,500,.. --dims 2,5,.. --rounds M`: the CPU time of a round, S_t summed
+/// point by point and on the index (forced, [`Summation::Index`]), side by side for each
+/// (t, d), with the ratio. The learners reach t by buffering t − 8 warm-up points and
+/// playing 8 rounds.
+fn crossover(args: &[String]) {
+    let ts = option(args, "--t").map_or(vec![250, 500, 1000, 2000, 4000, 8000], |s| list(&s));
+    let dims = option(args, "--dims").map_or(vec![2, 5, 20], |s| list(&s));
+    let measured: usize = option(args, "--rounds").map_or(30, |s| s.parse().expect("a number"));
+    println!("## CPU time of a round: N = 500, 4 clusters, {measured} rounds per case\n");
+    println!(
+        "| t | d | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for &dim in &dims {
+        for &t in &ts {
+            let points = mixture(t + measured, 4, dim, dim as u64);
+            let mut costs = Vec::new();
+            let mut nodes = 0.0;
+            for summation in [Summation::PointByPoint, Summation::Index] {
+                let mut learner = PacoParams::new()
+                    .warmup(t - 8)
+                    .seed(1)
+                    .summation(summation)
+                    .check()
+                    .expect("valid settings")
+                    .build();
+                let mut rows = points.chunks_exact(dim);
+                for point in rows.by_ref().take(t) {
+                    learner.learn_one(point).expect("valid point");
+                }
+                let started = cpu_seconds();
+                nodes = 0.0;
+                for point in rows.by_ref().take(measured) {
+                    let step = learner.learn_one(point).expect("valid point");
+                    nodes += step.sampler.map_or(0.0, |r| r.nodes_per_evaluation);
+                }
+                costs.push(1e3 * (cpu_seconds() - started) / measured as f64);
+            }
+            println!(
+                "| {t} | {dim} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                costs[0],
+                costs[1],
+                costs[0] / costs[1],
+                nodes / measured as f64,
+                load()
+            );
+        }
+    }
+    println!();
+}
+
 /// The rounds measured by `profile`, kept out of line so that
 /// `valgrind --tool=callgrind --collect-atstart=no --toggle-collect=*measured_rounds*`
 /// counts their instructions alone.
@@ -339,6 +390,7 @@ fn main() {
         Some("rounds") => rounds(&args),
         Some("long") => long(&args),
         Some("profile") => profile(&args),
+        Some("crossover") => crossover(&args),
         None => {
             r_example(&args);
             rounds(&args);

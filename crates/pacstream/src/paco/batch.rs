@@ -16,7 +16,7 @@ use super::learner::nearest;
 use super::means::{KMeansSource, MeansHistory};
 use super::memory::PointMemory;
 use super::params::{Memory, PacoConfig};
-use super::sampler::{ChainSettings, Defect, ProposalRule, SamplerReport, Target, run_chain};
+use super::sampler::{ChainSettings, ProposalRule, SamplerReport, Target, run_chain};
 use super::temperature::lambda;
 use crate::data::Points;
 use crate::error::{Error, Result};
@@ -128,13 +128,7 @@ impl PacoConfig {
                 &mut CoverCache::default(),
                 start,
                 &mut rng,
-                ChainSettings {
-                    iterations: self.iterations,
-                    restart: false,
-                    full_evaluation: false,
-                    defect: Defect::None,
-                    record_decisions: false,
-                },
+                ChainSettings::round(self.iterations, false),
             )
         });
         let centres = Centres::new(frame.to_user(&outcome.centres), dim)?;

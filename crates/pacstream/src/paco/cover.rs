@@ -987,3 +987,70 @@ pub(crate) fn shift_moments(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paco::evaluate::PreparedCentres;
+    use crate::paco::memory::PointMemory;
+    use crate::paco::params::{Memory, Summation};
+    use crate::rng::StreamRng;
+
+    /// A cover built from the cache equals a cover built afresh, whatever the cache held
+    /// before (other means, another cap, other trees): the cache only saves time.
+    #[test]
+    fn cached_covers_equal_fresh_ones() {
+        let mut rng = StreamRng::seed_from(4);
+        let mut memory = PointMemory::with_summation(2, Memory::Exact, Summation::Index);
+        let groups = [[0.0, 0.0], [9.0, 1.0], [1.0, 8.0]];
+        let mut push = |memory: &mut PointMemory, n: usize| {
+            for _ in 0..n {
+                let g = groups[rng.index_below(3)];
+                memory.push(
+                    &[g[0] + rng.standard_normal(), g[1] + rng.standard_normal()],
+                    rng.next_f64(),
+                    0.01,
+                );
+            }
+        };
+        push(&mut memory, 700);
+        let first = [0.1, 0.0, 9.2, 1.1, 0.8, 7.9];
+        let second = [0.0, 0.3, 8.8, 0.9, 1.2, 8.1];
+        let mut cache = CoverCache::default();
+        let centres = [0.4, -0.2, 9.5, 1.3, 0.6, 8.4];
+        let value = |memory: &PointMemory, cover: &RobustCover| {
+            let mut prepared = PreparedCentres::new(2);
+            prepared.set(&centres);
+            memory
+                .evaluate(&mut prepared, f64::INFINITY, Some(cover))
+                .value
+                .to_bits()
+        };
+        let scales = [0.2; 3];
+        RobustCover::build(memory.index(), 2, &first, &scales, 3, &mut cache);
+        for (means, scales) in [(&second, scales), (&first, [0.9; 3]), (&first, scales)] {
+            let cached = RobustCover::build(memory.index(), 2, means, &scales, 3, &mut cache);
+            let fresh = RobustCover::build(
+                memory.index(),
+                2,
+                means,
+                &scales,
+                3,
+                &mut CoverCache::default(),
+            );
+            assert_eq!(value(&memory, &cached), value(&memory, &fresh));
+        }
+        // New points: the trees change, so must the stable part.
+        push(&mut memory, 300);
+        let cached = RobustCover::build(memory.index(), 2, &first, &scales, 3, &mut cache);
+        let fresh = RobustCover::build(
+            memory.index(),
+            2,
+            &first,
+            &scales,
+            3,
+            &mut CoverCache::default(),
+        );
+        assert_eq!(value(&memory, &cached), value(&memory, &fresh));
+    }
+}

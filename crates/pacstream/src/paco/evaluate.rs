@@ -131,14 +131,23 @@ impl Evaluation {
     }
 }
 
-/// Below this many points in memory, S_t is summed point by point: the trees would hold
-/// little more than their leaves.
-pub(crate) const INDEX_MIN_POINTS: usize = 256;
+/// Below this many points in memory, S_t is summed point by point (the linear scan, with
+/// its vectorised kernel, is then cheaper than the index and its per-round covers; measured
+/// with `examples/paco_performance.rs -- crossover`, see `docs/paco-calibration.md`).
+pub(crate) fn index_min_points(dim: usize) -> usize {
+    match dim {
+        0..=2 => 16_384,
+        3..=4 => 4_096,
+        _ => 2_048,
+    }
+}
 
 impl PointMemory {
     /// Whether S_t is evaluated on the index (a fixed function of d and n_t).
     pub(crate) fn uses_index(&self) -> bool {
-        self.indexed() && self.dim() <= MAX_INDEX_DIM && self.len() >= INDEX_MIN_POINTS
+        self.indexed()
+            && self.dim() <= MAX_INDEX_DIM
+            && (self.always_indexed() || self.len() >= index_min_points(self.dim()))
     }
 
     /// S_t(c) for prepared centres, stopping as soon as S_t(c) ≥ `threshold` is certain
@@ -1011,5 +1020,197 @@ mod tests {
                 assert_eq!(single.value.to_bits(), full.value.to_bits());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::*;
+    use crate::paco::cover::{CoverCache, RobustCover};
+    use crate::paco::params::{Memory as MemoryMode, Summation};
+    use crate::rng::StreamRng;
+
+    /// Tight clusters (spread `spread`) around `means`, with losses and variance weights, in
+    /// a memory that always uses the index.
+    fn clustered(means: &[Vec<f64>], per_cluster: usize, spread: f64, seed: u64) -> PointMemory {
+        let dim = means[0].len();
+        let mut rng = StreamRng::seed_from(seed);
+        let mut memory = PointMemory::with_summation(dim, MemoryMode::Exact, Summation::Index);
+        for s in 0..per_cluster * means.len() {
+            let mean = &means[rng.index_below(means.len())];
+            let point: Vec<f64> = mean
+                .iter()
+                .map(|m| m + spread * rng.standard_normal())
+                .collect();
+            let weight = if s < 10 { 0.0 } else { 0.05 * rng.next_f64() };
+            memory.push(&point, spread * spread * 3.0 * rng.next_f64(), weight);
+        }
+        memory
+    }
+
+    /// Σ_s [ℓ + w(ℓ − ℓ̂)²] by direct differences, summed with Neumaier's compensation: the
+    /// reference.
+    fn reference(memory: &PointMemory, centres: &[f64]) -> f64 {
+        let dim = memory.dim();
+        let mut sum = 0.0f64;
+        let mut compensation = 0.0f64;
+        let rows = memory.rows();
+        let (_, predicted, variance) =
+            memory.positions(memory.pushed() - memory.len() as u64, memory.pushed());
+        for ((x, &hat), &w) in rows.chunks_exact(dim).zip(predicted).zip(variance) {
+            let loss = centres
+                .chunks_exact(dim)
+                .map(|c| crate::geometry::squared_distance(x, c))
+                .fold(f64::INFINITY, f64::min);
+            let term = loss + w * (loss - hat) * (loss - hat);
+            let t = sum + term;
+            compensation += if sum.abs() >= term.abs() {
+                (sum - t) + term
+            } else {
+                (term - t) + sum
+            };
+            sum = t;
+        }
+        sum + compensation
+    }
+
+    fn cover_for(memory: &PointMemory, means: &[f64], scale: f64) -> RobustCover {
+        let dim = memory.dim();
+        let k = means.len() / dim;
+        RobustCover::build(
+            memory.index(),
+            dim,
+            means,
+            &vec![scale; k],
+            k,
+            &mut CoverCache::default(),
+        )
+    }
+
+    /// Clusters of spread 10⁻³ at distance ~100 from the origin (a ratio of 10⁵, where
+    /// moments about the origin would lose about 20 of the 16 digits of the variance
+    /// terms): the index's sum, on the walk from the roots and on the cover, agrees with the
+    /// compensated direct sum to a relative 1e−13.
+    #[test]
+    fn closed_forms_are_accurate_far_from_the_origin() {
+        let means = vec![
+            vec![100.0, 0.0, 20.0],
+            vec![-60.0, 80.0, 0.0],
+            vec![0.0, -100.0, -30.0],
+        ];
+        let memory = clustered(&means, 1500, 1e-3, 3);
+        assert!(memory.uses_index());
+        let flat: Vec<f64> = means.iter().flatten().copied().collect();
+        let cover = cover_for(&memory, &flat, 1e-3);
+        let mut rng = StreamRng::seed_from(9);
+        let mut worst: f64 = 0.0;
+        let mut worst_linear: f64 = 0.0;
+        for trial in 0..50 {
+            // Centres a few spreads from the means: losses ~1e−6, variance terms that matter.
+            let centres: Vec<f64> = flat
+                .iter()
+                .map(|m| m + 2e-3 * (trial as f64 / 50.0) * rng.standard_normal())
+                .collect();
+            let exact = reference(&memory, &centres);
+            let mut prepared = PreparedCentres::new(3);
+            prepared.set(&centres);
+            for cover in [None, Some(&cover)] {
+                let value = memory.evaluate(&mut prepared, f64::INFINITY, cover).value;
+                worst = worst.max((value - exact).abs() / exact);
+            }
+            let linear = memory.evaluate_linear(&prepared, f64::INFINITY).value;
+            worst_linear = worst_linear.max((linear - exact).abs() / exact);
+        }
+        // For the record: the linear scan's expanded form ‖x‖² − 2x·c + ‖c‖² loses about
+        // log₁₀(‖x‖²/ℓ) digits here.
+        eprintln!("largest relative errors: index {worst:e}, point by point {worst_linear:e}");
+        assert!(worst < 1e-13, "largest relative error {worst:e}");
+    }
+
+    /// The decision at the threshold itself: S(c) < thr rejects at thr = S(c) and accepts at
+    /// the next float above, on every path, including data whose bounds are tight (points
+    /// that coincide, so that a node's bound n·dist² is its exact loss, and no variance
+    /// term), thresholds a hair above the bound of the first pieces, and thresholds at the
+    /// value of every prefix of the walk.
+    #[test]
+    fn early_rejection_is_exact_at_the_threshold() {
+        let mut cases = Vec::new();
+        // Coinciding points, w = 0: bounds equal the pieces.
+        let mut tight = PointMemory::with_summation(2, MemoryMode::Exact, Summation::Index);
+        for s in 0..600 {
+            let p = [(s % 3) as f64 * 10.0, ((s / 3) % 2) as f64 * 10.0];
+            tight.push(&p, 0.0, 0.0);
+        }
+        cases.push((tight, vec![1.0, 1.0, 12.0, 9.0, -3.0, 8.0]));
+        let noisy = clustered(
+            &[vec![0.0, 0.0], vec![8.0, 1.0], vec![2.0, 9.0]],
+            400,
+            1.0,
+            5,
+        );
+        cases.push((noisy, vec![0.5, 0.0, 7.0, 1.5, 2.0, 8.0]));
+        for (memory, centres) in &cases {
+            let dim = memory.dim();
+            let cover = cover_for(memory, centres, 0.3);
+            let mut prepared = PreparedCentres::new(dim);
+            prepared.set(centres);
+            for cover in [None, Some(&cover)] {
+                let full = memory.evaluate(&mut prepared, f64::INFINITY, cover);
+                assert!(full.complete);
+                let value = full.value;
+                let mut thresholds = vec![
+                    value,
+                    value.next_up(),
+                    value.next_down(),
+                    value * (1.0 + 1e-12),
+                    value * (1.0 - 1e-12),
+                ];
+                // Every running sum the walk passes through, and a hair either side.
+                for fraction in 1..40 {
+                    let t = value * fraction as f64 / 40.0;
+                    thresholds.extend([t, t.next_up(), t.next_down()]);
+                }
+                for threshold in thresholds {
+                    let early = memory.evaluate(&mut prepared, threshold, cover);
+                    let accept = early.complete && early.value < threshold;
+                    assert_eq!(
+                        accept,
+                        value < threshold,
+                        "threshold {threshold:e}, S {value:e}"
+                    );
+                    if early.complete {
+                        assert_eq!(early.value.to_bits(), value.to_bits());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The index's sum does not depend on the thread pool it runs in (it runs on one
+    /// thread, in a fixed order).
+    #[test]
+    fn index_sums_do_not_depend_on_the_thread_count() {
+        let memory = clustered(&[vec![0.0, 0.0, 0.0], vec![9.0, 1.0, -2.0]], 3000, 1.0, 7);
+        let centres = vec![0.2, 0.1, 0.0, 8.5, 1.2, -2.1, 3.0, 3.0, 3.0];
+        let cover = cover_for(&memory, &centres, 0.2);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    let mut prepared = PreparedCentres::new(3);
+                    prepared.set(&centres);
+                    [
+                        memory.evaluate(&mut prepared, f64::INFINITY, None).value,
+                        memory
+                            .evaluate(&mut prepared, f64::INFINITY, Some(&cover))
+                            .value,
+                    ]
+                })
+        };
+        let one = run(1);
+        let three = run(3);
+        assert_eq!(one.map(f64::to_bits), three.map(f64::to_bits));
     }
 }

@@ -72,7 +72,7 @@ pub(crate) fn leaf_size(n: usize) -> usize {
 
 /// The largest dimension the index serves (beyond it S_t is summed point by point; see
 /// [`super::evaluate`]).
-pub(crate) const MAX_INDEX_DIM: usize = 16;
+pub(crate) const MAX_INDEX_DIM: usize = 24;
 
 /// The offsets of the centred moments of a set of points (a node, or an aggregate of
 /// nodes), relative to the start of the moments.

@@ -8,7 +8,7 @@ use super::means::{KMeansSource, MeansHistory};
 use super::memory::PointMemory;
 use super::params::{Memory, PacoConfig, Radius};
 use super::prior::draw_from_prior;
-use super::sampler::{ChainSettings, Defect, ProposalRule, SamplerReport, Target, run_chain};
+use super::sampler::{ChainSettings, ProposalRule, SamplerReport, Target, run_chain};
 use super::temperature::lambda;
 use crate::data::{check_first_point, check_point};
 use crate::error::{Error, Result};
@@ -389,13 +389,7 @@ impl Paco {
             &mut self.covers,
             start,
             &mut self.rng,
-            ChainSettings {
-                iterations: config.iterations,
-                restart: config.restart,
-                full_evaluation: false,
-                defect: Defect::None,
-                record_decisions: false,
-            },
+            ChainSettings::round(config.iterations, config.restart),
         );
         let report = outcome.report;
         self.model = Some(user_centres(frame, &outcome.centres));

@@ -57,6 +57,9 @@ pub(crate) struct PointMemory {
     index: SpatialIndex,
     /// Whether the index is kept and used ([`super::params::Summation`]).
     indexed: bool,
+    /// Whether it is used whatever the number of points ([`Summation::Index`]).
+    #[doc(hidden)]
+    always_indexed: bool,
 }
 
 /// What a snapshot holds: the live points and their numbers; the chunks are rebuilt.
@@ -70,6 +73,8 @@ struct MemorySnapshot {
     variance_weights: Vec<f64>,
     #[serde(default = "indexed_by_default")]
     indexed: bool,
+    #[serde(default)]
+    always_indexed: bool,
 }
 
 fn indexed_by_default() -> bool {
@@ -87,6 +92,7 @@ impl From<PointMemory> for MemorySnapshot {
             predicted_losses: memory.predicted[start..].to_vec(),
             variance_weights: memory.variance[start..].to_vec(),
             indexed: memory.indexed,
+            always_indexed: memory.always_indexed,
         }
     }
 }
@@ -129,6 +135,7 @@ impl TryFrom<MemorySnapshot> for PointMemory {
             chunks: Vec::new(),
             index: SpatialIndex::default(),
             indexed: snapshot.indexed,
+            always_indexed: snapshot.always_indexed,
         };
         for (index, point) in snapshot.points.chunks_exact(snapshot.dim).enumerate() {
             memory.store(
@@ -166,8 +173,15 @@ impl PointMemory {
             pushed: 0,
             chunks: Vec::new(),
             index: SpatialIndex::default(),
-            indexed: summation == Summation::Auto,
+            indexed: summation != Summation::PointByPoint,
+            always_indexed: summation == Summation::Index,
         }
+    }
+
+    /// Whether the index is used whatever the number of points.
+    #[inline]
+    pub(crate) fn always_indexed(&self) -> bool {
+        self.always_indexed
     }
 
     /// Whether the index is kept.

@@ -40,12 +40,16 @@ pub enum Memory {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Summation {
     /// On the spatial index (k-d trees with per-node moments, the filtering algorithm and
-    /// per-round robust covers) when it pays: d ≤ 16 and at least 256 points in memory;
+    /// per-round robust covers) when it pays: d ≤ 24 and enough points in memory (from
+    /// 16,384 points at d ≤ 2, 4,096 at d ≤ 4, 2,048 beyond: see `docs/paco-calibration.md`);
     /// point by point otherwise.
     #[default]
     Auto,
     /// Point by point, always (the linear scan; the reference of the benchmarks).
     PointByPoint,
+    /// On the index whenever d ≤ 24, however few the points (for measuring where the index
+    /// starts to pay).
+    Index,
 }
 
 /// The scale σ_j of the Student-t proposal of each centre.
