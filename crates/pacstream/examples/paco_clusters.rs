@@ -2,7 +2,7 @@
 //! Gaussian clusters in d = 2, 5, 10, over 20 seeds, with the default settings.
 //!
 //! `cargo run --release -p pacstream --example paco_clusters -- [--dims 2,5,10]
-//! [--ks 2,..,10] [--seeds 20] [--horizon 2000]` prints, per (d, k), in how many runs k̂_T = k,
+//! [--ks 2,..,10] [--seeds 20] [--horizon 2000] [--eta E]` prints, per (d, k), in how many runs k̂_T = k,
 //! in how many the number of *occupied* centres (those nearest to at least one point in
 //! memory) equals k, the histogram of k̂_T, and the mean run time; and, per run on stderr,
 //! the details.
@@ -48,9 +48,21 @@ fn separation(dim: usize) -> f64 {
 
 /// The means and the stream of seed `seed`.
 fn stream(k: usize, dim: usize, horizon: usize, seed: u64) -> (Vec<Vec<f64>>, Vec<f64>) {
-    let mut rng = StreamRng::seed_from(seed).child((dim * 100 + k) as u64);
     let delta = separation(dim);
     let half_width = 0.75 * delta * (k as f64).powf(1.0 / dim as f64).max(1.0);
+    stream_with(k, dim, horizon, seed, delta, half_width)
+}
+
+/// [`stream`] with a given separation Δ and half-width L.
+fn stream_with(
+    k: usize,
+    dim: usize,
+    horizon: usize,
+    seed: u64,
+    delta: f64,
+    half_width: f64,
+) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let mut rng = StreamRng::seed_from(seed).child((dim * 100 + k) as u64);
     let means = loop {
         let means: Vec<Vec<f64>> = (0..k)
             .map(|_| {
@@ -78,10 +90,16 @@ fn stream(k: usize, dim: usize, horizon: usize, seed: u64) -> (Vec<Vec<f64>>, Ve
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "occam") {
+        occam(&args);
+        return;
+    }
     let dims = option(&args, "--dims").map_or(vec![2, 5, 10], |s| list(&s));
     let ks = option(&args, "--ks").map_or((2..=10).collect(), |s| list(&s));
     let seeds: u64 = option(&args, "--seeds").map_or(20, |s| s.parse().expect("a number"));
     let horizon: usize = option(&args, "--horizon").map_or(2000, |s| s.parse().expect("a number"));
+    // η (default: the library's), for the comparison of the calibration note.
+    let eta: Option<f64> = option(&args, "--eta").map(|s| s.parse().expect("a number"));
     println!(
         "| d | k | k̂_T = k | occupied centres = k | k̂_T: runs | s/run |\n|---:|---:|---:|---:|---|---:|"
     );
@@ -93,11 +111,11 @@ fn main() {
             let started = Instant::now();
             for seed in 0..seeds {
                 let (_, points) = stream(k, dim, horizon, seed);
-                let mut learner = PacoParams::new()
-                    .seed(seed)
-                    .check()
-                    .expect("valid settings")
-                    .build();
+                let mut params = PacoParams::new().seed(seed);
+                if let Some(eta) = eta {
+                    params = params.eta(eta);
+                }
+                let mut learner = params.check().expect("valid settings").build();
                 for point in points.chunks_exact(dim) {
                     learner.learn_one(point).expect("valid point");
                 }
@@ -146,6 +164,185 @@ fn main() {
             println!(
                 "| {dim} | {k} | {hits}/{seeds} | {occupied_hits}/{seeds} | {runs} | {seconds:.1} |"
             );
+        }
+    }
+}
+
+fn squared(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+/// Lloyd's iterations from `centres` on `points` (row-major); returns the centres and the
+/// number of points of each.
+fn lloyd(mut centres: Vec<Vec<f64>>, points: &[f64], dim: usize) -> (Vec<Vec<f64>>, Vec<usize>) {
+    let mut counts = vec![0; centres.len()];
+    for _ in 0..10 {
+        let mut sums = vec![vec![0.0; dim]; centres.len()];
+        counts = vec![0; centres.len()];
+        for x in points.chunks_exact(dim) {
+            let j = nearest(&centres, x).0;
+            counts[j] += 1;
+            sums[j].iter_mut().zip(x).for_each(|(s, v)| *s += v);
+        }
+        for ((c, s), n) in centres.iter_mut().zip(&sums).zip(&counts) {
+            if *n > 0 {
+                c.iter_mut().zip(s).for_each(|(c, s)| *c = s / *n as f64);
+            }
+        }
+    }
+    (centres, counts)
+}
+
+fn nearest(centres: &[Vec<f64>], x: &[f64]) -> (usize, f64) {
+    centres
+        .iter()
+        .enumerate()
+        .map(|(j, c)| (j, squared(c, x)))
+        .fold((0, f64::INFINITY), |best, next| {
+            if next.1 < best.1 { next } else { best }
+        })
+}
+
+fn ln_gamma_half_integer(twice: usize) -> f64 {
+    // ln Γ(twice / 2) for twice ≥ 1, by the recurrence from Γ(1/2) = √π or Γ(1) = 1.
+    let (mut value, mut x) = if twice % 2 == 1 {
+        (0.5 * std::f64::consts::PI.ln(), 0.5)
+    } else {
+        (0.0, 1.0)
+    };
+    while 2.0 * x < twice as f64 {
+        value += x.ln();
+        x += 1.0;
+    }
+    value
+}
+
+/// `occam --dims 5 --ks 8 --ts 250,500,1000,2000 --seeds 5 [--separation Δ] [--half-width L]`:
+/// the Laplace approximation of ln ρ̂_{t+1}(k) − ln ρ̂_{t+1}(k − 1), the log posterior odds of
+/// the true k against k − 1, on the learner's own memory, R and ℓ̂_s after t points
+/// (default settings): the k-clustering is Lloyd from the true means, the (k − 1)-clustering
+/// Lloyd from the true means with the closest pair merged. Per centre of n_j points the
+/// evidence is e^{−λ S_j(ĉ)} (π/(λ n_j))^{d/2} U (the curvature of the variance term is left
+/// out); the labellings give ln k!; the prior −η k. Printed with its parts: the data term
+/// λ [S(ĉ_{k−1}) − S(ĉ_k)] and the Occam term of the extra centre; and the odds of k + 1
+/// (one centre that holds no point) against k, e^{−η} (k + 1), for comparison.
+fn occam(args: &[String]) {
+    let dims = option(args, "--dims").map_or(vec![5], |s| list(&s));
+    let ks = option(args, "--ks").map_or(vec![8], |s| list(&s));
+    let ts = option(args, "--ts").map_or(vec![250, 500, 1000, 2000], |s| list(&s));
+    let seeds: u64 = option(args, "--seeds").map_or(5, |s| s.parse().expect("a number"));
+    let given_delta: Option<f64> =
+        option(args, "--separation").map(|s| s.parse().expect("a number"));
+    let given_half: Option<f64> =
+        option(args, "--half-width").map(|s| s.parse().expect("a number"));
+    let defaults = PacoParams::new().check().expect("valid settings");
+    let (eta, coeff) = (defaults.eta(), defaults.coeff());
+    println!(
+        "| d | k | Δ | L | t | R | λ_t | data term λ[S(k−1) − S(k)] | Occam term of one more centre | ln odds k : k − 1 | ln odds k + 1 (empty) : k |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &dim in &dims {
+        for &k in &ks {
+            let delta = given_delta.unwrap_or_else(|| separation(dim));
+            let half = given_half
+                .unwrap_or_else(|| 0.75 * delta * (k as f64).powf(1.0 / dim as f64).max(1.0));
+            for &t in &ts {
+                let mut sums = [0.0; 6];
+                for seed in 0..seeds {
+                    let (means, points) = stream_with(k, dim, t, seed, delta, half);
+                    let mut learner = PacoParams::new()
+                        .seed(seed)
+                        .check()
+                        .expect("valid settings")
+                        .build();
+                    for point in points.chunks_exact(dim) {
+                        learner.learn_one(point).expect("valid point");
+                    }
+                    let frame = learner.frame().expect("past the warm-up");
+                    let origin = frame.origin().to_vec();
+                    let radius = frame.radius();
+                    let memory = learner.memory_points();
+                    let losses = learner.memory_losses();
+                    let warm = learner.memory_warmup_points();
+                    let n = memory.len() / dim;
+                    let lambda_of = |m: usize| {
+                        coeff * (dim as f64 + 2.0)
+                            / (2.0 * (m.max(1) as f64).sqrt() * radius * radius)
+                    };
+                    let lambda = lambda_of(n);
+                    let centred: Vec<Vec<f64>> = means
+                        .iter()
+                        .map(|m| m.iter().zip(&origin).map(|(v, o)| v - o).collect())
+                        .collect();
+                    let (full, full_counts) = lloyd(centred.clone(), memory, dim);
+                    let (mut a, mut b, mut best) = (0, 1, f64::INFINITY);
+                    for i in 0..k {
+                        for j in 0..i {
+                            let d2 = squared(&centred[i], &centred[j]);
+                            if d2 < best {
+                                (a, b, best) = (i, j, d2);
+                            }
+                        }
+                    }
+                    let mut merged: Vec<Vec<f64>> = centred
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| *i != a)
+                        .map(|(_, c)| c.clone())
+                        .collect();
+                    let slot = if b < a { b } else { b - 1 };
+                    merged[slot] = centred[a]
+                        .iter()
+                        .zip(&centred[b])
+                        .map(|(x, y)| 0.5 * (x + y))
+                        .collect();
+                    let (fewer, fewer_counts) = lloyd(merged, memory, dim);
+                    let s_of = |centres: &[Vec<f64>]| -> f64 {
+                        memory
+                            .chunks_exact(dim)
+                            .enumerate()
+                            .map(|(i, x)| {
+                                let loss = nearest(centres, x).1;
+                                let weight = if i < warm { 0.0 } else { lambda_of(i) };
+                                loss + 0.5 * weight * (loss - losses[i]).powi(2)
+                            })
+                            .sum()
+                    };
+                    let ln_uniform = ln_gamma_half_integer(dim + 2)
+                        - 0.5 * dim as f64 * std::f64::consts::PI.ln()
+                        - dim as f64 * (2.0 * radius).ln();
+                    let occam_of = |counts: &[usize]| -> f64 {
+                        counts
+                            .iter()
+                            .map(|&c| {
+                                ln_uniform
+                                    + 0.5
+                                        * dim as f64
+                                        * (std::f64::consts::PI / (lambda * c.max(1) as f64)).ln()
+                            })
+                            .sum()
+                    };
+                    let data = lambda * (s_of(&fewer) - s_of(&full));
+                    let occam_term =
+                        occam_of(&full_counts) - occam_of(&fewer_counts) - eta + (k as f64).ln();
+                    sums[0] += radius;
+                    sums[1] += lambda;
+                    sums[2] += data;
+                    sums[3] += occam_term;
+                    sums[4] += data + occam_term;
+                    sums[5] += -eta + ((k + 1) as f64).ln();
+                }
+                let m = seeds as f64;
+                println!(
+                    "| {dim} | {k} | {delta} | {half:.1} | {t} | {:.1} | {:.2e} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                    sums[0] / m,
+                    sums[1] / m,
+                    sums[2] / m,
+                    sums[3] / m,
+                    sums[4] / m,
+                    sums[5] / m
+                );
+            }
         }
     }
 }

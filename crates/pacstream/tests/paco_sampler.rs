@@ -740,12 +740,21 @@ fn the_index_path_follows_the_posterior() {
 }
 
 const N_DEAD: usize = 2000;
+const DEAD_DIM: usize = 5;
 
 /// A chain started with one centre far from every point (‖c‖ = 1.9 R, in the prior's ball
 /// of radius 2R) beside centres on the three clusters recovers — the far centre removed,
 /// one centre per cluster — within 300 iterations with the learner's moves, for each of 10
-/// seeds; the seed's jump alone (the sampler before this change) stays there for all 300
-/// iterations, for at least 9 seeds of 10.
+/// seeds. d = 5, the dimension of the stuck run of `docs/paco-calibration.md` ("Mixing").
+///
+/// The control: the seed's jump alone (the sampler before this change: t₃ proposals, no
+/// births, deaths or random-walk steps) must pay the far centre's g = log U − log t₃
+/// ≈ 10 nats to leave (d = 5, σ_j ≈ 0.42, 28 from its mean, 2R = 30), less η = 6 and
+/// ln 4!/3! for the target's side: an exit costs about e^{−5.5}, a jump to k − 1 is proposed
+/// a third of the time, so over 300 iterations ≈ 0.4 exits are expected and the jump
+/// recovers in about a third of the runs (measured: 3 of 10). It recovers in at most 5 of 10
+/// (a binomial(10, 1/3) exceeds 5 with probability 0.08; the draws are seeded, so the test
+/// is deterministic): the start is a trap for the old sampler, not for the new one.
 ///
 /// η = 6 here: a centre that holds no point costs only e^{−η} (k + 1) in posterior odds
 /// (its prior density is cancelled by the volume it can roam), so with a smaller η the
@@ -754,10 +763,22 @@ const N_DEAD: usize = 2000;
 fn a_dead_centre_is_removed() {
     let target = ToyTarget {
         eta: 6.0,
-        ..clustered_target(N_DEAD, 2, 61)
+        ..clustered_target(N_DEAD, DEAD_DIM, 61)
     };
-    let centres = [[-6.0, 0.0], [6.0, 1.0], [0.0, 7.0]];
-    let dead = [-0.6 * 1.9 * target.radius, -0.8 * 1.9 * target.radius];
+    // The clusters of `clustered_target` in d dimensions: coordinate i of cluster c is
+    // c[i % 2].
+    let centres: Vec<Vec<f64>> = [[-6.0, 0.0], [6.0, 1.0], [0.0, 7.0]]
+        .iter()
+        .map(|c| (0..DEAD_DIM).map(|i| c[i % 2]).collect())
+        .collect();
+    let direction: Vec<f64> = (0..DEAD_DIM)
+        .map(|i| if i % 2 == 0 { -0.6 } else { -0.8 })
+        .collect();
+    let norm = direction.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let dead: Vec<f64> = direction
+        .iter()
+        .map(|v| v / norm * 1.9 * target.radius)
+        .collect();
     let start: Vec<f64> = centres
         .iter()
         .chain(std::iter::once(&dead))
@@ -765,10 +786,10 @@ fn a_dead_centre_is_removed() {
         .collect();
     let recovered = |run: &ChainRun| {
         run.n_clusters == 3
-            && run.centres.chunks_exact(2).all(|c| {
+            && run.centres.chunks_exact(DEAD_DIM).all(|c| {
                 centres
                     .iter()
-                    .any(|m| (c[0] - m[0]).powi(2) + (c[1] - m[1]).powi(2) < 12.25)
+                    .any(|m| c.iter().zip(m).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() < 12.25)
             })
     };
     let mut recoveries = [0, 0];
@@ -800,7 +821,7 @@ fn a_dead_centre_is_removed() {
         recoveries[0], recoveries[1]
     );
     assert_eq!(recoveries[0], 10);
-    assert!(recoveries[1] <= 1);
+    assert!(recoveries[1] <= 5);
 }
 
 /// Early rejection decides as full evaluation with the learner's moves too, on the index

@@ -356,7 +356,7 @@ impl Paco {
     /// waves) then cost a work-stealing join each instead of a hand-off from an outside
     /// thread and back, which dominated the time of rounds on small memories.
     fn sample(&mut self, round: u64) -> SamplerReport {
-        self.sample_in_pool(round)
+        rayon::scope(|_| self.sample_in_pool(round))
     }
 
     fn sample_in_pool(&mut self, round: u64) -> SamplerReport {

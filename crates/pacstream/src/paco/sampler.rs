@@ -298,9 +298,16 @@ impl<S: MeansSource> Chain<'_, S> {
                     self.target.n_points,
                 )
             } else {
-                let mean_log =
-                    densities.iter().map(|d| d.sigma.ln()).sum::<f64>() / densities.len() as f64;
-                mean_log.exp()
+                // σ_0 · (Π σ_j/σ_0)^{1/k}: the ratios carry no scale, so the step scales
+                // with the data bit for bit when the data are scaled by a power of two (the
+                // plain exp(mean ln σ_j) rounds ln a into the result).
+                let first = densities[0].sigma;
+                let mean_log = densities
+                    .iter()
+                    .map(|d| (d.sigma / first).ln())
+                    .sum::<f64>()
+                    / densities.len() as f64;
+                first * mean_log.exp()
             };
             self.slots[index] = Some(Slots {
                 n_clusters,
@@ -364,9 +371,25 @@ impl<S: MeansSource> Chain<'_, S> {
     /// The labelling of `centres` in the fundamental domain: assigned centres in their
     /// slots, the others in the surplus slots in lexicographic order.
     fn canonical(&self, slots: &Slots, centres: &[f64]) -> Vec<f64> {
-        let dim = self.dim;
         let mut cost = Vec::new();
-        let (k, r) = self.assignment_cost(slots, centres, &mut cost);
+        self.canonical_with(slots, centres, &mut cost)
+    }
+
+    /// [`Chain::canonical`] with a reusable buffer for the costs.
+    fn canonical_with(&self, slots: &Slots, centres: &[f64], cost: &mut Vec<f64>) -> Vec<f64> {
+        let dim = self.dim;
+        let (k, r) = self.assignment_cost(slots, centres, cost);
+        let cost: &[f64] = cost;
+        // When every centre is strictly nearest its own slot's mean, the identity is the
+        // unique optimal assignment (the case of most moves): nothing to reorder.
+        if r == k
+            && (0..k).all(|i| {
+                let own = cost[i * r + i];
+                (0..r).all(|j| j == i || own < cost[i * r + j])
+            })
+        {
+            return centres.to_vec();
+        }
         let slot_of = assignment(&cost, k, r);
         let mut labelled = vec![0.0; k * dim];
         let mut surplus = Vec::new();
@@ -414,14 +437,23 @@ impl<S: MeansSource> Chain<'_, S> {
         }
         let dim = self.dim;
         // log Σ_i e^{−g_i}, with g_i = log U − log t₃_i.
-        let exponents: Vec<f64> = (0..r)
-            .map(|i| {
-                let mean = &slots.means[i * dim..(i + 1) * dim];
-                -self
-                    .constants
-                    .log_prior_over_proposal(&slots.densities[i], centre, mean)
-            })
-            .collect();
+        let exponent = |i: usize| {
+            let mean = &slots.means[i * dim..(i + 1) * dim];
+            -self
+                .constants
+                .log_prior_over_proposal(&slots.densities[i], centre, mean)
+        };
+        let mut buffer = [0.0f64; 64];
+        let mut spill = Vec::new();
+        let exponents: &mut [f64] = if r <= buffer.len() {
+            &mut buffer[..r]
+        } else {
+            spill.resize(r, 0.0);
+            &mut spill
+        };
+        for (i, e) in exponents.iter_mut().enumerate() {
+            *e = exponent(i);
+        }
         let top = exponents.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let sum: f64 = exponents.iter().map(|e| (e - top).exp()).sum();
         let mixture = (1.0 - BIRTH_UNIFORM_WEIGHT).ln() - (r as f64).ln() + top + sum.ln();
@@ -712,7 +744,7 @@ pub(crate) fn run_chain<S: MeansSource>(
             // A move on clusterings: label the proposal in its fundamental domain (the
             // labelling the jumps use, and the one the cover pairs with its means).
             chain.prepare(new_k);
-            let labelled = chain.canonical(chain.get(new_k), &proposal);
+            let labelled = chain.canonical_with(chain.get(new_k), &proposal, &mut cost);
             proposal.clear();
             proposal.extend_from_slice(&labelled);
         }
