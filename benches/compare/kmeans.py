@@ -1,15 +1,27 @@
-"""k-means: pacstream side by side with scikit-learn (batch) and River (sequential).
+"""k-means: pacstream side by side with scikit-learn, scikit-learn-intelex and faiss (batch)
+and River (sequential).
 
 Run through `run-kmeans.sh`, which installs the peers into benches/compare/.venv and builds
 the pacstream binary. Prints, for each data set of the k-means spec (§2), the median fit time
-of scikit-learn's KMeans (Lloyd, greedy k-means++) and of `pacstream kmeans` over the same
-seeds, their ratio, and the median inertias; then, for the sequential setting (§3), the time
-per round of River's cluster.KMeans (learn_one + predict_one) against pacstream's sequential
-k-means learn_one (criterion benchmark, which returns the label as predict_one would).
+over the same seeds of
 
-Both tools see the same data (written once to CSV) and use 2 threads (the machine's cores).
-Fit times exclude reading the data: scikit-learn is timed around `fit`, pacstream reports the
-wall time of its library fit call (`fit_seconds` in the summary).
+- scikit-learn's KMeans (Lloyd, greedy k-means++),
+- scikit-learn-intelex's KMeans (Intel oneDAL; same settings),
+- faiss's Kmeans (float32, BLAS distance matrices, random seeding; `nredo` = n_init, its
+  default 25 iterations, every point used: no subsampling),
+- `pacstream kmeans` (greedy k-means++, Lloyd to convergence, f64),
+
+the ratio of each peer's time to pacstream's (> 1: pacstream is faster), and the median and
+best inertia of each. Every inertia is computed here, in f64, from the returned centres on the
+same f64 data (each point to its nearest centre), so faiss's float32 arithmetic is judged on
+the same scale as the others. Then, for the sequential setting (§3), the time per round of
+River's cluster.KMeans (learn_one + predict_one) against pacstream's sequential k-means
+learn_one (criterion benchmark, which returns the label as predict_one would).
+
+Every tool sees the same data (written once to CSV for pacstream) and uses 2 threads (the
+machine's cores). Fit times exclude reading the data: the Python tools are timed around their
+fit call, pacstream reports the wall time of its library fit call (`fit_seconds` in the
+summary).
 """
 
 import argparse
@@ -24,6 +36,8 @@ import time
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits, make_blobs
+
+THREADS = 2
 
 HERE = pathlib.Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -52,30 +66,63 @@ def write_csv(name, X):
     return path
 
 
-def time_sklearn(X, k, n_init, seeds):
+def inertia(X, centres):
+    """Σ_x min_j ‖x − c_j‖² in f64, from direct differences, in blocks of rows."""
+    centres = np.asarray(centres, dtype=np.float64)
+    total = 0.0
+    for start in range(0, X.shape[0], 65536):
+        block = X[start:start + 65536]
+        d2 = ((block[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        total += float(d2.min(axis=1).sum())
+    return total
+
+
+def time_sklearn(X, k, n_init, seeds, estimator=KMeans):
     times, inertias = [], []
     for seed in seeds:
-        model = KMeans(n_clusters=k, n_init=n_init, init="k-means++", algorithm="lloyd",
-                       random_state=seed)
+        model = estimator(n_clusters=k, n_init=n_init, init="k-means++", algorithm="lloyd",
+                          random_state=seed)
         start = time.perf_counter()
         model.fit(X)
         times.append(time.perf_counter() - start)
-        inertias.append(model.inertia_)
+        inertias.append(inertia(X, model.cluster_centers_))
     return times, inertias
 
 
-def time_pacstream(path, k, n_init, seeds):
+def time_intelex(X, k, n_init, seeds):
+    from sklearnex.cluster import KMeans as IntelKMeans
+
+    return time_sklearn(X, k, n_init, seeds, estimator=IntelKMeans)
+
+
+def time_faiss(X, k, n_init, seeds):
+    import faiss
+
+    faiss.omp_set_num_threads(THREADS)
+    X32 = np.ascontiguousarray(X, dtype=np.float32)
+    times, inertias = [], []
+    for seed in seeds:
+        model = faiss.Kmeans(X.shape[1], k, niter=25, nredo=n_init, seed=seed,
+                             max_points_per_centroid=X.shape[0], verbose=False)
+        start = time.perf_counter()
+        model.train(X32)
+        times.append(time.perf_counter() - start)
+        inertias.append(inertia(X, model.centroids))
+    return times, inertias
+
+
+def time_pacstream(path, X, k, n_init, seeds):
     times, inertias = [], []
     summary = DATA / "summary.json"
     for seed in seeds:
         subprocess.run(
             [BIN, "kmeans", "--k", str(k), "--n-init", str(n_init), "--seed", str(seed),
              "--summary", str(summary), "--quiet", str(path)],
-            check=True,
+            check=True, env={**os.environ, "RAYON_NUM_THREADS": str(THREADS)},
         )
         result = json.loads(summary.read_text())
         times.append(result["fit_seconds"])
-        inertias.append(result["report"]["inertia"])
+        inertias.append(inertia(X, result["centres"]))
     return times, inertias
 
 
@@ -116,22 +163,29 @@ def main():
     seeds = list(range(args.runs))
 
     if not args.skip_batch:
-        print(f"batch k-means, median of {args.runs} runs (seeds {seeds[0]}..{seeds[-1]})")
-        print(f"{'data':<16} {'n x d':>14} {'k':>3} {'n_init':>6} {'sklearn':>10} {'pacstream':>10}"
-              f" {'ratio':>7}  {'sklearn inertia':>16} {'pacstream inertia':>18} {'rel. diff':>9} {'best: rel. diff':>15}")
+        tools = [("scikit-learn", lambda X, path, k, n_init: time_sklearn(X, k, n_init, seeds)),
+                 ("sklearn-intelex", lambda X, path, k, n_init: time_intelex(X, k, n_init, seeds)),
+                 ("faiss", lambda X, path, k, n_init: time_faiss(X, k, n_init, seeds)),
+                 ("pacstream", lambda X, path, k, n_init: time_pacstream(path, X, k, n_init, seeds))]
+        print(f"batch k-means, {THREADS} threads, median of {args.runs} runs (seeds {seeds[0]}..{seeds[-1]});"
+              " inertia computed in f64 from each tool's centres")
+        print(f"{'data':<16} {'tool':<16} {'median time':>12} {'ratio':>7} {'median inertia':>16}"
+              f" {'rel. to pacstream':>17} {'best inertia':>14} {'rel. to pacstream':>17}")
         for name, X, k, n_init in datasets():
             path = write_csv(name, X)
-            sk_times, sk_inertias = time_sklearn(X, k, n_init, seeds)
-            ps_times, ps_inertias = time_pacstream(path, k, n_init, seeds)
-            sk_time, ps_time = statistics.median(sk_times), statistics.median(ps_times)
-            sk_inertia, ps_inertia = statistics.median(sk_inertias), statistics.median(ps_inertias)
-            print(f"{name:<16} {f'{X.shape[0]} x {X.shape[1]}':>14} {k:>3} {n_init:>6}"
-                  f" {sk_time * 1e3:>8.1f}ms {ps_time * 1e3:>8.1f}ms {sk_time / ps_time:>6.2f}x"
-                  f"  {sk_inertia:>16.6g} {ps_inertia:>18.6g} {(ps_inertia - sk_inertia) / sk_inertia:>+9.2e}"
-                  f" {(min(ps_inertias) - min(sk_inertias)) / min(sk_inertias):>+15.2e}")
-        print("ratio = scikit-learn time / pacstream time (> 1: pacstream is faster); inertias are"
-              " medians over the seeds, rel. diff = (pacstream - sklearn) / sklearn, and 'best'"
-              " compares the lowest inertia each reached over the seeds")
+            results = {tool: run(X, path, k, n_init) for tool, run in tools}
+            ours_time = statistics.median(results["pacstream"][0])
+            ours_median = statistics.median(results["pacstream"][1])
+            ours_best = min(results["pacstream"][1])
+            for tool, (times, inertias) in results.items():
+                t, median, best = statistics.median(times), statistics.median(inertias), min(inertias)
+                print(f"{name:<16} {tool:<16} {t * 1e3:>10.1f}ms {t / ours_time:>6.2f}x"
+                      f" {median:>16.8g} {(median - ours_median) / ours_median:>+17.2e}"
+                      f" {best:>14.8g} {(best - ours_best) / ours_best:>+17.2e}")
+            print(f"{'':<16} {'times (ms)':<16} " + "; ".join(
+                f"{tool} " + " ".join(f"{t * 1e3:.1f}" for t in results[tool][0]) for tool in results))
+        print("ratio = tool time / pacstream time (> 1: pacstream is faster); 'rel. to pacstream' ="
+              " (tool inertia - pacstream inertia) / pacstream inertia (> 0: pacstream's is lower)")
         print()
 
     if not args.skip_sequential:

@@ -200,7 +200,11 @@ fn sleeping_experts() {
         ],
     );
     assert_eq!(outcome.code, 2);
-    assert!(outcome.stderr.contains("data row"), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("sleep.csv: line"),
+        "{}",
+        outcome.stderr
+    );
 }
 
 #[test]
@@ -397,4 +401,348 @@ fn resumed_runs_equal_uninterrupted_runs() {
         assert_eq!(resumed["experts"], reference["experts"]);
         std::fs::remove_file(dir.path().join("ck.json")).expect("removed");
     }
+}
+
+/// The per-round records of a run: (regret, regret bound if printed).
+fn regrets_and_bounds(path: &std::path::Path) -> Vec<(f64, Option<f64>)> {
+    let text = std::fs::read_to_string(path).expect("records");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let (regret, bound) = (column("regret"), column("regret_bound"));
+    lines
+        .map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            (
+                cells[regret].parse().expect("a regret"),
+                cells[bound].parse().ok(),
+            )
+        })
+        .collect()
+}
+
+/// The adversaries: loss files made against the weights of the very learner the command
+/// builds (same settings, same weights: the command is deterministic), so that each file is
+/// adversarial to the run that reads it.
+mod adversary {
+    use pacstream::OnlineLearner;
+    use pacstream::experts::{
+        AdviceRound, HedgeParams, LearningRate, LossRound, RandomizedWeightedMajorityParams,
+        WeightedMajorityParams,
+    };
+
+    /// Loss 1 to the heaviest experts until they hold half the weight; expert 0 of a
+    /// prior-weighted run is spared every other round, so that a bound with the wrong prior
+    /// term shows.
+    pub fn hedge_losses(
+        n: usize,
+        rounds: usize,
+        rate: LearningRate,
+        prior: Option<Vec<f64>>,
+        one_right: bool,
+    ) -> String {
+        let mut params = HedgeParams::new(n).learning_rate(rate).loss_bound(1.0);
+        if let Some(prior) = prior {
+            params = params.prior(prior);
+        }
+        let mut hedge = params.check().unwrap().build();
+        let names: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
+        let mut text = names.join(",") + "\n";
+        for _ in 0..rounds {
+            let weights = hedge.weights();
+            let losses: Vec<f64> = if one_right {
+                (0..n).map(|i| if i == 0 { 0.0 } else { 1.0 }).collect()
+            } else {
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b)));
+                let mut losses = vec![0.0; n];
+                let mut mass = 0.0;
+                for i in order {
+                    if mass < 0.5 {
+                        losses[i] = 1.0;
+                        mass += weights[i];
+                    }
+                }
+                losses
+            };
+            hedge.learn_one(LossRound::new(&losses)).unwrap();
+            let cells: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
+            text += &(cells.join(",") + "\n");
+        }
+        text
+    }
+
+    /// Binary advice, the outcome against the learner: the opposite of weighted majority's
+    /// prediction, or of the side holding most of randomized weighted majority's weight.
+    pub fn binary_rounds(n: usize, rounds: usize, randomized: bool) -> String {
+        let mut wm = WeightedMajorityParams::new(n)
+            .beta(0.7)
+            .check()
+            .unwrap()
+            .build();
+        let mut rwm = RandomizedWeightedMajorityParams::new(n)
+            .learning_rate(LearningRate::Doubling)
+            .check()
+            .unwrap()
+            .build();
+        let names: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
+        let mut text = format!("y,{}\n", names.join(","));
+        let mut state = 12345u64;
+        for _ in 0..rounds {
+            let advice: Vec<f64> = (0..n)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    f64::from(u8::from(state >> 63 == 1))
+                })
+                .collect();
+            let y = if randomized {
+                let on_one: f64 = rwm.weights().iter().zip(&advice).map(|(w, a)| w * a).sum();
+                if on_one >= 0.5 { 0.0 } else { 1.0 }
+            } else {
+                let prediction = wm
+                    .clone()
+                    .learn_one(AdviceRound::new(&advice, 0.0))
+                    .unwrap()
+                    .prediction
+                    .unwrap();
+                1.0 - prediction
+            };
+            wm.learn_one(AdviceRound::new(&advice, y)).unwrap();
+            rwm.learn_one(AdviceRound::new(&advice, y)).unwrap();
+            let cells: Vec<String> = advice.iter().map(|a| a.to_string()).collect();
+            text += &format!("{y},{}\n", cells.join(","));
+        }
+        text
+    }
+}
+
+/// Every bound the command prints holds on every round of runs made against it: Hedge with
+/// every schedule, uniform prior and a prior that weighs the best expert 0.001 (the run that
+/// once printed regret 93.3 beside a bound of 18.6), sleeping experts, EWA with a prior,
+/// weighted majority and its randomised form against their adversaries, FPL. Where no theorem
+/// covers the settings (EWA on the zero-one loss of real-valued advice, AdaHedge with
+/// sleeping experts, losses beyond --loss-bound), no bound is printed and the summary says
+/// why.
+#[test]
+fn printed_bounds_hold_on_adversarial_runs_with_priors() {
+    use pacstream::experts::LearningRate;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let n = 4;
+    let rounds = 1000;
+    let prior = vec![0.001, 1.0, 1.0, 1.0];
+    let prior_text = "0.001,1,1,1";
+    let rates: [(LearningRate, &[&str]); 5] = [
+        (LearningRate::Fixed(0.05), &["--eta", "0.05"]),
+        (LearningRate::Horizon(1000), &["--horizon", "1000"]),
+        (LearningRate::Anytime, &["--anytime"]),
+        (LearningRate::Doubling, &["--doubling"]),
+        (LearningRate::AdaHedge, &["--adahedge"]),
+    ];
+    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
+    for (rate, flags) in rates {
+        for with_prior in [false, true] {
+            for one_right in [false, true] {
+                let name = format!("hedge-{}-{with_prior}-{one_right}.csv", rate.name());
+                let text = adversary::hedge_losses(
+                    n,
+                    rounds,
+                    rate,
+                    with_prior.then(|| prior.clone()),
+                    one_right,
+                );
+                write(dir.path(), &name, text);
+                let mut args: Vec<String> = ["--rule", "hedge", "--losses", "--loss-bound", "1"]
+                    .map(String::from)
+                    .to_vec();
+                args.extend(flags.iter().map(|s| s.to_string()));
+                if with_prior {
+                    args.extend(["--prior".to_string(), prior_text.to_string()]);
+                }
+                args.push(name);
+                cases.push((
+                    format!("hedge {flags:?} prior {with_prior} right {one_right}"),
+                    args,
+                ));
+            }
+        }
+    }
+    // EWA with a prior against its best expert: expert 0 is right, the others off by 1.
+    let mut ewa = String::from("y,e0,e1,e2,e3\n");
+    for t in 0..rounds {
+        let y = (t as f64 * 0.1).sin();
+        ewa += &format!("{y},{y},{},{},{}\n", y + 1.0, y - 1.0, y + 0.5);
+    }
+    write(dir.path(), "ewa.csv", ewa);
+    for flags in [&["--horizon", "1000"][..], &["--anytime"], &["--adahedge"]] {
+        let mut args: Vec<String> = [
+            "--rule",
+            "ewa",
+            "--loss",
+            "square",
+            "--loss-bound",
+            "1",
+            "--outcome",
+            "y",
+            "--prior",
+            prior_text,
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(flags.iter().map(|s| s.to_string()));
+        args.push("ewa.csv".into());
+        cases.push((format!("ewa {flags:?} prior"), args));
+    }
+    write(
+        dir.path(),
+        "wm.csv",
+        adversary::binary_rounds(n, rounds, false),
+    );
+    cases.push((
+        "wm".into(),
+        ["--rule", "wm", "--beta", "0.7", "--outcome", "y", "wm.csv"]
+            .map(String::from)
+            .to_vec(),
+    ));
+    write(
+        dir.path(),
+        "rwm.csv",
+        adversary::binary_rounds(n, rounds, true),
+    );
+    cases.push((
+        "rwm".into(),
+        ["--rule", "rwm", "--doubling", "--outcome", "y", "rwm.csv"]
+            .map(String::from)
+            .to_vec(),
+    ));
+    write(
+        dir.path(),
+        "fpl.csv",
+        adversary::hedge_losses(n, rounds, LearningRate::Fixed(0.5), None, false),
+    );
+    cases.push((
+        "fpl".into(),
+        [
+            "--rule",
+            "fpl",
+            "--losses",
+            "--loss-bound",
+            "1",
+            "--eta",
+            "0.5",
+            "fpl.csv",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ));
+    for (case, args) in &cases {
+        let mut command = vec!["experts"];
+        command.extend(args.iter().map(String::as_str));
+        command.extend(["-q", "-o", "r.csv", "--summary", "s.json"]);
+        let outcome = run(dir.path(), &command);
+        assert_eq!(outcome.code, 0, "{case}: {outcome:?}");
+        let records = regrets_and_bounds(&dir.path().join("r.csv"));
+        assert_eq!(records.len(), rounds, "{case}");
+        for (t, (regret, bound)) in records.iter().enumerate() {
+            let bound = bound.unwrap_or_else(|| panic!("{case}: no bound at round {}", t + 1));
+            assert!(
+                *regret <= bound * (1.0 + 1e-9),
+                "{case}: round {}: regret {regret} > bound {bound}",
+                t + 1
+            );
+        }
+        let summary = summary(dir.path(), "s.json");
+        for expert in summary["experts"].as_array().expect("experts") {
+            let regret = expert["regret_against"].as_f64().expect("regret");
+            let bound = expert["regret_bound"].as_f64().expect("bound");
+            assert!(regret <= bound * (1.0 + 1e-9), "{case}: {expert}");
+        }
+        assert!(summary["guarantee"]["theorem"].is_string(), "{case}");
+    }
+
+    // No theorem: EWA on the zero-one loss (the mixture of 0 and 1 advice misses every round
+    // while expert 1 never does), AdaHedge with a sleeping expert, losses beyond the bound.
+    let mut zero_one = String::from("y,e0,e1\n");
+    let mut sleeping = String::from("e0,e1,e2\n");
+    for t in 0..200 {
+        zero_one += "1,0,1\n";
+        sleeping += if t % 3 == 0 { ",1,0\n" } else { "0,1,0.5\n" };
+    }
+    write(dir.path(), "zero-one.csv", zero_one);
+    write(dir.path(), "sleeping.csv", sleeping);
+    write(dir.path(), "beyond.csv", "e0,e1\n0,2\n0,1\n");
+    let none: [(&[&str], &str); 3] = [
+        (
+            &[
+                "--rule",
+                "ewa",
+                "--loss",
+                "zero-one",
+                "--outcome",
+                "y",
+                "zero-one.csv",
+            ],
+            "zero-one loss",
+        ),
+        (
+            &["--rule", "hedge", "--losses", "--adahedge", "sleeping.csv"],
+            "sleeping",
+        ),
+        (
+            &[
+                "--rule",
+                "hedge",
+                "--losses",
+                "--loss-bound",
+                "1",
+                "--anytime",
+                "beyond.csv",
+            ],
+            "outside the range",
+        ),
+    ];
+    for (args, reason) in none {
+        let mut command = vec!["experts"];
+        command.extend(args);
+        command.extend(["-o", "r.csv", "--summary", "s.json"]);
+        let outcome = run(dir.path(), &command);
+        assert_eq!(outcome.code, 0, "{args:?}: {outcome:?}");
+        assert!(
+            outcome.stdout.contains("bound              none: "),
+            "{}",
+            outcome.stdout
+        );
+        let summary = summary(dir.path(), "s.json");
+        assert!(summary["regret_bound"].is_null(), "{args:?}");
+        let why = summary["guarantee"]["reason"].as_str().expect("a reason");
+        assert!(why.contains(reason), "{args:?}: {why}");
+        let records = regrets_and_bounds(&dir.path().join("r.csv"));
+        assert!(records.iter().all(|(_, bound)| bound.is_none()), "{args:?}");
+    }
+    // With a rate that keeps the weights mixed, the zero-one run misses every round: its
+    // regret grows like T, as no rate-of-learning bound allows.
+    let summary = {
+        let outcome = run(
+            dir.path(),
+            &[
+                "experts",
+                "--rule",
+                "ewa",
+                "--loss",
+                "zero-one",
+                "--eta",
+                "0.01",
+                "--outcome",
+                "y",
+                "zero-one.csv",
+                "-q",
+                "--summary",
+                "s.json",
+            ],
+        );
+        assert_eq!(outcome.code, 0);
+        summary(dir.path(), "s.json")
+    };
+    assert_eq!(summary["regret"], 200.0);
 }

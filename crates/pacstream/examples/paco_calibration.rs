@@ -172,8 +172,8 @@ fn main() {
     let bs: Vec<Option<f64>> =
         option("--b").map_or(vec![None], |s| list(&s).into_iter().map(Some).collect());
     let proposals = match option("--proposal").as_deref() {
-        Some("seed") => vec![ProposalScale::Seed],
-        Some("both") => vec![ProposalScale::Laplace, ProposalScale::Seed],
+        Some("paper" | "seed") => vec![ProposalScale::Paper],
+        Some("both") => vec![ProposalScale::Laplace, ProposalScale::Paper],
         _ => vec![ProposalScale::Laplace],
     };
     let seeds: u64 = option("--seeds").map_or(5, |s| s.parse().expect("a number"));

@@ -287,7 +287,8 @@ fn log_log_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
     }
     let (y0, y1) = (y0.floor(), y1.ceil());
     let px = |x: f64| left + (x.log10() - x0) / (x1 - x0).max(1e-9) * (width - left - right);
-    let py = |y: f64| height - bottom - (y.log10() - y0) / (y1 - y0).max(1e-9) * (height - top - bottom);
+    let py =
+        |y: f64| height - bottom - (y.log10() - y0) / (y1 - y0).max(1e-9) * (height - top - bottom);
     let colours = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"];
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
@@ -325,7 +326,11 @@ fn log_log_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
     );
     for (i, (label, values)) in series.iter().enumerate() {
         let colour = colours[(i / 2) % colours.len()];
-        let dash = if label.ends_with("point by point") { " stroke-dasharray=\"6 4\"" } else { "" };
+        let dash = if label.ends_with("point by point") {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
         let points: Vec<String> = values
             .iter()
             .filter(|(_, y)| *y > 0.0)

@@ -1,10 +1,14 @@
 //! PACBO's online learner: the conformance suite, scale-equivariance, d = 1, a stream whose
 //! number of clusters changes, the R package's documented example, batch mode, window
-//! memory, and the regret bound with its oracle. Every seed is fixed.
+//! memory; the corollary of Li, Guedj & Loustau (2018) with exact draws, and the report of a
+//! run against the best clusterings in hindsight. Every seed is fixed.
+
+// The measured fractions are printed for the record (`--nocapture`), beside the assertions.
+#![allow(clippy::print_stderr)]
 
 use pacstream::conformance::{Conformance, assert_send_sync};
-use pacstream::paco::bounds::BoundSettings;
-use pacstream::paco::oracle::{bound_with_oracle, hindsight_oracle};
+use pacstream::paco::bounds::{BoundSettings, loss_bound};
+use pacstream::paco::oracle::{IdealSamplerBound, hindsight_oracle, hindsight_report};
 use pacstream::paco::{Memory, Paco, PacoParams, PacoStep, ProposalScale, Radius};
 use pacstream::{Error, OnlineLearner, StreamRng, UnsupervisedLearner};
 
@@ -65,13 +69,13 @@ fn conformance_with_warmup() {
 }
 
 #[test]
-fn conformance_with_given_radius_window_and_seed_proposal() {
+fn conformance_with_given_radius_window_and_paper_proposal() {
     let stream = three_groups(70, 2);
     let make = |seed| {
         PacoParams::new()
             .radius(Radius::Given(15.0))
             .memory(Memory::Window(25))
-            .proposal(ProposalScale::Seed)
+            .proposal(ProposalScale::Paper)
             .iterations(40)
             .max_k(6)
             .seed(seed)
@@ -298,7 +302,9 @@ fn a_changing_number_of_clusters_is_followed() {
 }
 
 /// The R package's documented example: 4 Gaussian clusters in d = 5, means uniform on
-/// [−10, 10]^5, unit covariance, T = 100, N = 500. k̂_T = 4 for most seeds.
+/// [−10, 10]^5, unit covariance, T = 100, N = 500, with the data of
+/// `examples/paco_performance.rs r-example` (its seeds 0–19 are the 17 of 20 of
+/// docs/paco-calibration.md), here over 40 seeds.
 ///
 /// With the default settings: R `auto`, so the first 50 points are a warm-up. (With R given,
 /// round 1 is a draw from the prior, far from the data; its large losses enter S_t through
@@ -307,21 +313,36 @@ fn a_changing_number_of_clusters_is_followed() {
 /// the prior draw closest to x_1, that is by looking at x_1 before predicting it.)
 #[test]
 fn the_r_package_example() {
+    let seeds = 40u64;
     let mut found = 0;
-    for seed in 0..20 {
-        let mut rng = StreamRng::seed_from(100 + seed);
-        let means: Vec<Vec<f64>> = (0..4)
-            .map(|_| (0..5).map(|_| 20.0 * rng.next_f64() - 10.0).collect())
+    for seed in 0..seeds {
+        // The example's generator: means first, then each point's cluster and coordinates.
+        let mut rng = StreamRng::seed_from(1000 + seed);
+        let means: Vec<f64> = (0..20).map(|_| 20.0 * rng.next_f64() - 10.0).collect();
+        let stream: Vec<Vec<f64>> = (0..100)
+            .map(|_| {
+                let c = rng.index_below(4);
+                (0..5)
+                    .map(|i| means[c * 5 + i] + rng.standard_normal())
+                    .collect()
+            })
             .collect();
-        let stream = mixture(&means, 100, 1.0, 200 + seed);
         let mut learner = PacoParams::new().seed(seed).check().unwrap().build();
         run(&mut learner, &stream);
         if learner.n_clusters() == Some(4) {
             found += 1;
         }
     }
-    eprintln!("k̂_T = 4 for {found} of 20 seeds");
-    assert!(found > 10, "k̂_T = 4 for {found} of 20 seeds");
+    eprintln!("k̂_T = 4 for {found} of {seeds} seeds");
+    // Measured: 30 of 40 (17 of the first 20, as documented). The count over 40 independent
+    // seeds is Binomial(40, p); at the measured p = 0.75 its standard deviation is 2.7, and
+    // the assertion sits two of them below the measured count (P(count ≤ 24) = 0.026 at
+    // p = 0.75): a change of the random streams that leaves the learner as good passes, a
+    // learner that finds k = 4 at p = 0.5 (20 of 40) fails with probability 0.92.
+    assert!(
+        found >= 25,
+        "k̂_T = 4 for {found} of {seeds} seeds (measured: 30)"
+    );
 }
 
 #[test]
@@ -405,16 +426,147 @@ fn bad_settings_and_snapshots_are_refused() {
     assert_eq!(learner.dim(), Some(3));
 }
 
-/// The corollary's bound, with the oracle of k-means restarts, holds for the learner's
-/// cumulative loss on a well-clustered stream with R covering the data (a = 1, as in the
-/// corollary; the bound is for exact draws, the chain only approximates them, and the bound
-/// is loose enough that it holds all the same).
+/// The ideal sampler of a one-dimensional problem with one cluster (p = 1, R = 1, η = 0):
+/// ĉ_t drawn from ρ̂_t ∝ exp(−λ_{t−1} S_{t−1}(c)) on [−2R, 2R] by inverse transform on a
+/// grid of `cells` cells (a uniform draw inside the chosen cell), S_t with the variance term
+/// of the realised draws, λ_t = a (d + 2)/(2 √t R²), λ_0 := λ_1. Returns, averaged over
+/// `replicates` runs: Σ_t E_{ρ̂_t} ℓ(c, x_t) (each expectation by quadrature on the grid),
+/// the right-hand side of the paper's Theorem 2 for the best ρ,
+/// inf_ρ {E_ρ S_T + K(ρ, π)/λ_T} = −(1/λ_T) ln ∫ exp(−λ_T S_T) dπ (also by quadrature), and
+/// the comparator L*_1 = inf_{|c| ≤ R} Σ_t (c − x_t)².
+fn ideal_sampler(stream: &[f64], a: f64, replicates: u64, cells: usize) -> (f64, f64, f64) {
+    let radius = 1.0;
+    let h = 4.0 * radius / cells as f64;
+    let grid: Vec<f64> = (0..cells)
+        .map(|j| -2.0 * radius + (j as f64 + 0.5) * h)
+        .collect();
+    let lambda = |n: usize| a * 3.0 / (2.0 * (n.max(1) as f64).sqrt() * radius * radius);
+    let (mut expected, mut theorem) = (0.0, 0.0);
+    let mut weights = vec![0.0; cells];
+    for replicate in 0..replicates {
+        let mut rng = StreamRng::seed_from(replicate);
+        let mut s = vec![0.0; cells];
+        for (index, &x) in stream.iter().enumerate() {
+            let lam = lambda(index);
+            let least = s.iter().copied().fold(f64::INFINITY, f64::min);
+            let mut total = 0.0;
+            for (w, v) in weights.iter_mut().zip(&s) {
+                *w = (-lam * (v - least)).exp();
+                total += *w;
+            }
+            weights.iter_mut().for_each(|w| *w /= total);
+            expected += weights
+                .iter()
+                .zip(&grid)
+                .map(|(w, c)| w * (c - x) * (c - x))
+                .sum::<f64>();
+            let u = rng.next_f64();
+            let mut cumulative = 0.0;
+            let cell = weights
+                .iter()
+                .position(|w| {
+                    cumulative += w;
+                    cumulative > u
+                })
+                .unwrap_or(cells - 1);
+            let drawn = grid[cell] + h * (rng.next_f64() - 0.5);
+            let paid = (drawn - x) * (drawn - x);
+            for (v, c) in s.iter_mut().zip(&grid) {
+                let loss = (c - x) * (c - x);
+                *v += loss + 0.5 * lam * (loss - paid) * (loss - paid);
+            }
+        }
+        let lam = lambda(stream.len());
+        let least = s.iter().copied().fold(f64::INFINITY, f64::min);
+        let integral: f64 = s
+            .iter()
+            .map(|v| (-lam * (v - least)).exp() * h / (4.0 * radius))
+            .sum();
+        theorem += least - integral.ln() / lam;
+    }
+    let mean = stream.iter().sum::<f64>() / stream.len() as f64;
+    let centre = mean.clamp(-radius, radius);
+    let comparator = stream.iter().map(|x| (x - centre) * (x - centre)).sum();
+    let n = replicates as f64;
+    (expected / n, theorem / n, comparator)
+}
+
+/// The theorem with exact draws, on a problem where the bound is nearly reached: one cluster
+/// on a line (p = 1, R = 1), T = 1000, a small temperature multiplier a (at the default
+/// a = 20 the variance term C_1²·a dominates and no sequence comes near it). Theorem 2 for
+/// the best ρ is reached to 0.77–0.91 of the regret, the corollary's closed form — the bound
+/// the library computes and the command prints — to 0.53–0.64. The fractions are asserted
+/// at what was measured ± 0.03 (the Monte Carlo part is the draws' effect on the variance
+/// term, small), so the test fails if the ideal sampler does worse than the theorem allows,
+/// if the bound's formula loses its 1/a (the a = 1 form is 820 at a = 0.01, below the ideal
+/// sampler's 951) or its variance term (0.576 becomes 0.657 against ±R), or if it is
+/// loosened by a tenth.
 #[test]
-fn the_regret_bound_holds_on_a_clustered_stream() {
+fn the_corollary_holds_and_is_nearly_reached_with_exact_draws() {
+    let t_max = 1000usize;
+    let zero = vec![0.0; t_max];
+    let alternating: Vec<f64> = (0..t_max)
+        .map(|t| if t % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    // (stream, a, measured fractions of the regret reached: Theorem 2, the corollary)
+    let cases = [
+        ("x_t = 0", &zero, 0.01, 0.913, 0.528),
+        ("x_t = 0", &zero, 0.03, 0.773, 0.640),
+        ("x_t = ±R", &alternating, 0.03, 0.766, 0.576),
+    ];
+    for (name, stream, a, theorem_measured, corollary_measured) in cases {
+        let (expected, theorem, comparator) = ideal_sampler(stream, a, 40, 800);
+        let max_norm = stream.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let settings = BoundSettings {
+            horizon: t_max as u64,
+            dim: 1,
+            radius: 1.0,
+            max_norm,
+            max_k: 1,
+            eta: 0.0,
+            coeff: a,
+        };
+        let bound = loss_bound(&settings, &[comparator]).unwrap();
+        let theorem_fraction = (expected - comparator) / (theorem - comparator);
+        let corollary_fraction = (expected - comparator) / (bound.value - comparator);
+        eprintln!(
+            "{name}, a = {a}: E loss {expected:.1}, Theorem 2 {theorem:.1}, corollary {:.1}, \
+             L* {comparator:.1}: regret fractions {theorem_fraction:.3} and \
+             {corollary_fraction:.3}",
+            bound.value
+        );
+        assert!(expected <= theorem, "{name}, a = {a}: Theorem 2 broken");
+        assert!(
+            theorem <= bound.value,
+            "{name}, a = {a}: the corollary is below Theorem 2"
+        );
+        assert!(
+            (theorem_fraction - theorem_measured).abs() < 0.03,
+            "{name}, a = {a}: Theorem 2 reached to {theorem_fraction}"
+        );
+        assert!(
+            (corollary_fraction - corollary_measured).abs() < 0.03,
+            "{name}, a = {a}: the corollary reached to {corollary_fraction}"
+        );
+        // Not vacuous: far below the loss of the worst clustering inside B(2R).
+        let worst = stream.iter().map(|x| (2.0 + x.abs()).powi(2)).sum::<f64>();
+        assert!(
+            bound.value < 0.75 * worst,
+            "{name}, a = {a}: {} vs {worst}",
+            bound.value
+        );
+    }
+}
+
+/// The report of a run: the regret against the best fixed clustering in hindsight for every
+/// k, the bound for the run's a (not 1), the k that minimises it, the warm-up rows counted
+/// in the bound's T; in window memory and with rows beyond R, no bound.
+#[test]
+fn the_hindsight_report_names_what_it_bounds() {
     let stream = three_groups(400, 13);
     let mut learner = PacoParams::new()
-        .radius(Radius::Given(16.0))
-        .coeff(1.0)
+        .warmup(40)
+        .max_k(8)
         .iterations(100)
         .seed(5)
         .check()
@@ -422,27 +574,77 @@ fn the_regret_bound_holds_on_a_clustered_stream() {
         .build();
     let steps = run(&mut learner, &stream);
     let cumulative: f64 = steps.iter().filter_map(|s| s.loss).sum();
-    let flat: Vec<f64> = stream.iter().flatten().copied().collect();
-    let data = ndarray::Array2::from_shape_vec((400, 3), flat).unwrap();
-    let max_norm = stream
-        .iter()
-        .map(|p| p.iter().map(|v| v * v).sum::<f64>().sqrt())
-        .fold(0.0, f64::max);
-    let settings = BoundSettings {
-        horizon: 400,
-        dim: 3,
-        radius: 16.0,
-        max_norm,
-        max_k: 50,
-        eta: 1.0,
+    let report = hindsight_report(&learner, 5, 1).unwrap();
+    assert_eq!((report.predicted_rows, report.warmup_rows), (360, 40));
+    assert!((report.cumulative_loss - cumulative).abs() < 1e-9 * cumulative);
+    assert_eq!(
+        report.fits.iter().map(|f| f.n_clusters).collect::<Vec<_>>(),
+        (1..=8).collect::<Vec<_>>()
+    );
+    // The three groups' clustering is the oracle's by a wide margin; the best in hindsight
+    // is the largest k (more centres, less loss), not the k of the bound.
+    let (two, three, four) = (
+        report.fit(2).unwrap(),
+        report.fit(3).unwrap(),
+        report.fit(4).unwrap(),
+    );
+    assert!(
+        three.loss < 0.35 * two.loss && four.loss > 0.8 * three.loss,
+        "{} {} {}",
+        two.loss,
+        three.loss,
+        four.loss
+    );
+    assert_eq!(report.best().unwrap().n_clusters, 8);
+    for fit in &report.fits {
+        assert!((fit.regret - (cumulative - fit.loss)).abs() < 1e-6 * cumulative);
+    }
+    let IdealSamplerBound::Bound(bound) = &report.bound else {
+        panic!("a bound: {:?}", report.bound)
     };
-    assert!(settings.radius_covers_data());
-    let (bound, _) = bound_with_oracle(data.view(), &settings, 5, 1).unwrap();
-    assert!(cumulative <= bound.value, "{cumulative} > {}", bound.value);
-    let fits = hindsight_oracle(data.view(), 4, 5, 1).unwrap();
-    assert!(fits[2].loss < fits[1].loss && fits[1].loss < fits[0].loss);
-    // The three groups' clustering is the oracle's best at k = 3 by a wide margin.
-    assert!(fits[3].loss > 0.8 * fits[2].loss);
+    assert_eq!(bound.settings.coeff, pacstream::paco::DEFAULT_COEFF);
+    assert_eq!(bound.settings.horizon, 400, "T counts the warm-up rows");
+    // The k of the bound is where L*_k + k·(price of a cluster) is least over every row.
+    let flat: Vec<f64> = stream.iter().flatten().copied().collect();
+    let every_row = ndarray::Array2::from_shape_vec((400, 3), flat).unwrap();
+    let origin = learner.frame().unwrap().origin().to_vec();
+    let centred = &every_row - &ndarray::Array1::from(origin);
+    let oracle = hindsight_oracle(centred.view(), 8, 5, 1).unwrap();
+    let losses: Vec<f64> = oracle.iter().map(|f| f.loss).collect();
+    let direct = loss_bound(&bound.settings, &losses).unwrap();
+    assert_eq!(direct.bound_k, bound.bound_k);
+    assert!((direct.value - bound.value).abs() < 1e-9 * bound.value);
+
+    // Window memory: no oracle, no bound, and the reason.
+    let mut windowed = PacoParams::new()
+        .memory(Memory::Window(100))
+        .iterations(30)
+        .check()
+        .unwrap()
+        .build();
+    run(&mut windowed, &stream[..200]);
+    let report = hindsight_report(&windowed, 3, 1).unwrap();
+    assert!(report.fits.is_empty() && report.no_fits.is_some());
+    let IdealSamplerBound::NoBound { reason } = &report.bound else {
+        panic!("no bound in window memory")
+    };
+    assert!(reason.contains("window"), "{reason}");
+
+    // A row far beyond R (fixed by the warm-up): the corollary does not apply.
+    let mut beyond = PacoParams::new()
+        .warmup(20)
+        .iterations(30)
+        .check()
+        .unwrap()
+        .build();
+    run(&mut beyond, &stream[..60]);
+    beyond.learn_one(&[500.0, 0.0, 0.0]).unwrap();
+    let report = hindsight_report(&beyond, 3, 1).unwrap();
+    let IdealSamplerBound::NoBound { reason } = &report.bound else {
+        panic!("no bound beyond R")
+    };
+    assert!(reason.contains("beyond R"), "{reason}");
+    assert!(!report.fits.is_empty(), "the regret is still measured");
 }
 
 /// The conformance suite on the spatial index (forced from the first points with

@@ -859,3 +859,330 @@ fn early_rejection_decides_as_full_evaluation_with_every_move() {
         assert!(early.report.early_rejections > 0);
     }
 }
+
+/// The chains' final states: `CHAINS` independent chains from over-dispersed starts (k
+/// uniform on 1..p, centres uniform on the prior's ball, in d dimensions).
+fn final_states(
+    target: &ToyTarget,
+    means: &ToyMeans,
+    iterations: usize,
+    seed: u64,
+) -> Vec<ChainRun> {
+    let dim = target.dim;
+    (0..CHAINS)
+        .map(|chain| {
+            let mut rng = StreamRng::seed_from(seed).child(chain);
+            let k = 1 + rng.index_below(target.max_k);
+            let mut start = Vec::with_capacity(k * dim);
+            while start.len() < k * dim {
+                let candidate: Vec<f64> = (0..dim)
+                    .map(|_| 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0))
+                    .collect();
+                if candidate.iter().map(|v| v * v).sum::<f64>() <= 4.0 * target.radius.powi(2) {
+                    start.extend(candidate);
+                }
+            }
+            run_toy_chain(
+                target,
+                ToyChain {
+                    proposal: ProposalScale::Laplace,
+                    multiplier: 1.0,
+                    iterations,
+                    full_evaluation: false,
+                    defect: Defect::None,
+                },
+                means,
+                start,
+                &mut rng,
+            )
+        })
+        .collect()
+}
+
+/// S(c) of a clustering (row-major centres) on the target's points, with the variance
+/// terms.
+fn cumulative_loss(target: &ToyTarget, centres: &[f64]) -> f64 {
+    let dim = target.dim;
+    target
+        .points
+        .chunks_exact(dim)
+        .enumerate()
+        .map(|(s, x)| {
+            let loss = centres
+                .chunks_exact(dim)
+                .map(|c| c.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum::<f64>())
+                .fold(f64::INFINITY, f64::min);
+            term(target, s, loss)
+        })
+        .sum()
+}
+
+/// A midpoint grid on the disk of radius 2R in polar coordinates: cell centres and areas
+/// (exact at the boundary, error O(h²) inside).
+fn disk_grid(radius: f64, rings: usize, sectors: usize) -> Vec<([f64; 2], f64)> {
+    let dr = 2.0 * radius / rings as f64;
+    let dtheta = std::f64::consts::TAU / sectors as f64;
+    let mut cells = Vec::with_capacity(rings * sectors);
+    for i in 0..rings {
+        let r = (i as f64 + 0.5) * dr;
+        for j in 0..sectors {
+            let theta = (j as f64 + 0.5) * dtheta;
+            cells.push(([r * theta.cos(), r * theta.sin()], r * dr * dtheta));
+        }
+    }
+    cells
+}
+
+/// The exact posterior over k ∈ {1, 2} of a two-dimensional target, by quadrature on the
+/// disk (k = 2: every pair of cells).
+fn exact_posterior_2d(target: &ToyTarget, rings: usize, sectors: usize) -> Vec<f64> {
+    assert_eq!((target.dim, target.max_k), (2, 2));
+    let cells = disk_grid(target.radius, rings, sectors);
+    let ball = std::f64::consts::PI * 4.0 * target.radius.powi(2);
+    let one: f64 = cells
+        .iter()
+        .map(|(c, w)| w * (-target.lambda * cumulative_loss(target, c)).exp())
+        .sum();
+    // k = 2: per point, the two centres' losses; the integrand needs the minimum per point.
+    let n = target.points.len() / 2;
+    let losses: Vec<Vec<f64>> = cells
+        .iter()
+        .map(|(c, _)| {
+            target
+                .points
+                .chunks_exact(2)
+                .map(|x| (c[0] - x[0]).powi(2) + (c[1] - x[1]).powi(2))
+                .collect()
+        })
+        .collect();
+    let mut two = 0.0;
+    for (a, (_, wa)) in cells.iter().enumerate() {
+        let mut row = 0.0;
+        for (b, (_, wb)) in cells.iter().enumerate() {
+            let s: f64 = (0..n)
+                .map(|i| term(target, i, losses[a][i].min(losses[b][i])))
+                .sum();
+            row += wb * (-target.lambda * s).exp();
+        }
+        two += wa * row;
+    }
+    let weights = [
+        (-target.eta).exp() * one / ball,
+        (-2.0 * target.eta).exp() * two / (ball * ball),
+    ];
+    let total = weights[0] + weights[1];
+    vec![weights[0] / total, weights[1] / total]
+}
+
+/// Three points in the plane, with stored losses and variance weights; λ, R and η give both
+/// k a fair share of the posterior.
+fn planar_target() -> ToyTarget {
+    ToyTarget {
+        points: vec![-2.0, 0.0, -1.0, 1.0, 2.5, -0.5],
+        dim: 2,
+        predicted_losses: vec![1.5, 0.3, 2.0],
+        variance_weights: vec![0.0, 0.2, 0.1],
+        lambda: 0.2,
+        radius: 3.0,
+        max_k: 2,
+        eta: 1.0,
+    }
+}
+
+/// d = 2: the chains' law over k matches the exact posterior computed on the disk, with the
+/// means the learner computes and with deliberately bad ones; the quadrature is converged.
+#[test]
+fn chains_follow_the_posterior_in_two_dimensions() {
+    let target = planar_target();
+    let coarse = exact_posterior_2d(&target, 24, 64);
+    let exact = exact_posterior_2d(&target, 36, 96);
+    assert!((coarse[0] - exact[0]).abs() < 2e-3, "{coarse:?} {exact:?}");
+    assert!(exact[0] > 0.2 && exact[1] > 0.2, "{exact:?}");
+    for (means, seed) in [
+        (ToyMeans::KMeans { round: 3 }, 21),
+        (planar_bad_means(&target), 22),
+    ] {
+        let iterations = if matches!(means, ToyMeans::Fixed(_)) {
+            1000
+        } else {
+            200
+        };
+        let states = final_states(&target, &means, iterations, seed);
+        let mut counts = vec![0usize; 2];
+        for state in &states {
+            counts[state.n_clusters - 1] += 1;
+        }
+        let statistic = chi_square(&counts, &exact);
+        eprintln!("d = 2: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}");
+        assert!(statistic < critical(1), "chi2 = {statistic}");
+    }
+}
+
+/// Bad means for the planar target: the k-means centres shifted by 3σ_j towards the origin.
+fn planar_bad_means(target: &ToyTarget) -> ToyMeans {
+    let good = [
+        ProposalMeans {
+            n_clusters: 1,
+            means: vec![-0.1666, 0.1666],
+            counts: vec![3.0],
+        },
+        ProposalMeans {
+            n_clusters: 2,
+            means: vec![-1.5, 0.5, 2.5, -0.5],
+            counts: vec![2.0, 1.0],
+        },
+    ];
+    ToyMeans::Fixed(
+        good.into_iter()
+            .map(|mut means| {
+                for (j, &count) in means.counts.clone().iter().enumerate() {
+                    let sigma = pacstream::paco::testing::proposal_sigma(
+                        ProposalScale::Laplace,
+                        1.0,
+                        target.lambda,
+                        count,
+                        target.radius,
+                        target.max_k,
+                        3,
+                    );
+                    let m = &mut means.means[2 * j..2 * j + 2];
+                    let norm = (m[0] * m[0] + m[1] * m[1]).sqrt().max(1e-9);
+                    m[0] -= 3.0 * sigma * m[0] / norm;
+                    m[1] -= 3.0 * sigma * m[1] / norm;
+                }
+                means
+            })
+            .collect(),
+    )
+}
+
+/// The Kolmogorov–Smirnov distance between a sample and a CDF given on a sorted grid of
+/// values (linear interpolation between grid points).
+fn ks_distance(sample: &mut [f64], grid: &[f64], cdf: &[f64]) -> f64 {
+    sample.sort_by(f64::total_cmp);
+    let n = sample.len() as f64;
+    let at = |x: f64| -> f64 {
+        match grid.iter().position(|&g| g >= x) {
+            None => 1.0,
+            Some(0) => cdf[0],
+            Some(i) => {
+                let t = (x - grid[i - 1]) / (grid[i] - grid[i - 1]);
+                cdf[i - 1] + t * (cdf[i] - cdf[i - 1])
+            }
+        }
+    };
+    sample
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let f = at(x);
+            (f - i as f64 / n).abs().max(((i + 1) as f64 / n - f).abs())
+        })
+        .fold(0.0, f64::max)
+}
+
+/// A CDF on a grid from densities at the cell midpoints (cumulative at the cells' right
+/// edges).
+fn cdf_from_density(edges_left: f64, h: f64, density: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let total: f64 = density.iter().sum();
+    let mut grid = vec![edges_left];
+    let mut cdf = vec![0.0];
+    let mut acc = 0.0;
+    for (i, d) in density.iter().enumerate() {
+        acc += d / total;
+        grid.push(edges_left + (i + 1) as f64 * h);
+        cdf.push(acc);
+    }
+    (grid, cdf)
+}
+
+/// The law of the centres given k (Kolmogorov–Smirnov against a numerically integrated law):
+/// d = 1, the tiny target, the centre given k = 1 and the lower and upper centres given k = 2;
+/// d = 2, the planar target, each coordinate of the centre given k = 1. The chains' final
+/// states given k must be draws from the posterior given k, not only have the right k.
+#[test]
+fn the_centres_given_k_follow_their_law() {
+    let critical_ks = |n: usize| 1.95 / (n as f64).sqrt();
+    // d = 1.
+    let target = tiny_target(3);
+    let states = final_states(&target, &ToyMeans::KMeans { round: 3 }, 150, 31);
+    let cells = 4000;
+    let lo = -2.0 * target.radius;
+    let h = 4.0 * target.radius / cells as f64;
+    let at = |i: usize| lo + (i as f64 + 0.5) * h;
+    let one: Vec<f64> = (0..cells)
+        .map(|i| (-target.lambda * cumulative_loss(&target, &[at(i)])).exp())
+        .collect();
+    let (grid, cdf) = cdf_from_density(lo, h, &one);
+    let mut sample: Vec<f64> = states
+        .iter()
+        .filter(|s| s.n_clusters == 1)
+        .map(|s| s.centres[0])
+        .collect();
+    let n1 = sample.len();
+    let ks = ks_distance(&mut sample, &grid, &cdf);
+    eprintln!(
+        "d = 1, k = 1: {n1} chains, KS = {ks:.4} (critical {:.4})",
+        critical_ks(n1)
+    );
+    assert!(ks < critical_ks(n1), "d = 1, k = 1: KS = {ks}");
+    // k = 2: the joint density of the sorted pair on a coarser grid.
+    let cells = 1200;
+    let h = 4.0 * target.radius / cells as f64;
+    let at = |i: usize| lo + (i as f64 + 0.5) * h;
+    let (mut lower, mut upper) = (vec![0.0; cells], vec![0.0; cells]);
+    for i in 0..cells {
+        for j in i..cells {
+            let weight = if i == j { 0.5 } else { 1.0 };
+            let density =
+                weight * (-target.lambda * cumulative_loss(&target, &[at(i), at(j)])).exp();
+            lower[i] += density;
+            upper[j] += density;
+        }
+    }
+    for (law, name, pick) in [(&lower, "lower", 0usize), (&upper, "upper", 1usize)] {
+        let (grid, cdf) = cdf_from_density(lo, h, law);
+        let mut sample: Vec<f64> = states
+            .iter()
+            .filter(|s| s.n_clusters == 2)
+            .map(|s| {
+                let (a, b) = (s.centres[0], s.centres[1]);
+                if pick == 0 { a.min(b) } else { a.max(b) }
+            })
+            .collect();
+        let n2 = sample.len();
+        let ks = ks_distance(&mut sample, &grid, &cdf);
+        eprintln!(
+            "d = 1, k = 2, {name} centre: {n2} chains, KS = {ks:.4} (critical {:.4})",
+            critical_ks(n2)
+        );
+        assert!(ks < critical_ks(n2), "d = 1, k = 2, {name}: KS = {ks}");
+    }
+    // d = 2, k = 1: each coordinate's marginal, from a fine polar grid.
+    let target = planar_target();
+    let states = final_states(&target, &ToyMeans::KMeans { round: 3 }, 200, 32);
+    let cells = disk_grid(target.radius, 300, 600);
+    let bins = 2000;
+    let lo = -2.0 * target.radius;
+    let h = 4.0 * target.radius / bins as f64;
+    for axis in 0..2 {
+        let mut density = vec![0.0; bins];
+        for (c, w) in &cells {
+            let bin = (((c[axis] - lo) / h) as usize).min(bins - 1);
+            density[bin] += w * (-target.lambda * cumulative_loss(&target, c)).exp();
+        }
+        let (grid, cdf) = cdf_from_density(lo, h, &density);
+        let mut sample: Vec<f64> = states
+            .iter()
+            .filter(|s| s.n_clusters == 1)
+            .map(|s| s.centres[axis])
+            .collect();
+        let n = sample.len();
+        let ks = ks_distance(&mut sample, &grid, &cdf);
+        eprintln!(
+            "d = 2, k = 1, coordinate {axis}: {n} chains, KS = {ks:.4} (critical {:.4})",
+            critical_ks(n)
+        );
+        assert!(ks < critical_ks(n), "d = 2, coordinate {axis}: KS = {ks}");
+    }
+}

@@ -8,8 +8,9 @@
 //!
 //! Output per round: t, prediction, loss, realised loss (randomised rules), chosen expert,
 //! cumulative loss, the best expert so far, its loss, the regret against it and the bound of
-//! the rule on that regret (`--weights` adds the weight of every expert). The summary holds
-//! every expert's cumulative loss and regret, the final weights and the bound; the figure
+//! the rule on that regret, as the library states it (`--weights` adds the weight of every
+//! expert). The summary holds every expert's cumulative loss, regret and bound, the final
+//! weights, and what the bound bounds under which theorem (or why there is none); the figure
 //! shows the weights over time, the regret against its bound, and the running average loss
 //! of every expert against the learner's.
 
@@ -18,10 +19,11 @@ use std::io::Write;
 
 use clap::{ArgGroup, Args, ValueEnum};
 use pacstream::OnlineLearner;
+use pacstream::experts::bounds::{Bounded, Guarantee};
 use pacstream::experts::{
     AdviceRound, Ewa, EwaParams, ExpertLedger, ExpertStep, FollowThePerturbedLeader, FplParams,
     Hedge, HedgeParams, LearningRate, Loss, LossRound, RandomizedWeightedMajority,
-    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams, bounds,
+    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams, check_rate, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -34,7 +36,7 @@ use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
 use crate::options::CommonArgs;
 use crate::plot::{ExpertsFigure, draw_experts};
-use crate::stream::{StreamTask, inconsistent, run_stream};
+use crate::stream::{FaultAt, StreamTask, inconsistent, point_fault, row_fault, run_stream};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream experts`.
@@ -52,7 +54,12 @@ use crate::ui::{Notes, report_writer};
         Learning rate: --beta (wm, rwm), --eta, --horizon T (tuned for T rounds), --anytime, \
         --doubling (the doubling trick), --adahedge (no horizon, no loss range). The loss \
         range --loss-bound B is required by every rate except AdaHedge, for every loss but \
-        zero-one.",
+        zero-one.\n\n\
+        The report gives the regret against the best expert and the bound of the rule's \
+        theorem for exactly these settings (prior, rate, loss range): on the regret, or on \
+        the expected regret for rwm and fpl. Where no theorem covers the settings (ewa on the \
+        zero-one loss, AdaHedge or fpl with sleeping experts, a loss beyond --loss-bound) it \
+        prints no bound and says why.",
     after_help = "Examples:\n  \
         pacstream experts --rule ewa --adahedge --outcome DAX data/eustock-forecasts.csv --plot experts.svg\n  \
         pacstream experts --rule rwm --doubling --outcome up data/eustock-updown.csv -o rounds.csv",
@@ -67,11 +74,11 @@ pub struct ExpertsArgs {
     #[arg(long, value_name = "B", help_heading = "Learning rate")]
     pub beta: Option<f64>,
 
-    /// A fixed learning rate η > 0.
+    /// A fixed learning rate η > 0 (at most 1e50).
     #[arg(long, value_name = "E", help_heading = "Learning rate")]
     pub eta: Option<f64>,
 
-    /// Tune the rate for a known number of rounds T.
+    /// Tune the rate for a known number of rounds T (1 to 2^53).
     #[arg(long, value_name = "T", help_heading = "Learning rate")]
     pub horizon: Option<u64>,
 
@@ -94,7 +101,7 @@ pub struct ExpertsArgs {
     pub loss: Option<Loss>,
 
     /// The loss range B: every expert's loss lies in [0, B] (with --gradient, the
-    /// linearised losses lie in [−B/2, B/2]).
+    /// linearised losses lie in [−B/2, B/2]); B in [1e-40, 1e200].
     #[arg(long, value_name = "B")]
     pub loss_bound: Option<f64>,
 
@@ -222,6 +229,28 @@ impl Aggregator {
         }
     }
 
+    /// The rule's guarantee on the regret against the best expert, as the library states it.
+    fn regret_bound(&self) -> Guarantee {
+        match self {
+            Aggregator::Wm(l) => l.regret_bound(),
+            Aggregator::Rwm(l) => l.regret_bound(),
+            Aggregator::Hedge(l) => l.regret_bound(),
+            Aggregator::Ewa(l) => l.regret_bound(),
+            Aggregator::Fpl(l) => l.regret_bound(),
+        }
+    }
+
+    /// The same against `expert`.
+    fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        match self {
+            Aggregator::Wm(l) => l.regret_bound_against(expert),
+            Aggregator::Rwm(l) => l.regret_bound_against(expert),
+            Aggregator::Hedge(l) => l.regret_bound_against(expert),
+            Aggregator::Ewa(l) => l.regret_bound_against(expert),
+            Aggregator::Fpl(l) => l.regret_bound_against(expert),
+        }
+    }
+
     fn out_of_range_rounds(&self) -> u64 {
         match self {
             Aggregator::Hedge(l) => l.out_of_range_rounds(),
@@ -244,8 +273,6 @@ struct Plan {
     gradient: bool,
     n_experts: usize,
     losses_given: bool,
-    /// The smallest prior weight (the bound of a fixed rate is against it), 1/N if uniform.
-    least_prior: f64,
 }
 
 impl Plan {
@@ -288,7 +315,10 @@ impl Plan {
         let rate = if let Some(beta) = args.beta {
             LearningRate::beta(beta).map_err(|e| bad_input(format!("--beta: {e}")))?
         } else if let Some(eta) = args.eta {
-            LearningRate::Fixed(eta)
+            // Checked as the η given, before weighted majority turns it into β = e^{−η}.
+            let rate = LearningRate::Fixed(eta);
+            check_rate(rate).map_err(|e| library_error(&e))?;
+            rate
         } else if let Some(horizon) = args.horizon {
             LearningRate::Horizon(horizon)
         } else if args.anytime {
@@ -319,13 +349,14 @@ impl Plan {
             LearningRate::Fixed(eta) if binary => Some((-eta).exp()),
             _ => None,
         };
-        let least_prior = match &args.prior {
-            Some(prior) if prior.len() == n_experts && prior.iter().all(|p| *p > 0.0) => {
-                let total: f64 = prior.iter().sum();
-                prior.iter().copied().fold(f64::INFINITY, f64::min) / total
-            }
-            _ => 1.0 / n_experts as f64,
-        };
+        if beta == Some(0.0) {
+            return Err(bad_input(format!(
+                "invalid --eta: --rule {} uses β = e^(−η), which is 0 for η above about 745, \
+                 got {}",
+                rule.name(),
+                args.eta.unwrap_or_default()
+            )));
+        }
         Ok(Self {
             rule,
             rate,
@@ -335,7 +366,6 @@ impl Plan {
             gradient: args.gradient,
             n_experts,
             losses_given: args.losses,
-            least_prior,
         })
     }
 
@@ -395,41 +425,6 @@ impl Plan {
                 Aggregator::Fpl(params.check().map_err(error)?.build())
             }
         })
-    }
-
-    /// The bound on the regret after `rounds` rounds against an expert whose cumulative loss
-    /// is `best`, with loss range `range` (given, or observed for AdaHedge without B).
-    fn regret_bound(&self, rounds: u64, best: f64, range: f64) -> Option<f64> {
-        let n = self.n_experts;
-        let bound = match (self.rule, self.rate) {
-            (Rule::Wm, _) => bounds::weighted_majority(n, self.beta?, best),
-            (Rule::Rwm, LearningRate::Fixed(_)) => {
-                bounds::randomized_weighted_majority(n, self.beta?, best)
-            }
-            (Rule::Rwm, LearningRate::Horizon(horizon)) => {
-                // The tuned β holds at every t ≤ T through the fixed-β bound.
-                let beta = (1.0 - ((n as f64).ln() / horizon as f64).sqrt()).max(0.5);
-                bounds::randomized_weighted_majority(n, beta, best)
-            }
-            (Rule::Rwm, _) => bounds::randomized_weighted_majority_doubling_sum(rounds, n, best),
-            (Rule::Fpl, LearningRate::Fixed(eta)) => bounds::fpl_expected(n, eta, range, best),
-            (Rule::Fpl, LearningRate::Horizon(horizon)) => {
-                let eta = ((n as f64).ln() / horizon as f64).sqrt().min(1.0) / range;
-                bounds::fpl_expected(n, eta, range, best)
-            }
-            (Rule::Fpl, _) => return None,
-            (_, LearningRate::Fixed(eta)) => {
-                bounds::hedge_fixed(rounds, eta, range, self.least_prior, best)
-            }
-            (_, LearningRate::Horizon(horizon)) => {
-                let eta = (8.0 * (n as f64).ln() / horizon as f64).sqrt() / range;
-                bounds::hedge_fixed(rounds, eta, range, 1.0 / n as f64, best)
-            }
-            (_, LearningRate::Anytime) => bounds::hedge_anytime(rounds, n, range, best),
-            (_, LearningRate::Doubling) => bounds::hedge_doubling(rounds, n, range, best),
-            (_, LearningRate::AdaHedge) => bounds::adahedge(rounds, n, range, best),
-        };
-        Some(bound - best)
     }
 
     fn settings(&self, args: &ExpertsArgs, reader: &RowReader, seed: u64) -> Value {
@@ -498,7 +493,8 @@ fn plan_columns(args: &ExpertsArgs, first: &FirstRow<'_>) -> anyhow::Result<(Vec
         }
         None => None,
     };
-    let is_mask = |index: usize| names.label(index).ends_with("_awake");
+    let labels: Vec<String> = (0..names.width).map(|i| names.label(i)).collect();
+    let is_mask = |index: usize| labels[index].ends_with("_awake");
     let experts: Vec<usize> = match &args.experts {
         Some(text) => {
             let selectors =
@@ -526,9 +522,15 @@ fn plan_columns(args: &ExpertsArgs, first: &FirstRow<'_>) -> anyhow::Result<(Vec
     }
     let mut features: Vec<usize> = outcome.into_iter().chain(experts.iter().copied()).collect();
     let mut masks = Vec::with_capacity(experts.len());
+    // Each expert's mask by name, in one pass over the header (linear in its width).
+    let mut mask_columns: std::collections::HashMap<&str, usize> = Default::default();
+    for (index, label) in labels.iter().enumerate() {
+        if let Some(expert) = label.strip_suffix("_awake") {
+            mask_columns.entry(expert).or_insert(index);
+        }
+    }
     for &expert in &experts {
-        let wanted = format!("{}_awake", names.label(expert));
-        match (0..names.width).find(|&i| names.label(i) == wanted) {
+        match mask_columns.get(labels[expert].as_str()).copied() {
             Some(index) => {
                 masks.push(Some(features.len()));
                 features.push(index);
@@ -650,11 +652,7 @@ impl History {
 #[derive(Debug, Serialize, Deserialize)]
 struct ExpertsState {
     aggregator: Aggregator,
-    /// The largest loss seen (AdaHedge's bound uses it as the range when B is not given).
-    largest_loss: f64,
     history: Option<History>,
-    /// The last record's bound, for the summary.
-    last_bound: Option<f64>,
 }
 
 struct ExpertsTask {
@@ -682,10 +680,7 @@ impl ExpertsTask {
             0.0
         };
         if outcome.is_nan() {
-            return Err(bad_input(format!(
-                "data row {}: the outcome is missing",
-                row.number
-            )));
+            return Err(row_fault(FaultAt::Feature(0), "the outcome is missing"));
         }
         self.advice.clear();
         self.advice.extend_from_slice(&row.values[start..start + n]);
@@ -700,10 +695,10 @@ impl ExpertsTask {
                     0.0 => awake = false,
                     _ if flag.is_nan() => awake = false,
                     _ => {
-                        return Err(bad_input(format!(
-                            "data row {}: an <expert>_awake column holds {flag}, not 0 or 1",
-                            row.number
-                        )));
+                        return Err(row_fault(
+                            FaultAt::Feature(position),
+                            format!("an <expert>_awake column holds {flag}, not 0 or 1"),
+                        ));
                     }
                 }
             }
@@ -791,42 +786,24 @@ impl StreamTask for ExpertsTask {
                 .map_err(|what| inconsistent(&what))?,
             _ => return Err(inconsistent("its figure history does not match --plot")),
         }
-        if !(state.largest_loss.is_finite() && state.largest_loss >= 0.0) {
-            return Err(inconsistent("its largest loss is not a number"));
-        }
         self.state = state;
         Ok(())
     }
 
     fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
         let (outcome, sleeping) = self.read_row(row)?;
-        let step = self
-            .step(outcome, sleeping)
-            .map_err(|e| bad_input(format!("data row {}: {e}", row.number)))?;
-        let ledger = self.state.aggregator.ledger();
-        let expert_losses = ledger.expert_losses();
-        let round_largest = self
-            .advice
-            .iter()
-            .zip(&self.awake)
-            .filter(|(_, awake)| **awake)
-            .map(|(value, _)| {
-                if self.plan.losses_given || matches!(self.plan.rule, Rule::Wm | Rule::Rwm) {
-                    value.abs()
-                } else {
-                    self.plan.loss.value(*value, outcome)
-                }
+        let step = self.step(outcome, sleeping).map_err(|e| {
+            point_fault(e, usize::from(self.columns.has_outcome), |e| {
+                library_error(&e)
             })
-            .fold(step.loss.abs(), f64::max);
-        self.state.largest_loss = self.state.largest_loss.max(round_largest);
-        let range = self
-            .plan
-            .loss_bound
-            .unwrap_or(self.state.largest_loss)
-            .max(f64::MIN_POSITIVE);
-        let best_loss = expert_losses[step.best_expert];
-        let bound = self.plan.regret_bound(step.round, best_loss, range);
-        self.state.last_bound = bound;
+        })?;
+        let ledger = self.state.aggregator.ledger();
+        let best_loss = ledger.expert_losses()[step.best_expert];
+        let bound = self
+            .state
+            .aggregator
+            .regret_bound_against(step.best_expert)
+            .value();
         if sink.is_enabled() {
             self.cells.clear();
             self.cells.extend([
@@ -871,6 +848,8 @@ struct ExpertSummary<'a> {
     name: &'a str,
     cumulative_loss: f64,
     regret_against: f64,
+    /// The rule's bound on the regret against this expert, if a theorem gives one.
+    regret_bound: Option<f64>,
     final_weight: f64,
 }
 
@@ -884,12 +863,18 @@ struct ExpertsSummary<'a> {
     best_expert: &'a str,
     best_expert_loss: f64,
     regret: f64,
-    /// The rule's bound on that regret (for FPL and RWM, on the expected regret).
+    /// The rule's bound on that regret (for FPL and RWM, on the expected regret), or none.
     regret_bound: Option<f64>,
+    /// What the regret is: the regret of the learner's loss, or its expected regret
+    /// (randomised rules).
+    #[serde(rename = "regret_is")]
+    guarantee_bounded: Bounded,
+    /// What the bound bounds and under which theorem, or why there is none.
+    guarantee: Guarantee,
     /// Rounds where a loss fell outside the range the bound assumes.
     out_of_range_rounds: u64,
-    /// The loss range the bound used (--loss-bound, or the largest loss seen).
-    loss_range: f64,
+    /// The loss range --loss-bound gave (1 for the zero-one loss), if any.
+    loss_bound: Option<f64>,
     experts: Vec<ExpertSummary<'a>>,
 }
 
@@ -902,6 +887,13 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         ));
     }
     options.input.empty_is_missing = true;
+    // Values the library would refuse are refused (or skipped) by the reader, by line and
+    // column: advice and outcomes within ±1e100, losses within ±1e201.
+    options.input.max_magnitude = Some(if args.losses {
+        limits::MAX_LOSS
+    } else {
+        limits::MAX_ADVICE
+    });
     let notes = Notes::new(options.quiet);
     let columns = RefCell::new(Columns::default());
     let plan_columns = |first: &FirstRow<'_>| {
@@ -926,9 +918,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let mut task = ExpertsTask {
         state: ExpertsState {
             aggregator: plan.build(args, options.seed)?,
-            largest_loss: 0.0,
             history: options.plot.is_some().then(|| History::new(n)),
-            last_bound: None,
         },
         plan,
         columns,
@@ -955,7 +945,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let ledger = aggregator.ledger();
     let (best, regret) = ledger.best_expert();
     let weights = aggregator.weights();
-    let loss_range = task.plan.loss_bound.unwrap_or(task.state.largest_loss);
+    let guarantee = aggregator.regret_bound();
     let summary = ExpertsSummary {
         command: "experts",
         input: InputSummary::new(&reader, &input),
@@ -965,9 +955,11 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         best_expert: &expert_names[best],
         best_expert_loss: ledger.expert_losses()[best],
         regret,
-        regret_bound: task.state.last_bound,
+        regret_bound: guarantee.value(),
+        guarantee_bounded: guarantee.bounded(),
+        guarantee: guarantee.clone(),
         out_of_range_rounds: aggregator.out_of_range_rounds(),
-        loss_range,
+        loss_bound: task.plan.loss_bound,
         experts: expert_names
             .iter()
             .enumerate()
@@ -975,6 +967,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
                 name,
                 cumulative_loss: ledger.expert_losses()[i],
                 regret_against: ledger.regret_against(i),
+                regret_bound: aggregator.regret_bound_against(i).value(),
                 final_weight: weights[i],
             })
             .collect(),
@@ -985,7 +978,14 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     }
     write_summary(&options, &summary)?;
     if let (Some(path), Some(history)) = (&options.plot, &task.state.history) {
-        draw_figure(path, &reader, &task.plan, &expert_names, history)?;
+        draw_figure(
+            path,
+            &reader,
+            &task.plan,
+            &expert_names,
+            history,
+            &guarantee,
+        )?;
     }
     Ok(())
 }
@@ -1016,14 +1016,22 @@ fn print_report(
         summary.best_expert,
         human_number(summary.best_expert_loss)
     )?;
-    match summary.regret_bound {
-        Some(bound) => writeln!(
+    writeln!(
+        out,
+        "  {:<18} {} against {}",
+        summary.guarantee_bounded.name(),
+        human_number(summary.regret),
+        summary.best_expert
+    )?;
+    match &summary.guarantee {
+        Guarantee::Bound(bound) => writeln!(
             out,
-            "  regret             {} (bound {})",
-            human_number(summary.regret),
-            human_number(bound)
+            "  bound              {} on the {} ({})",
+            human_number(bound.value),
+            bound.bounded.name(),
+            bound.theorem
         )?,
-        None => writeln!(out, "  regret             {}", human_number(summary.regret))?,
+        Guarantee::NoBound { reason, .. } => writeln!(out, "  bound              none: {reason}")?,
     }
     if summary.out_of_range_rounds > 0 {
         writeln!(
@@ -1041,16 +1049,17 @@ fn print_report(
         .max(6);
     writeln!(
         out,
-        "  {:<width$}  {:>14}  {:>12}  {:>10}",
-        "expert", "loss", "regret", "weight"
+        "  {:<width$}  {:>14}  {:>12}  {:>12}  {:>10}",
+        "expert", "loss", "regret", "bound", "weight"
     )?;
     for expert in &summary.experts {
         writeln!(
             out,
-            "  {:<width$}  {:>14}  {:>12}  {:>10}",
+            "  {:<width$}  {:>14}  {:>12}  {:>12}  {:>10}",
             expert.name,
             human_number(expert.cumulative_loss),
             human_number(expert.regret_against),
+            expert.regret_bound.map_or("-".to_string(), human_number),
             human_number(expert.final_weight)
         )?;
     }
@@ -1063,6 +1072,7 @@ fn draw_figure(
     plan: &Plan,
     names: &[String],
     history: &History,
+    guarantee: &Guarantee,
 ) -> anyhow::Result<()> {
     let n = names.len();
     let figure = ExpertsFigure {
@@ -1086,6 +1096,8 @@ fn draw_figure(
             .collect(),
         regret: history.regret.clone(),
         bound: history.bound.clone(),
+        regret_name: guarantee.bounded().name().to_string(),
+        no_bound: guarantee.value().is_none(),
         learner_mean: history.learner_mean.clone(),
         expert_means: history
             .expert_means

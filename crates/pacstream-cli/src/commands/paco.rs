@@ -4,11 +4,13 @@
 //! Online mode streams the rows through [`Paco`]: every row after the warm-up pays the loss
 //! of the current clustering and then the round's chain draws the next one. It writes one
 //! record per round (t, k̂_t, loss, cumulative loss, label, acceptance rate, and the centres
-//! with `--centres`), a summary (final centres, k̂, the k̂_t path, time, the regret bound for
-//! the ideal sampler with its hindsight oracle), and three figures: the final clustering
-//! (`--plot`), k̂_t over time against the true number of clusters when `--labels` names a
-//! column of cluster labels (`--plot-k`), and the cumulative loss against the hindsight
-//! oracle and the bound (`--plot-loss`). Long runs can be checkpointed and resumed.
+//! with `--centres`), a summary (final centres, k̂, the k̂_t path, time, the regret against
+//! the best fixed clustering in hindsight for every k and the bound on the ideal sampler's
+//! expected loss, as the library's [`hindsight_report`] gives them), and three figures: the
+//! final clustering (`--plot`), k̂_t over time against the true number of clusters when
+//! `--labels` names a column of cluster labels (`--plot-k`), and the cumulative loss against
+//! the best fixed clustering in hindsight with the final k̂ and the bound (`--plot-loss`).
+//! Long runs can be checkpointed and resumed.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -21,8 +23,9 @@ use ndarray::ArrayView2;
 use pacstream::eval::{Prequential, Totals};
 use pacstream::geometry::squared_distance;
 use pacstream::kmeans::Centres;
-use pacstream::paco::bounds::{BoundSettings, RegretBound};
-use pacstream::paco::oracle::{OracleFit, bound_with_oracle};
+use pacstream::paco::oracle::{
+    HindsightReport, IdealSamplerBound, hindsight_report, ideal_sampler_bound,
+};
 use pacstream::paco::{
     Memory, Paco, PacoConfig, PacoParams, PacoReport, PacoStep, ProposalScale, Radius,
     SamplerReport,
@@ -41,11 +44,11 @@ use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
-use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_plot_path, resolve};
+use crate::options::{CommonArgs, OtherFiles, RecordFormat, RunOptions, check_plot_path};
 use crate::plot::{
     LineFigure, LossCurve, RowSample, Series, SeriesStyle, ThinnedSeries, draw_clusters, draw_lines,
 };
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
 /// Arguments of `pacstream paco`.
@@ -61,11 +64,15 @@ use crate::ui::{Notes, Progress, report_writer};
         after the row), and true_label with --labels, centres with --centres. Warm-up rows \
         (with --radius auto, the default) are not predicted: their loss is undefined (null \
         in JSON, empty in CSV).\n\n\
-        The summary holds the final centres, k̂, the k̂_t path, the run time and the regret \
-        bound of the seed's corollary with its hindsight oracle (exact memory only). The bound \
-        is for exact draws from the quasi-posterior (\"the ideal sampler\"); the chain only \
-        approximates them. The oracle is k-means with restarts, a local optimum: the bound \
-        computed from it is an over-estimate.\n\n\
+        The report and the summary compare the run with the best fixed clustering in \
+        hindsight of the predicted rows for every k ≤ p (k-means with --oracle-restarts \
+        restarts, a local optimum: its loss is an over-estimate, the regret against it an \
+        under-estimate), and give the bound of Li, Guedj & Loustau (2018, adaptive \
+        corollary) for the run's a: a bound on the expected cumulative loss of the ideal \
+        sampler (exact draws from the quasi-posterior), not of this chain, which only \
+        approximates those draws; the k that minimises the bound is named as such. Warm-up \
+        rows count in the bound's T and comparator, not in the learner's loss. No bound is \
+        given in window memory or when a row lies beyond R (the corollary does not apply).\n\n\
         --batch runs one chain on the whole data set instead (an estimate of the number of \
         clusters and the centres).",
     after_help = "Examples:\n  \
@@ -74,7 +81,8 @@ use crate::ui::{Notes, Progress, report_writer};
         --plot-k k.svg --plot-loss loss.svg -o rounds.csv --summary summary.json"
 )]
 pub struct PacoArgs {
-    /// p, the largest number of clusters.
+    /// p, the largest number of clusters (1 to 1,000; p × the number of columns at most
+    /// 10,000,000).
     #[arg(long, value_name = "P", default_value_t = 50)]
     pub max_k: usize,
 
@@ -101,16 +109,18 @@ pub struct PacoArgs {
     #[arg(long)]
     pub scale: bool,
 
-    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales.
+    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales (up to
+    /// 1,000,000).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub warmup: usize,
 
-    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} [default: the calibrated value].
+    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} (0 to 100) [default: the
+    /// calibrated value].
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub eta: Option<f64>,
 
     /// a, the temperature multiplier: λ_t = a (d + 2)/(2 √n_t R²) [default: the calibrated
-    /// value; the seed's regret bound is for a = 1].
+    /// value; the bound reported is for the run's a].
     #[arg(long, value_name = "A", allow_negative_numbers = true)]
     pub coeff: Option<f64>,
 
@@ -122,11 +132,12 @@ pub struct PacoArgs {
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
     pub proposal_scale: Option<f64>,
 
-    /// N, the MCMC iterations per round.
+    /// N, the MCMC iterations per round (1 to 1,000,000).
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub iterations: usize,
 
-    /// Keep only the last W rows in memory (constant cost per round; the model forgets).
+    /// Keep only the last W rows in memory (constant cost per round; the model forgets; 1 to
+    /// 100,000,000).
     /// Default: every row (exact memory, the setting of the regret bound).
     #[arg(long, value_name = "W")]
     pub window: Option<usize>,
@@ -153,7 +164,8 @@ pub struct PacoArgs {
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot_k: Option<PathBuf>,
 
-    /// Draw the cumulative loss against the hindsight oracle and the bound to FILE (SVG).
+    /// Draw the cumulative loss, the best fixed clustering in hindsight with the final k̂ and
+    /// the bound on the ideal sampler's expected loss to FILE (SVG).
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot_loss: Option<PathBuf>,
 
@@ -166,7 +178,8 @@ pub struct PacoArgs {
     )]
     pub axes: Option<String>,
 
-    /// k-means restarts of the hindsight oracle (per number of clusters).
+    /// k-means restarts of the hindsight oracle, per number of clusters (1 to 1,000; it fits
+    /// every k ≤ p once on the predicted rows, and as few k as the bound needs on every row).
     #[arg(long, value_name = "N", default_value_t = 5, help_heading = "Output",
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub oracle_restarts: u64,
@@ -180,24 +193,24 @@ pub struct PacoArgs {
 pub enum ProposalArg {
     /// The width of the quasi-posterior of one centre, b / √(2 λ_t n_j).
     Laplace,
-    /// The seed's τ_t = b R / √(p n_t).
-    Seed,
+    /// The paper's τ_t = b R / √(p n_t) (Li, Guedj & Loustau 2018).
+    #[value(alias = "seed")]
+    Paper,
 }
 
 impl ProposalArg {
     fn rule(self) -> ProposalScale {
         match self {
             ProposalArg::Laplace => ProposalScale::Laplace,
-            ProposalArg::Seed => ProposalScale::Seed,
+            ProposalArg::Paper => ProposalScale::Paper,
         }
     }
 }
 
 /// Runs `pacstream paco`.
 pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
-    let mut options = args.common.validate()?;
+    let mut options = args.common.validate_with(&extra_plots(args)?)?;
     options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
-    check_extra_plots(args, &options)?;
     if args.batch {
         let checkpoints = &options.checkpoints;
         if checkpoints.save.is_some() || checkpoints.resume.is_some() {
@@ -227,6 +240,10 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let reader = RowReader::open(&options.input, &extra_columns, notes)?;
+    // p × d within bounds before any row is read.
+    config
+        .check_dim(reader.layout().features.len())
+        .map_err(library_error)?;
     let axes = plot_axes(args.axes.as_deref(), &reader)?;
     if args.batch {
         run_batch(&options, &config, reader, axes, notes)
@@ -235,46 +252,17 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `--plot-k` and `--plot-loss` are SVG files distinct from each other and from every other
-/// file of the run (the shared options check the others among themselves).
-fn check_extra_plots(args: &PacoArgs, options: &RunOptions) -> anyhow::Result<()> {
-    let mut files: Vec<(&str, PathBuf)> = Vec::new();
-    if let InputSource::File(path) = &options.input.source {
-        files.push(("the input", path.clone()));
-    }
-    for (name, path) in [
-        ("--output", args.common.output_options.output.as_deref()),
-        ("--summary", args.common.output_options.summary.as_deref()),
-    ] {
-        if let Some(path) = path.filter(|p| *p != "-") {
-            files.push((name, PathBuf::from(path)));
-        }
-    }
-    if let Some(path) = &options.plot {
-        files.push(("--plot", path.clone()));
-    }
-    if let Some(path) = &args.common.checkpoint_options.checkpoint {
-        files.push(("--checkpoint", path.clone()));
-    }
-    let shared = files.len();
+/// `--plot-k` and `--plot-loss` are SVG files; the shared same-file check compares them
+/// with every other file of the run.
+fn extra_plots(args: &PacoArgs) -> anyhow::Result<OtherFiles> {
+    let mut other = OtherFiles::default();
     for (name, path) in [("--plot-k", &args.plot_k), ("--plot-loss", &args.plot_loss)] {
         if let Some(path) = path {
-            check_plot_path(path)?;
-            files.push((name, path.clone()));
+            check_plot_path(name, path)?;
+            other.outputs.push((name, path.clone()));
         }
     }
-    let resolved: Vec<PathBuf> = files.iter().map(|(_, path)| resolve(path)).collect();
-    for i in shared..files.len() {
-        if let Some(j) = (0..i).find(|&j| resolved[j] == resolved[i]) {
-            return Err(bad_input(format!(
-                "{} and {} are the same file '{}'",
-                files[j].0,
-                files[i].0,
-                files[i].1.display()
-            )));
-        }
-    }
-    Ok(())
+    Ok(other)
 }
 
 fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
@@ -580,19 +568,40 @@ impl<T: Serialize> Serialize for Column<T> {
     }
 }
 
-/// Run-length path of a count over rounds: (first round, value) at every change.
+/// Run-length path of a count over rounds: (first round, value) at every change, in bounded
+/// memory: once it holds [`CountPath::LIMIT`] changes, every other one is dropped (the first
+/// and the last kept), so that a long stream whose k̂_t keeps changing keeps a sketch of the
+/// path, not all of it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct CountPath {
     changes: Vec<(u64, usize)>,
     last_round: u64,
+    /// Every change seen, kept or dropped.
+    total_changes: u64,
 }
 
 impl CountPath {
+    const LIMIT: usize = 20_000;
+
     fn record(&mut self, round: u64, value: usize) {
         if self.changes.last().is_none_or(|&(_, v)| v != value) {
             self.changes.push((round, value));
+            self.total_changes += 1;
+            if self.changes.len() >= Self::LIMIT {
+                let last = self.changes.len() - 1;
+                let mut index = 0;
+                self.changes.retain(|_| {
+                    index += 1;
+                    (index - 1) % 2 == 0 || index - 1 == last
+                });
+            }
         }
         self.last_round = round;
+    }
+
+    /// Whether every change is kept.
+    fn is_complete(&self) -> bool {
+        self.total_changes == self.changes.len() as u64
     }
 
     /// The staircase points (round, value), closed at the last round.
@@ -747,7 +756,7 @@ impl StreamTask for OnlineTask {
             .state
             .learner
             .learn_one(row.values)
-            .map_err(library_error)?;
+            .map_err(|e| point_fault(e, 0, library_error))?;
         self.state.seconds += started.elapsed().as_secs_f64();
         let totals = self.state.totals.record(&step);
         self.state.last = Some(totals);
@@ -797,27 +806,90 @@ impl StreamTask for OnlineTask {
     }
 }
 
-/// The regret bound and its oracle, as the summary records them.
+/// One k of the hindsight oracle, as the summary records it.
+#[derive(Serialize)]
+struct FitSummary {
+    k: usize,
+    /// The cumulative loss of the best fixed k-clustering of the predicted rows (k-means,
+    /// the best of the restarts: an over-estimate of the true optimum).
+    loss: f64,
+    /// The learner's cumulative loss minus that (an under-estimate of the true regret).
+    regret: f64,
+}
+
+/// The comparison with hindsight and the bound, as the summary records them.
+#[derive(Serialize)]
+struct HindsightSummary {
+    predicted_rows: u64,
+    warmup_rows: u64,
+    /// This chain's cumulative loss over the predicted rows.
+    cumulative_loss: f64,
+    oracle_restarts: usize,
+    /// For every k ≤ p: the best fixed k-clustering of the predicted rows in hindsight and
+    /// the regret against it.
+    regret_by_k: Vec<FitSummary>,
+    /// The best fixed clustering in hindsight over every k (least loss).
+    best: Option<FitSummary>,
+    /// Why there is no comparison, if there is none.
+    no_comparison: Option<&'static str>,
+    bound: BoundSummary,
+}
+
+/// The corollary's bound, labelled.
 #[derive(Serialize)]
 struct BoundSummary {
-    /// The corollary's right-hand side for the scored rounds.
-    value: f64,
-    /// The number of clusters attaining its infimum, and the oracle loss there.
-    best_k: usize,
-    oracle_loss: f64,
+    /// What is bounded.
+    bounds: &'static str,
+    theorem: &'static str,
+    warmup_rows: &'static str,
+    /// The bound, or none.
+    value: Option<f64>,
+    /// The temperature multiplier a it is computed for (the run's).
+    coeff: f64,
+    /// The k that minimises the bound (not the best clustering in hindsight).
+    k_minimising_the_bound: Option<usize>,
+    /// L*_k there, over every row (warm-up rows included).
+    oracle_loss: Option<f64>,
     /// The term outside the infimum and the price of one cluster.
-    constant: f64,
-    per_cluster: f64,
-    /// The learner's cumulative loss over the same rounds.
-    cumulative_loss: f64,
-    /// Whether the corollary's assumptions hold for this run (its bound is for exact draws
-    /// from the quasi-posterior, with a = 1 and R ≥ max ‖x_t − μ_0‖, in exact memory).
-    coeff_is_one: bool,
-    radius_covers_data: bool,
-    /// The oracle's cumulative loss (k-means with restarts, an over-estimate of L*_k) for
-    /// each k computed.
-    oracle_losses: Vec<f64>,
-    note: &'static str,
+    constant: Option<f64>,
+    per_cluster: Option<f64>,
+    /// Why there is no bound, if there is none.
+    no_bound: Option<String>,
+}
+
+impl HindsightSummary {
+    fn new(report: &HindsightReport, coeff: f64) -> Self {
+        let fit = |f: &pacstream::paco::oracle::HindsightFit| FitSummary {
+            k: f.n_clusters,
+            loss: f.loss,
+            regret: f.regret,
+        };
+        let bound = report.bound.bound();
+        Self {
+            predicted_rows: report.predicted_rows,
+            warmup_rows: report.warmup_rows,
+            cumulative_loss: report.cumulative_loss,
+            oracle_restarts: report.restarts,
+            regret_by_k: report.fits.iter().map(fit).collect(),
+            best: report.best().map(fit),
+            no_comparison: report.no_fits,
+            bound: BoundSummary {
+                bounds: IdealSamplerBound::WHAT,
+                theorem: IdealSamplerBound::THEOREM,
+                warmup_rows: IdealSamplerBound::WARMUP_ROWS,
+                value: bound.map(|b| b.value),
+                coeff: bound.map_or(coeff, |b| b.settings.coeff),
+                k_minimising_the_bound: bound.map(|b| b.bound_k),
+                oracle_loss: bound.map(|b| b.oracle_loss),
+                constant: bound.map(|b| b.constant),
+                per_cluster: bound.map(|b| b.per_cluster),
+                no_bound: match &report.bound {
+                    IdealSamplerBound::NoBound { reason } => Some(reason.clone()),
+                    IdealSamplerBound::Bound(_) => None,
+                },
+            },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -836,8 +908,11 @@ struct OnlineSummary<'a> {
     settings: &'a Value,
     n_clusters: Option<usize>,
     centres: Option<Vec<Vec<f64>>>,
-    /// (first round, k̂) at every change of k̂_t.
+    /// (first round, k̂) at every change of k̂_t; past 20,000 changes a sketch of the path
+    /// (every other change dropped each time the limit is reached).
     k_path: &'a [(u64, usize)],
+    /// The number of changes of k̂_t (more than `k_path` holds when it is a sketch).
+    k_path_changes: u64,
     /// (first round, number of distinct labels in memory) at every change, with --labels.
     true_k_path: Option<&'a [(u64, usize)]>,
     totals: OnlineTotals,
@@ -848,56 +923,7 @@ struct OnlineSummary<'a> {
     scales: Option<&'a [f64]>,
     report: &'a PacoReport,
     last_chain: Option<&'a SamplerReport>,
-    bound: Option<BoundSummary>,
-}
-
-/// The scored rows of the memory (after the warm-up) as an n × d view, in internal
-/// coordinates; `None` in window memory (the oracle needs the whole stream).
-fn scored_points(learner: &Paco) -> Option<(ArrayView2<'_, f64>, usize)> {
-    if learner.config().memory() != Memory::Exact {
-        return None;
-    }
-    let dim = learner.dim()?;
-    let skip = learner.memory_warmup_points();
-    let points = &learner.memory_points()[skip * dim..];
-    let n = points.len() / dim;
-    if n == 0 {
-        return None;
-    }
-    ArrayView2::from_shape((n, dim), points)
-        .ok()
-        .map(|view| (view, n))
-}
-
-/// The bound for the first `n` scored rows.
-fn bound_for(
-    learner: &Paco,
-    data: ArrayView2<'_, f64>,
-    n: usize,
-    restarts: usize,
-    seed: u64,
-) -> anyhow::Result<(RegretBound, Vec<OracleFit>, BoundSettings)> {
-    // The first n rows (`s![..n, ..]` would bring `unsafe` code into this crate).
-    let (prefix, _) = data.split_at(ndarray::Axis(0), n);
-    let max_norm = prefix
-        .rows()
-        .into_iter()
-        .map(|row| row.iter().map(|v| v * v).sum::<f64>().sqrt())
-        .fold(0.0, f64::max);
-    let frame = learner
-        .frame()
-        .context("invariant: a learner with scored rows has a frame")?;
-    let settings = BoundSettings {
-        horizon: n as u64,
-        dim: data.ncols(),
-        radius: frame.radius(),
-        max_norm,
-        max_k: learner.config().max_k(),
-        eta: learner.config().eta(),
-    };
-    let (bound, fits) =
-        bound_with_oracle(prefix, &settings, restarts, seed).map_err(library_error)?;
-    Ok((bound, fits, settings))
+    hindsight: Option<HindsightSummary>,
 }
 
 fn run_online(
@@ -973,35 +999,28 @@ fn run_online(
         mean_loss: last.and_then(|t| t.mean_loss()),
     };
 
-    // The regret bound and the oracle (exact memory, after the warm-up).
+    // The comparison with the best fixed clusterings in hindsight and the bound, as the
+    // library reports them.
     let restarts = usize::try_from(args.oracle_restarts).unwrap_or(5);
-    let hindsight = match scored_points(learner) {
-        Some((data, n)) => Some((
-            data,
-            n,
-            bound_for(learner, data, n, restarts, options.seed)?,
-        )),
-        None => None,
+    let hindsight = if learner.is_warming_up() {
+        None
+    } else {
+        Some(hindsight_report(learner, restarts, options.seed).map_err(library_error)?)
     };
-    let bound = hindsight
+    let hindsight_summary = hindsight
         .as_ref()
-        .map(|(_, _, (bound, fits, settings))| BoundSummary {
-            value: bound.value,
-            best_k: bound.best_k,
-            oracle_loss: bound.best_oracle_loss,
-            constant: bound.constant,
-            per_cluster: bound.per_cluster,
-            cumulative_loss: totals.cumulative_loss,
-            coeff_is_one: learner.config().coeff() == 1.0,
-            radius_covers_data: settings.radius_covers_data(),
-            oracle_losses: fits.iter().map(|f| f.loss).collect(),
-            note: "bound for the ideal sampler (exact draws from the quasi-posterior); the oracle \
-               is k-means with restarts, so the bound computed is an over-estimate",
-        });
+        .map(|report| HindsightSummary::new(report, learner.config().coeff()));
 
     if !options.quiet {
         let mut out = report_writer(options.stdout_carries_data());
-        print_online_report(&mut out, &reader, learner, &totals, state, bound.as_ref())?;
+        print_online_report(
+            &mut out,
+            &reader,
+            learner,
+            &totals,
+            state,
+            hindsight.as_ref(),
+        )?;
     }
     let frame = learner.frame();
     let summary = OnlineSummary {
@@ -1012,6 +1031,7 @@ fn run_online(
         n_clusters: learner.n_clusters(),
         centres: learner.centres().map(centre_rows),
         k_path: &state.k_path.changes,
+        k_path_changes: state.k_path.total_changes,
         true_k_path: state.true_k_path.as_ref().map(|p| p.changes.as_slice()),
         totals,
         learn_seconds: state.seconds,
@@ -1020,7 +1040,7 @@ fn run_online(
         scales: frame.and_then(|f| f.scales()),
         report: learner.report(),
         last_chain: learner.last_chain(),
-        bound,
+        hindsight: hindsight_summary,
     };
     write_summary(options, &summary)?;
 
@@ -1086,22 +1106,17 @@ fn run_online(
             style: SeriesStyle::Line,
             colour: 0,
         }];
-        if let Some((data, n, (bound, fits, _))) = &hindsight {
-            series.extend(loss_figure_series(
+        match &hindsight {
+            Some(report) => series.extend(loss_figure_series(
                 learner,
-                *data,
-                *n,
-                bound,
-                fits,
+                report,
                 state,
                 restarts,
                 options.seed,
-            )?);
-        } else {
-            notes.note(
-                "--plot-loss: the hindsight oracle and the bound need exact memory and rounds \
-                 after the warm-up; drawing the cumulative loss alone",
-            );
+            )?),
+            None => {
+                notes.note("--plot-loss: nothing was predicted; drawing the cumulative loss alone")
+            }
         }
         let figure = LineFigure {
             title: format!("cumulative loss: {source}"),
@@ -1116,66 +1131,73 @@ fn run_online(
     Ok(())
 }
 
-/// The oracle's cumulative loss along the stream (the clustering attaining the bound's
-/// infimum on the whole stream) and the bound at a dozen prefixes of the stream.
-#[allow(clippy::too_many_arguments, reason = "one figure, every part of it")]
+/// The cumulative loss along the stream of the best fixed clustering in hindsight with the
+/// learner's final number of clusters k̂_T (fitted on every predicted row), and the bound on
+/// the ideal sampler's expected loss at a dozen prefixes of the stream.
 fn loss_figure_series(
     learner: &Paco,
-    data: ArrayView2<'_, f64>,
-    n: usize,
-    bound: &RegretBound,
-    fits: &[OracleFit],
+    report: &HindsightReport,
     state: &OnlineState,
     restarts: usize,
     seed: u64,
 ) -> anyhow::Result<Vec<Series>> {
-    let warmup = learner.memory_warmup_points() as u64;
-    let oracle = &fits[bound.best_k - 1].centres;
-    let mut cumulative = 0.0;
-    let mut oracle_points = Vec::new();
-    let wanted: Vec<u64> = state.loss_trace.points().iter().map(|p| p.0).collect();
-    let mut next = 0;
-    for (index, row) in data.rows().into_iter().enumerate() {
-        let point = row.to_vec();
-        cumulative += oracle.nearest(&point).1;
-        let scored = index as u64 + 1;
-        while next < wanted.len() && wanted[next] < scored {
-            next += 1;
+    let mut series = Vec::new();
+    let warmup = report.warmup_rows;
+    let dim = learner.dim().unwrap_or(1);
+    let rows = learner.memory_points().len() / dim;
+    let final_k = learner.n_clusters();
+    if let Some(fit) = final_k.and_then(|k| report.fit(k)) {
+        let wanted: Vec<u64> = state.loss_trace.points().iter().map(|p| p.0).collect();
+        let mut cumulative = 0.0;
+        let mut points = Vec::new();
+        let mut next = 0;
+        let predicted = &learner.memory_points()[warmup as usize * dim..];
+        for (index, point) in predicted.chunks_exact(dim).enumerate() {
+            cumulative += fit.centres.nearest(point).1;
+            let round = warmup + index as u64 + 1;
+            while next < wanted.len() && wanted[next] < round {
+                next += 1;
+            }
+            if next < wanted.len() && wanted[next] == round {
+                points.push((round as f64, cumulative));
+            }
         }
-        if next < wanted.len() && wanted[next] == scored {
-            oracle_points.push(((warmup + scored) as f64, cumulative));
+        if points.last().is_none_or(|p| p.0 < rows as f64) {
+            points.push((rows as f64, cumulative));
         }
-    }
-    if oracle_points
-        .last()
-        .is_none_or(|p| p.0 < (warmup + n as u64) as f64)
-    {
-        oracle_points.push(((warmup + n as u64) as f64, cumulative));
-    }
-    let mut bound_points = Vec::new();
-    let steps = 12.min(n);
-    for i in 1..=steps {
-        let prefix = n * i / steps;
-        let (prefix_bound, _, _) = bound_for(learner, data, prefix, restarts, seed)?;
-        bound_points.push(((warmup + prefix as u64) as f64, prefix_bound.value));
-    }
-    Ok(vec![
-        Series {
+        series.push(Series {
             name: format!(
-                "best fixed clustering in hindsight, k = {} (the k of the bound; k-means, an over-estimate)",
-                bound.best_k
+                "best fixed clustering in hindsight with k = k̂_T = {} (k-means, best of {} restarts)",
+                fit.n_clusters, report.restarts
             ),
-            points: oracle_points,
+            points,
             style: SeriesStyle::Dashed,
             colour: 1,
-        },
-        Series {
-            name: "regret bound for the ideal sampler (a = 1 corollary)".to_string(),
-            points: bound_points,
+        });
+    }
+    if report.bound.bound().is_some() {
+        let mut points = Vec::new();
+        let predicted = rows - warmup as usize;
+        let steps = 12.min(predicted);
+        for i in 1..=steps {
+            let prefix = warmup as usize + predicted * i / steps;
+            let bound =
+                ideal_sampler_bound(learner, prefix, restarts, seed).map_err(library_error)?;
+            if let Some(bound) = bound.bound() {
+                points.push((prefix as f64, bound.value));
+            }
+        }
+        series.push(Series {
+            name: format!(
+                "bound on the ideal sampler's expected loss (Li, Guedj & Loustau 2018, a = {})",
+                learner.config().coeff()
+            ),
+            points,
             style: SeriesStyle::Markers,
             colour: 3,
-        },
-    ])
+        });
+    }
+    Ok(series)
 }
 
 fn print_online_report(
@@ -1184,7 +1206,7 @@ fn print_online_report(
     learner: &Paco,
     totals: &OnlineTotals,
     state: &OnlineState,
-    bound: Option<&BoundSummary>,
+    hindsight: Option<&HindsightReport>,
 ) -> anyhow::Result<()> {
     let labels = &reader.layout().feature_labels;
     writeln!(
@@ -1197,20 +1219,32 @@ fn print_online_report(
     if let Some(k) = learner.n_clusters() {
         writeln!(out, "  clusters (k̂)           {k}")?;
     }
-    let changes = state.k_path.changes.len().saturating_sub(1);
+    let changes = state.k_path.total_changes.saturating_sub(1) as usize;
+    let sketch = if state.k_path.is_complete() {
+        ""
+    } else {
+        ", a sketch of them"
+    };
     writeln!(
         out,
-        "  k̂_t path               {} (see --summary)",
+        "  k̂_t path               {} (see --summary{sketch})",
         plural(changes as u64, "change")
     )?;
     writeln!(
         out,
-        "  cumulative loss        {} over {}",
+        "  cumulative loss        {} over {} (this chain)",
         human_number(totals.cumulative_loss),
-        plural(totals.scored_rounds, "scored round")
+        plural(totals.scored_rounds, "predicted row")
     )?;
     if let Some(mean) = totals.mean_loss {
         writeln!(out, "  mean loss per round    {}", human_number(mean))?;
+    }
+    let warmup = totals.rounds - totals.scored_rounds;
+    if warmup > 0 {
+        writeln!(
+            out,
+            "  warm-up rows           {warmup} (not predicted: they fix the centre and R)"
+        )?;
     }
     let report = learner.report();
     if report.iterations > 0 {
@@ -1235,13 +1269,8 @@ fn print_online_report(
             report.points_beyond_radius
         )?;
     }
-    if let Some(bound) = bound {
-        writeln!(
-            out,
-            "  regret bound           {} (ideal sampler; oracle k = {}, over-estimated by k-means)",
-            human_number(bound.value),
-            bound.best_k
-        )?;
+    if let Some(hindsight) = hindsight {
+        print_hindsight(out, learner, hindsight)?;
     }
     writeln!(
         out,
@@ -1250,6 +1279,77 @@ fn print_online_report(
     )?;
     if let Some(centres) = learner.centres() {
         write_centres_table(out, labels, centres, "", |_| String::new())?;
+    }
+    Ok(())
+}
+
+/// The regret against the best fixed clusterings in hindsight and the bound, as the library
+/// reports them.
+fn print_hindsight(
+    out: &mut dyn Write,
+    learner: &Paco,
+    hindsight: &HindsightReport,
+) -> anyhow::Result<()> {
+    match hindsight.no_fits {
+        Some(reason) => writeln!(out, "  regret                 not computed: {reason}")?,
+        None => {
+            writeln!(
+                out,
+                "  regret against the best fixed clustering in hindsight of the predicted rows \
+                 (k-means, best of {} restarts; every k in --summary):",
+                hindsight.restarts
+            )?;
+            let best = hindsight.best().map(|f| f.n_clusters);
+            let shown: Vec<usize> = (1..=6)
+                .chain(learner.n_clusters())
+                .chain(best)
+                .filter(|&k| hindsight.fit(k).is_some())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            for k in shown {
+                let fit = hindsight.fit(k).expect("filtered above");
+                let mut tags = Vec::new();
+                if Some(k) == learner.n_clusters() {
+                    tags.push("k̂_T");
+                }
+                if Some(k) == best {
+                    tags.push("the best in hindsight");
+                }
+                writeln!(
+                    out,
+                    "    k = {k:<4} loss {:<12} regret {}{}",
+                    human_number(fit.loss),
+                    human_number(fit.regret),
+                    if tags.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  ({})", tags.join(", "))
+                    }
+                )?;
+            }
+        }
+    }
+    match &hindsight.bound {
+        IdealSamplerBound::Bound(bound) => {
+            writeln!(
+                out,
+                "  bound                  {} on {}",
+                human_number(bound.value),
+                IdealSamplerBound::WHAT
+            )?;
+            writeln!(
+                out,
+                "                         ({}: a = {}; the k that minimises it: {}; {})",
+                IdealSamplerBound::THEOREM,
+                human_number(bound.settings.coeff),
+                bound.bound_k,
+                IdealSamplerBound::WARMUP_ROWS
+            )?;
+        }
+        IdealSamplerBound::NoBound { reason } => {
+            writeln!(out, "  bound                  none: {reason}")?;
+        }
     }
     Ok(())
 }

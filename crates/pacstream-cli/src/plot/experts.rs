@@ -26,6 +26,10 @@ pub struct ExpertsFigure {
     pub regret: Vec<f64>,
     /// The bound on it, where the rule has one.
     pub bound: Vec<Option<f64>>,
+    /// What the regret and its bound are: `regret` or `expected regret`.
+    pub regret_name: String,
+    /// Whether the run ended without a bound (no theorem covers its settings).
+    pub no_bound: bool,
     /// The learner's average loss per round.
     pub learner_mean: Vec<f64>,
     /// Every expert's average loss per awake round.
@@ -141,7 +145,14 @@ fn draw_regret(
     );
     let mut chart = ChartBuilder::on(area)
         .caption(
-            "cumulative regret against the best expert",
+            if figure.no_bound {
+                format!(
+                    "cumulative {} against the best expert (no bound applies: see the summary)",
+                    figure.regret_name
+                )
+            } else {
+                format!("cumulative {} against the best expert", figure.regret_name)
+            },
             ("sans-serif", 20),
         )
         .margin(12)
@@ -152,7 +163,7 @@ fn draw_regret(
     chart
         .configure_mesh()
         .x_desc("round")
-        .y_desc("regret")
+        .y_desc(figure.regret_name.as_str())
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(draw_error)?;
@@ -166,14 +177,17 @@ fn draw_regret(
             BLACK.stroke_width(2),
         ))
         .map_err(draw_error)?
-        .label("regret")
+        .label(figure.regret_name.as_str())
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
     if !bounds.is_empty() {
         let red = RGBColor(214, 39, 40);
         chart
             .draw_series(LineSeries::new(bounds, red.stroke_width(2)))
             .map_err(draw_error)?
-            .label("theoretical bound")
+            .label(format!(
+                "bound on the {} (the rule's theorem)",
+                figure.regret_name
+            ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], red.stroke_width(2)));
     }
     chart

@@ -1,9 +1,58 @@
-//! Every bound of the family, as a function: the largest cumulative loss the learner can
-//! have, given the horizon T (or the rounds so far), the number of experts N, the rate, the
-//! loss range B and the best expert's cumulative loss (m* mistakes or L*).
+//! Every bound of the family, as a function, and the guarantee of a learner's run.
 //!
-//! Subtract the best expert's loss to get the regret bound. With N = 1 every rule copies the
-//! one expert and every bound returns the best loss itself. Logs are natural.
+//! The functions give the largest cumulative loss the learner can have, given the number of
+//! rounds T (or the horizon), the number of experts N, the rate, the loss range B, the prior
+//! weight π_i of an expert and that expert's cumulative loss (m_i mistakes or L_i). Each holds
+//! against *every* expert i at once (its right-hand side grows with L_i), so subtracting L_i
+//! gives a bound on the regret against expert i. With N = 1 every rule copies the one expert
+//! and every bound returns the expert's loss itself. Logs are natural.
+//!
+//! [`Guarantee`] is what a learner reports about its own run (`regret_bound()` on every rule):
+//! the bound of the theorem that covers exactly its settings — which quantity it bounds
+//! ([`Bounded`]), against which expert, under which theorem — or, when no theorem covers the
+//! settings (EWA on the zero-one loss, AdaHedge or FPL with sleeping experts, losses outside
+//! the range the bound assumes), no bound and the reason. Front-ends print what it says and
+//! never re-derive a formula.
+//!
+//! | rule, schedule | regret against expert i ≤ |
+//! |---|---|
+//! | WM, β | ((ln(1/β) m_i + ln N) / ln(2/(1+β))) − m_i |
+//! | RWM, β (fixed, or tuned for a horizon) | ((ln(1/β) m_i + ln N) / (1 − β)) − m_i, in expectation |
+//! | RWM, doubling | Σ_m min(ℓ_m, (c_m − 1) ℓ_m + ln N/(1 − β_m)), in expectation |
+//! | Hedge/EWA, fixed η (or η tuned for a horizon) | ln(1/π_i)/η + η B² T/8 |
+//! | Hedge/EWA, anytime | ln(1/π_i) B √T/√(8 ln N) + B √(ln N/8) (2√T − 1) |
+//! | Hedge/EWA, doubling | Σ_m [ln(1/π_i)/η_m + η_m B² ℓ_m/8] over the epochs |
+//! | Hedge/EWA, AdaHedge | (1 + ln(1/π_i)/ln N) (S/2 + √(S²/4 + ln N Σ_t s_t²/4)) |
+//! | FPL, η | (η' L_i + B ln N)/(1 − e^{−η'}) − L_i, η' = ηB, in expectation |
+//!
+//! **The prior.** Exponential weights with a prior π pay ln(1/π_i) instead of ln N against
+//! expert i; every Hedge/EWA row above is the prior form (π_i = 1/N gives the uniform one).
+//! The learning rates stay the uniform tunings (they use ln N); the bounds are derived for
+//! exactly those rates:
+//!
+//! - *anytime*: with weights ∝ π e^{−η_t L_{t−1}} and η_t non-increasing, the mix losses sum to
+//!   at most −(1/η_T) ln Σ_i π_i e^{−η_T L_{T,i}} ≤ L_i + ln(1/π_i)/η_T (the function
+//!   η ↦ −(1/η) ln Σ π e^{−η L} does not increase with η), and each round's mixture loss
+//!   exceeds its mix loss by at most η_t B²/8 (Hoeffding's lemma); Σ_{t≤T} t^{−1/2} ≤ 2√T − 1.
+//!   For the uniform prior this is B √(ln N/8)(3√T − 1), below the
+//!   B(√(2T ln N) + √(ln N/8)) of the usual statement.
+//! - *doubling*: the fixed-rate bound in each epoch (the weights restart from the prior),
+//!   summed; for the uniform prior it is below B √(T ln N)/(√2 − 1).
+//! - *AdaHedge* (de Rooij, van Erven, Grünwald & Koolen, JMLR 2014): the same mix-loss
+//!   argument gives R_i ≤ ln(1/π_i)/η_T + Δ_T ≤ (1 + ln(1/π_i)/ln N) Δ_T, since
+//!   η_T = ln N/Δ_{T−1}. With s_t the range of the round's losses (largest minus smallest),
+//!   each round's gap is δ_t ≤ min(s_t, η_t s_t²/8) (Hoeffding), so
+//!   Δ_T² = Σ_t (2 δ_t Δ_{t−1} + δ_t²) ≤ (ln N/4) Σ_t s_t² + S Δ_T with S = max_t s_t, whence
+//!   Δ_T ≤ S/2 + √(S²/4 + ln N Σ_t s_t²/4). The learner keeps S and Σ_t s_t², so this needs
+//!   no loss range. For the uniform prior and losses in a known [0, B], the paper's
+//!   Theorem 8, 2√(ln N · L_i (BT − L_i)/T) + B(16/3 ln N + 2), is also a bound; the smaller
+//!   of the two is reported.
+//!
+//! **Sleeping experts** (specialists): an asleep expert is charged the learner's loss, which
+//! keeps the exponential-weights analysis of the fixed, horizon, anytime and doubling rates
+//! intact with T the total number of rounds. AdaHedge's gap is computed over the awake
+//! experts only, which the argument above does not cover, and FPL's bound has no sleeping
+//! form: with sleeping experts those two report no bound.
 //!
 //! ```
 //! use pacstream::experts::bounds;
@@ -12,7 +61,15 @@
 //! let bound = bounds::weighted_majority(10, 0.5, 5.0);
 //! assert!((bound - (2f64.ln() * 5.0 + 10f64.ln()) / (4.0f64 / 3.0).ln()).abs() < 1e-12);
 //! assert_eq!(bounds::hedge_tuned(1000, 1, 1.0, 7.0), 7.0);
+//! // Against an expert of prior weight 0.001 rather than ½, a fixed rate pays ln 500 more / η.
+//! let (light, even) = (
+//!     bounds::hedge_fixed(1000, 0.1, 1.0, 0.001, 0.0),
+//!     bounds::hedge_fixed(1000, 0.1, 1.0, 0.5, 0.0),
+//! );
+//! assert!((light - even - 500f64.ln() / 0.1).abs() < 1e-9);
 //! ```
+
+use serde::{Deserialize, Serialize};
 
 use super::schedule::epoch_length;
 
@@ -36,7 +93,7 @@ pub fn randomized_weighted_majority(n_experts: usize, beta: f64, best_mistakes: 
     ((1.0 / beta).ln() * best_mistakes + ln_n(n_experts)) / (1.0 - beta)
 }
 
-/// The seed's simplified form for β ≥ ½: E L_T ≤ (2 − β)·m* + ln N / (1 − β)
+/// The lecture notes' simplified form for β ≥ ½: E L_T ≤ (2 − β)·m* + ln N / (1 − β)
 /// (from −ln(1 − x) ≤ x + x² for x ≤ ½).
 pub fn randomized_weighted_majority_simple(n_experts: usize, beta: f64, best_mistakes: f64) -> f64 {
     if n_experts <= 1 {
@@ -124,9 +181,44 @@ pub fn hedge_tuned(horizon: u64, n_experts: usize, loss_bound: f64, best_loss: f
     best_loss + loss_bound * (horizon as f64 * ln_n(n_experts) / 2.0).sqrt()
 }
 
-/// Hedge with the doubling trick (η_m = √(8 ln N / 2^m) / B, restarted):
-/// L̂_T ≤ L* + B √(T ln N) / (√2 − 1).
-pub fn hedge_doubling(rounds: u64, n_experts: usize, loss_bound: f64, best_loss: f64) -> f64 {
+/// Hedge with the doubling trick (η_m = √(8 ln N / 2^m) / B in epoch m, the weights restarted
+/// from the prior), against an expert of prior weight π: the fixed-rate bound of each epoch,
+/// summed,
+/// L̂_T ≤ L + Σ_m [ln(1/π)/η_m + η_m B² ℓ_m / 8],
+/// ℓ_m the number of rounds of epoch m that are ≤ T. For the uniform prior (π = 1/N) it is
+/// below the closed form B √(T ln N) / (√2 − 1).
+pub fn hedge_doubling(
+    rounds: u64,
+    n_experts: usize,
+    loss_bound: f64,
+    prior_weight: f64,
+    best_loss: f64,
+) -> f64 {
+    if n_experts <= 1 || prior_weight >= 1.0 {
+        return best_loss;
+    }
+    let log_n = ln_n(n_experts);
+    let log_inverse_prior = (1.0 / prior_weight).ln();
+    let mut total = 0.0;
+    let mut start = 1u64;
+    while start <= rounds {
+        let length = epoch_length(start);
+        let rounds_in_epoch = (rounds - start + 1).min(length) as f64;
+        let eta = (8.0 * log_n / length as f64).sqrt() / loss_bound;
+        total += log_inverse_prior / eta + eta * loss_bound * loss_bound * rounds_in_epoch / 8.0;
+        start += length;
+    }
+    best_loss + total
+}
+
+/// The closed form of the doubling trick for the uniform prior:
+/// L̂_T ≤ L* + B √(T ln N) / (√2 − 1) (at least [`hedge_doubling`]).
+pub fn hedge_doubling_closed_form(
+    rounds: u64,
+    n_experts: usize,
+    loss_bound: f64,
+    best_loss: f64,
+) -> f64 {
     if n_experts <= 1 {
         return best_loss;
     }
@@ -134,18 +226,94 @@ pub fn hedge_doubling(rounds: u64, n_experts: usize, loss_bound: f64, best_loss:
         + loss_bound * (rounds as f64 * ln_n(n_experts)).sqrt() / (std::f64::consts::SQRT_2 - 1.0)
 }
 
-/// Anytime Hedge (η_t = √(8 ln N / t) / B, uniform prior):
-/// L̂_T ≤ L* + B (√(2 T ln N) + √(ln N / 8)).
-pub fn hedge_anytime(rounds: u64, n_experts: usize, loss_bound: f64, best_loss: f64) -> f64 {
-    if n_experts <= 1 {
+/// Anytime Hedge (η_t = √(8 ln N / t) / B, no restart), against an expert of prior weight π:
+/// L̂_T ≤ L + ln(1/π)/η_T + Σ_{t≤T} η_t B²/8
+///      ≤ L + ln(1/π) B √T / √(8 ln N) + B √(ln N / 8) (2√T − 1)
+/// (see the module documentation). For the uniform prior this is B √(ln N/8) (3√T − 1),
+/// below the usual B (√(2T ln N) + √(ln N / 8)).
+pub fn hedge_anytime(
+    rounds: u64,
+    n_experts: usize,
+    loss_bound: f64,
+    prior_weight: f64,
+    best_loss: f64,
+) -> f64 {
+    if n_experts <= 1 || prior_weight >= 1.0 || rounds == 0 {
         return best_loss;
     }
     let log_n = ln_n(n_experts);
-    best_loss + loss_bound * ((2.0 * rounds as f64 * log_n).sqrt() + (log_n / 8.0).sqrt())
+    let root_t = (rounds as f64).sqrt();
+    best_loss
+        + (1.0 / prior_weight).ln() * loss_bound * root_t / (8.0 * log_n).sqrt()
+        + loss_bound * (log_n / 8.0).sqrt() * (2.0 * root_t - 1.0)
 }
 
-/// AdaHedge (de Rooij, van Erven, Grünwald & Koolen, JMLR 2014, Theorem 8), for losses in
-/// [0, B]: L̂_T ≤ L* + 2√(ln N · L*(BT − L*)/T) + B(16/3 ln N + 2). AdaHedge is invariant under
+/// Hedge with η = √(8 ln N / H) / B tuned for a horizon H, after T rounds (any T, before or
+/// beyond H), against an expert of prior weight π: the fixed-rate bound at that η.
+pub fn hedge_horizon(
+    rounds: u64,
+    horizon: u64,
+    n_experts: usize,
+    loss_bound: f64,
+    prior_weight: f64,
+    best_loss: f64,
+) -> f64 {
+    if n_experts <= 1 || prior_weight >= 1.0 {
+        return best_loss;
+    }
+    let eta = (8.0 * ln_n(n_experts) / horizon as f64).sqrt() / loss_bound;
+    hedge_fixed(rounds, eta, loss_bound, prior_weight, best_loss)
+}
+
+/// What AdaHedge's bound needs from a run: the largest range S = max_t s_t of a round's
+/// losses (largest minus smallest) and Σ_t s_t².
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LossRanges {
+    /// S = max_t s_t.
+    pub largest: f64,
+    /// Σ_t s_t².
+    pub sum_of_squares: f64,
+}
+
+impl LossRanges {
+    /// Adds a round whose losses span `range`.
+    pub fn add(&mut self, range: f64) {
+        let range = range.max(0.0);
+        self.largest = self.largest.max(range);
+        self.sum_of_squares += range * range;
+    }
+
+    /// Whether both values are finite and ≥ 0.
+    pub(crate) fn is_valid(&self) -> bool {
+        self.largest.is_finite()
+            && self.largest >= 0.0
+            && self.sum_of_squares.is_finite()
+            && self.sum_of_squares >= 0.0
+    }
+}
+
+/// AdaHedge (η_t = ln N / Δ_{t−1}) against an expert of prior weight π, from the ranges of
+/// the losses it was given (no loss bound needed; see the module documentation):
+/// L̂_T ≤ L + (1 + ln(1/π)/ln N) (S/2 + √(S²/4 + ln N Σ_t s_t² / 4)).
+/// For the uniform prior and losses of range at most B, this is at most
+/// B (1 + √(1 + T ln N)).
+pub fn adahedge_ranges(
+    n_experts: usize,
+    prior_weight: f64,
+    ranges: LossRanges,
+    best_loss: f64,
+) -> f64 {
+    if n_experts <= 1 || prior_weight >= 1.0 {
+        return best_loss;
+    }
+    let log_n = ln_n(n_experts);
+    let s = ranges.largest;
+    let gap = 0.5 * s + (0.25 * s * s + 0.25 * log_n * ranges.sum_of_squares).sqrt();
+    best_loss + (1.0 + (1.0 / prior_weight).ln() / log_n) * gap
+}
+
+/// AdaHedge (de Rooij, van Erven, Grünwald & Koolen, JMLR 2014, Theorem 8), uniform prior,
+/// for losses in [0, B]: L̂_T ≤ L* + 2√(ln N · L*(BT − L*)/T) + B(16/3 ln N + 2). AdaHedge is invariant under
 /// rescaling the losses, so the paper's [0, 1] statement carries over with L* → L*/B and the
 /// regret multiplied by B.
 pub fn adahedge(rounds: u64, n_experts: usize, loss_bound: f64, best_loss: f64) -> f64 {
@@ -177,6 +345,175 @@ pub fn fpl_expected_simple(n_experts: usize, eta: f64, loss_bound: f64, best_los
     (1.0 + scaled_eta) * best_loss + (1.0 + 1.0 / scaled_eta) * loss_bound * ln_n(n_experts)
 }
 
+/// What a reported bound bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bounded {
+    /// The regret of the learner's loss on every sequence: Weighted Majority's mistakes,
+    /// Hedge's mixture loss (with sampling, the expected loss of the sampled expert), EWA's
+    /// ℓ(ŷ_t, y_t).
+    Regret,
+    /// The expected regret of a randomised learner (RWM's expected mistakes, FPL's expected
+    /// loss): the realised loss of one run may exceed it.
+    ExpectedRegret,
+}
+
+impl Bounded {
+    /// A name for reports: `regret` or `expected regret`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Bounded::Regret => "regret",
+            Bounded::ExpectedRegret => "expected regret",
+        }
+    }
+}
+
+/// A bound on the regret against one expert, from the theorem that covers the learner's
+/// settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegretBound {
+    /// The bound.
+    pub value: f64,
+    /// The expert the regret is measured against (on its awake rounds).
+    pub expert: usize,
+    /// What is bounded.
+    pub bounded: Bounded,
+    /// The theorem and its form.
+    pub theorem: &'static str,
+}
+
+/// What a learner can guarantee about its run: a bound, or no bound and why.
+///
+/// ```
+/// use pacstream::experts::{EwaParams, HedgeParams, LearningRate, Loss, LossRound, AdviceRound};
+/// use pacstream::experts::bounds::{Bounded, Guarantee};
+/// use pacstream::OnlineLearner;
+///
+/// // Hedge with a prior: the bound is against the best expert, at its own prior weight.
+/// let mut hedge = HedgeParams::new(2)
+///     .learning_rate(LearningRate::Horizon(1000))
+///     .loss_bound(1.0)
+///     .prior(vec![0.001, 0.999])
+///     .check()?
+///     .build();
+/// for _ in 0..1000 {
+///     hedge.learn_one(LossRound::new(&[0.0, 1.0]))?;
+/// }
+/// let Guarantee::Bound(bound) = hedge.regret_bound() else { panic!("a bound") };
+/// assert_eq!((bound.expert, bound.bounded), (0, Bounded::Regret));
+/// assert!(hedge.ledger().regret() <= bound.value);
+///
+/// // EWA on the zero-one loss: the mixture of real-valued advice can miss every round while
+/// // an expert never does; no theorem bounds that.
+/// let mut ewa = EwaParams::new(2).loss(Loss::ZeroOne).check()?.build();
+/// ewa.learn_one(AdviceRound::new(&[0.0, 1.0], 1.0))?;
+/// assert!(matches!(ewa.regret_bound(), Guarantee::NoBound { .. }));
+/// # Ok::<(), pacstream::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Guarantee {
+    /// The bound of the theorem for exactly these settings.
+    Bound(RegretBound),
+    /// No theorem covers these settings, or the run broke an assumption of the theorem.
+    NoBound {
+        /// What the learner's regret is (there is no bound on it).
+        bounded: Bounded,
+        /// Why.
+        reason: &'static str,
+    },
+}
+
+impl Guarantee {
+    /// The bound's value, if there is one.
+    pub fn value(&self) -> Option<f64> {
+        match self {
+            Guarantee::Bound(bound) => Some(bound.value),
+            Guarantee::NoBound { .. } => None,
+        }
+    }
+
+    /// What the learner's regret is: of its loss, or expected.
+    pub fn bounded(&self) -> Bounded {
+        match self {
+            Guarantee::Bound(bound) => bound.bounded,
+            Guarantee::NoBound { bounded, .. } => *bounded,
+        }
+    }
+
+    pub(crate) fn none(bounded: Bounded, reason: &'static str) -> Self {
+        Guarantee::NoBound { bounded, reason }
+    }
+}
+
+/// The reason when a loss fell outside the range a bound assumes.
+pub(crate) const OUT_OF_RANGE: &str =
+    "in some rounds a loss fell outside the range [0, B] the bound assumes (check the loss bound)";
+
+/// The bound of an exponential-weights rule (Hedge, or EWA through Jensen or the gradient
+/// trick) against `expert`, from the state of its round machinery.
+pub(crate) fn exponential_weights(
+    core: &super::core::Core,
+    expert: usize,
+    loss_range: f64,
+    known_range: bool,
+) -> Guarantee {
+    use super::schedule::LearningRate;
+    let n = core.n_experts();
+    if core.out_of_range_rounds > 0 {
+        return Guarantee::none(Bounded::Regret, OUT_OF_RANGE);
+    }
+    let sleeping = core.ledger.has_sleeping_rounds();
+    let rounds = core.n_rounds;
+    let prior = core.weights.log_prior(expert).exp();
+    let loss = core.ledger.expert_losses()[expert];
+    let (bound, theorem) = match core.schedule.rate {
+        LearningRate::Fixed(eta) => (
+            hedge_fixed(rounds, eta, loss_range, prior, loss),
+            "exponential weights, fixed rate: ln(1/π_i)/η + ηB²T/8",
+        ),
+        LearningRate::Horizon(horizon) => (
+            hedge_horizon(rounds, horizon, n, loss_range, prior, loss),
+            "exponential weights, rate tuned for the horizon H: ln(1/π_i)/η + ηB²T/8, η = √(8 ln N/H)/B",
+        ),
+        LearningRate::Anytime => (
+            hedge_anytime(rounds, n, loss_range, prior, loss),
+            "exponential weights, anytime rate: ln(1/π_i)B√T/√(8 ln N) + B√(ln N/8)(2√T − 1)",
+        ),
+        LearningRate::Doubling => (
+            hedge_doubling(rounds, n, loss_range, prior, loss),
+            "exponential weights, doubling trick: Σ over epochs of ln(1/π_i)/η_m + η_m B² ℓ_m/8",
+        ),
+        LearningRate::AdaHedge => {
+            if sleeping && n > 1 {
+                return Guarantee::none(
+                    Bounded::Regret,
+                    "AdaHedge's bound does not cover sleeping experts (its gap is over the awake experts)",
+                );
+            }
+            let ranges = adahedge_ranges(n, prior, core.schedule.ranges, loss);
+            let uniform = (prior * n as f64 - 1.0).abs() < 1e-12;
+            if uniform && known_range {
+                (
+                    ranges.min(adahedge(rounds, n, loss_range, loss)),
+                    "AdaHedge (de Rooij et al. 2014): the smaller of Theorem 8 and (1 + ln(1/π_i)/ln N)(S/2 + √(S²/4 + ln N Σ s_t²/4))",
+                )
+            } else {
+                (
+                    ranges,
+                    "AdaHedge (de Rooij et al. 2014): (1 + ln(1/π_i)/ln N)(S/2 + √(S²/4 + ln N Σ s_t²/4))",
+                )
+            }
+        }
+    };
+    Guarantee::Bound(RegretBound {
+        value: (bound - loss).max(0.0),
+        expert,
+        bounded: Bounded::Regret,
+        theorem,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +525,13 @@ mod tests {
         assert_eq!(randomized_weighted_majority_doubling_sum(100, 1, 3.0), 3.0);
         assert_eq!(hedge_fixed(100, 0.1, 1.0, 1.0, 3.0), 3.0);
         assert_eq!(adahedge(100, 1, 1.0, 3.0), 3.0);
+        assert_eq!(hedge_anytime(100, 1, 1.0, 1.0, 3.0), 3.0);
+        assert_eq!(hedge_doubling(100, 1, 1.0, 1.0, 3.0), 3.0);
+        let ranges = LossRanges {
+            largest: 1.0,
+            sum_of_squares: 100.0,
+        };
+        assert_eq!(adahedge_ranges(1, 1.0, ranges, 3.0), 3.0);
         assert_eq!(fpl_expected(1, 0.5, 1.0, 3.0), 3.0);
     }
 
@@ -204,6 +548,34 @@ mod tests {
         for eta in [0.01, 0.5, 1.0] {
             assert!(fpl_expected_simple(7, eta, 1.0, 10.0) >= fpl_expected(7, eta, 1.0, 10.0));
         }
+    }
+
+    /// The prior forms, at π = 1/N, are at most the uniform closed forms of the spec.
+    #[test]
+    fn prior_forms_at_the_uniform_prior_are_within_the_closed_forms() {
+        for n in [2usize, 10, 1000] {
+            let uniform = 1.0 / n as f64;
+            for t in [1u64, 2, 3, 10, 100, 1000, 12345] {
+                let log_n = (n as f64).ln();
+                let spec_anytime = 2.0 * ((2.0 * t as f64 * log_n).sqrt() + (log_n / 8.0).sqrt());
+                assert!(hedge_anytime(t, n, 2.0, uniform, 0.0) <= spec_anytime);
+                let doubling = hedge_doubling(t, n, 2.0, uniform, 0.0);
+                assert!(doubling <= hedge_doubling_closed_form(t, n, 2.0, 0.0) + 1e-9);
+                let ranges = LossRanges {
+                    largest: 2.0,
+                    sum_of_squares: 4.0 * t as f64,
+                };
+                let worst = 2.0 * (1.0 + (1.0 + t as f64 * log_n).sqrt());
+                assert!(adahedge_ranges(n, uniform, ranges, 0.0) <= worst + 1e-9);
+                let tuned = hedge_tuned(t, n, 2.0, 0.0);
+                assert!((hedge_horizon(t, t, n, 2.0, uniform, 0.0) - tuned).abs() < 1e-9 * tuned);
+            }
+        }
+        // A light prior weight costs ln(1/π) instead of ln N.
+        let heavy = hedge_anytime(100, 2, 1.0, 0.5, 0.0);
+        let light = hedge_anytime(100, 2, 1.0, 0.001, 0.0);
+        let extra = (500f64).ln() * 10.0 / (8.0 * 2f64.ln()).sqrt();
+        assert!((light - heavy - extra).abs() < 1e-9);
     }
 
     #[test]

@@ -6,9 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use super::oracle::ExpertLedger;
 use super::schedule::{LearningRate, Schedule, Tuning};
-use super::weights::ExpWeights;
+use super::weights::{
+    Charging, ExpWeights, GivenCharges, RoundPass, RoundTotals, padded, quad, tail_mask,
+};
+use crate::data::check_finite;
 use crate::error::{Error, Result};
-use crate::kernels::{self, Kernel};
+use crate::kernels::{self, QUAD, Quad, QuadKernel};
 
 /// The range of charged losses the bounds assume; rounds outside it are counted, not refused.
 /// Without a loss bound (AdaHedge needs none) nothing is counted.
@@ -88,6 +91,13 @@ pub(crate) struct Core {
     /// EWA's linearised losses this round (scratch).
     #[serde(skip)]
     pub(crate) gradient_charges: Vec<f64>,
+    /// Where the fused pass writes the experts' next charged losses C' (scratch, swapped in
+    /// on success).
+    #[serde(skip)]
+    spare_charged: Vec<f64>,
+    /// Where the fused pass writes the ledger's next cumulative losses (scratch).
+    #[serde(skip)]
+    spare_totals: Vec<f64>,
 }
 
 impl Core {
@@ -112,6 +122,8 @@ impl Core {
             charges: vec![0.0; n_experts],
             expert_losses: vec![0.0; n_experts],
             gradient_charges: vec![0.0; n_experts],
+            spare_charged: vec![0.0; n_experts],
+            spare_totals: vec![0.0; n_experts],
         })
     }
 
@@ -125,12 +137,16 @@ impl Core {
     pub(crate) fn begin(&mut self, awake: Option<&[bool]>) -> f64 {
         let n = self.n_experts();
         // Scratch buffers are not part of snapshots: size them after a restore.
-        for buffer in [
-            &mut self.probabilities,
-            &mut self.charges,
-            &mut self.expert_losses,
-        ] {
-            buffer.resize(n, 0.0);
+        if self.spare_totals.len() != n {
+            for buffer in [
+                &mut self.probabilities,
+                &mut self.charges,
+                &mut self.expert_losses,
+                &mut self.spare_charged,
+                &mut self.spare_totals,
+            ] {
+                buffer.resize(n, 0.0);
+            }
         }
         let round = self.n_rounds + 1;
         if self.schedule.restarts_at(round) {
@@ -158,10 +174,139 @@ impl Core {
         eta
     }
 
+    /// The learning rate of round t + 1 if round t = n_rounds + 1 can be played by one fused
+    /// pass ([`Core::play`]): no restart at t or t + 1, and η_t, η_{t+1} finite and known
+    /// before round t is played (not AdaHedge, whose next rate depends on this round's gap).
+    pub(crate) fn single_pass_rate(&self) -> Option<f64> {
+        if matches!(self.schedule.rate, LearningRate::AdaHedge) {
+            return None;
+        }
+        let round = self.n_rounds + 1;
+        if self.schedule.restarts_at(round) || self.schedule.restarts_at(round + 1) {
+            return None;
+        }
+        let next = self.schedule.eta(round + 1);
+        (self.schedule.eta(round).is_finite() && next.is_finite()).then_some(next)
+    }
+
+    /// Plays round t = n_rounds + 1, every expert awake, in one pass over the experts
+    /// ([`RoundPass`]): checks `values` (finite), mixes them by p_t, charges expert i what
+    /// `charging` makes of (`values[i]`, `aux[i]`) and records its own loss, and prepares the
+    /// weights of round t + 1 (rate `next_eta`, from [`Core::single_pass_rate`]).
+    /// `learner_loss` maps the mixture Σ_i p_{t,i} v_i to the learner's loss. Returns
+    /// `Some((η_t, mixture, learner's loss))`; an error for a non-finite value; `None` if the
+    /// mixture overflowed with finite values (the caller then plays the round the general
+    /// way). Unless it returns `Some`, the learner is as it was.
+    pub(crate) fn play<F: Charging>(
+        &mut self,
+        values: &[f64],
+        aux: &[f64],
+        charging: F,
+        next_eta: f64,
+        learner_loss: impl FnOnce(f64) -> f64,
+    ) -> Result<Option<(f64, f64, f64)>> {
+        let eta = self.begin(None);
+        let totals = self.pass(values, aux, charging, next_eta);
+        if !totals.finite {
+            // The pass wrote over the cached weights; nothing else was touched.
+            self.ready = None;
+            check_finite(values)?;
+            return Ok(None);
+        }
+        let mixture = totals.mixture * self.scale;
+        let loss = learner_loss(mixture);
+        self.commit(&totals, next_eta, loss);
+        Ok(Some((eta, mixture, loss)))
+    }
+
+    /// Round t = n_rounds + 1 with every expert awake, for a rule whose charges depend on the
+    /// mixture (EWA's linearised losses): first η_t and Σ_i p_{t,i} v_i, checking the values
+    /// (an error leaves the learner as it was); then [`Core::settle`]. Call only when
+    /// [`Core::single_pass_rate`] is `Some`.
+    pub(crate) fn checked_mixture(&mut self, values: &[f64]) -> Result<(f64, f64)> {
+        let eta = self.begin(None);
+        let unscaled = kernels::dispatch_quad(Dot(&self.probabilities, values));
+        if !unscaled.is_finite() {
+            check_finite(values)?;
+        }
+        Ok((eta, unscaled * self.scale))
+    }
+
+    /// The second pass of [`Core::checked_mixture`]: charges, ledger and next weights, as in
+    /// [`Core::play`].
+    pub(crate) fn settle<F: Charging>(
+        &mut self,
+        values: &[f64],
+        aux: &[f64],
+        charging: F,
+        next_eta: f64,
+        learner_loss: f64,
+    ) {
+        let totals = self.pass(values, aux, charging, next_eta);
+        self.commit(&totals, next_eta, learner_loss);
+    }
+
+    fn pass<F: Charging>(
+        &mut self,
+        values: &[f64],
+        aux: &[f64],
+        charging: F,
+        next_eta: f64,
+    ) -> RoundTotals {
+        kernels::dispatch_quad(&mut RoundPass {
+            values,
+            aux,
+            charging,
+            weights: &mut self.probabilities,
+            charged: self.weights.charged(),
+            charged_next: &mut self.spare_charged,
+            log_prior: self.weights.log_priors(),
+            totals: self.ledger.expert_losses(),
+            totals_next: &mut self.spare_totals,
+            eta: next_eta,
+            shift: self.weights.least(),
+            range: self.range.interval(),
+        })
+    }
+
+    /// Takes the results of a [`RoundPass`] into the state and ends the round.
+    fn commit(&mut self, totals: &RoundTotals, next_eta: f64, learner_loss: f64) {
+        let before = self.weights.least();
+        self.weights
+            .swap_charged(&mut self.spare_charged, totals.least_charged);
+        self.ledger.record_totals(
+            learner_loss,
+            &mut self.spare_totals,
+            totals.least_total,
+            totals.least_total_at,
+        );
+        self.shift = before;
+        self.prepare(next_eta, totals.weight_total);
+        self.out_of_range_rounds += u64::from(totals.outside);
+        self.n_rounds += 1;
+    }
+
+    /// Keeps the canonical weights of the next round just written with the shift
+    /// `self.shift` (their sum `total`), unless they must be re-shifted to the new least
+    /// loss: when every weight underflowed (the losses moved by more than ~700/η), or some
+    /// exponent is above 700 (negative linearised losses pulled C below the shift), where
+    /// the exponential would saturate.
+    fn prepare(&mut self, next_eta: f64, mut total: f64) {
+        let largest_exponent = next_eta * (self.shift - self.weights.least());
+        if largest_exponent > 700.0 || total <= 1e-250 || !total.is_finite() {
+            self.shift = self.weights.least();
+            total = self
+                .weights
+                .canonical_weights(next_eta, self.shift, &mut self.probabilities);
+        }
+        self.scale = 1.0 / total;
+        self.ready = Some(next_eta);
+    }
+
     /// Σ_i p_i v_i over the awake experts (asleep values may be anything, even NaN).
     pub(crate) fn mixture(&self, values: &[f64], awake: Option<&[bool]>) -> f64 {
         let unscaled = match awake {
-            None => kernels::dispatch(Dot(&self.probabilities, values)),
+            None => kernels::dispatch_quad(Dot(&self.probabilities, values)),
             Some(awake) => (0..values.len())
                 .filter(|&i| awake[i])
                 .map(|i| self.probabilities[i] * values[i])
@@ -183,22 +328,29 @@ impl Core {
         learner_loss: f64,
         expert_losses: &[f64],
     ) {
+        // The scratch buffer is taken out so that the charges do not borrow the core.
+        let mut masked = std::mem::take(&mut self.charges);
         let charges = match awake {
             None => charges,
             Some(awake) => {
-                for ((slot, &charge), &is_awake) in self.charges.iter_mut().zip(charges).zip(awake)
-                {
+                for ((slot, &charge), &is_awake) in masked.iter_mut().zip(charges).zip(awake) {
                     *slot = if is_awake { charge } else { asleep_charge };
                 }
-                &self.charges
+                &masked
             }
         };
         if matches!(self.schedule.rate, LearningRate::AdaHedge) {
             // δ_t = h_t − m_t: the mixture loss of the charged losses minus their mix loss,
             // both under p_t (asleep experts have weight 0).
-            let mixture = kernels::dispatch(Dot(&self.probabilities, charges)) * self.scale;
+            let mixture = kernels::dispatch_quad(Dot(&self.probabilities, charges)) * self.scale;
             let mix = ExpWeights::mix_loss(eta, &self.probabilities, self.scale, charges);
-            self.schedule.add_gap(mixture - mix);
+            // The range of the round's charges, which AdaHedge's bound needs (it has no B).
+            let (low, high) = charges
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &c| {
+                    (low.min(c), high.max(c))
+                });
+            self.schedule.add_round(mixture - mix, high - low);
         }
         let before = self.weights.least();
         let next_round = self.n_rounds + 2;
@@ -215,9 +367,15 @@ impl Core {
                     false
                 }
             }
+        } else if awake.is_none() {
+            // Charge, check, record and weigh the next round in one pass over the experts.
+            let totals = self.pass(charges, expert_losses, GivenCharges, next_eta);
+            self.commit(&totals, next_eta, learner_loss);
+            self.charges = masked;
+            return;
         } else {
             // Charge, check and weigh the next round in one pass over the experts.
-            let (outside, mut total) = self.weights.charge_and_weigh(
+            let (outside, total) = self.weights.charge_and_weigh(
                 charges,
                 range,
                 next_eta,
@@ -225,24 +383,13 @@ impl Core {
                 &mut self.probabilities,
             );
             self.shift = before;
-            // Re-shift to the new least, so that the largest exponent is ≤ 0, if every weight
-            // underflowed (the losses moved by more than ~700/η), or if some exponent is
-            // above 700 (negative linearised losses pulled C below the shift), where exp
-            // would saturate.
-            let largest_exponent = next_eta * (before - self.weights.least());
-            if largest_exponent > 700.0 || total <= 1e-250 {
-                self.shift = self.weights.least();
-                total =
-                    self.weights
-                        .canonical_weights(next_eta, self.shift, &mut self.probabilities);
-            }
-            self.scale = 1.0 / total;
-            self.ready = Some(next_eta);
+            self.prepare(next_eta, total);
             outside
         };
         self.out_of_range_rounds += u64::from(outside);
         self.ledger.record(learner_loss, expert_losses, awake);
         self.n_rounds += 1;
+        self.charges = masked;
     }
 
     /// The weights the next round would use with every expert awake.
@@ -262,7 +409,11 @@ impl Core {
         self.ledger.validate_snapshot(self.n_experts())?;
         let width = self.range.width();
         let gap = self.schedule.gap;
-        let in_range = gap.is_finite() && gap >= 0.0 && width.is_finite() && width > 0.0;
+        let in_range = gap.is_finite()
+            && gap >= 0.0
+            && width.is_finite()
+            && width > 0.0
+            && self.schedule.ranges.is_valid();
         let schedule_width = self.schedule.loss_range;
         if !in_range
             || schedule_width != width
@@ -277,19 +428,121 @@ impl Core {
     }
 }
 
-/// Σ_i a_i b_i.
+/// Σ_i a_i b_i, over the lanes of the fused pass (so that every path mixes the same way).
 struct Dot<'a>(&'a [f64], &'a [f64]);
 
-impl Kernel for Dot<'_> {
+impl QuadKernel for Dot<'_> {
     type Output = f64;
 
     #[inline(always)]
-    fn run(self) -> f64 {
-        kernels::dot(self.0, self.1)
+    fn run<Q: Quad>(self, q: Q) -> f64 {
+        let (weights, values) = (self.0, self.1);
+        let n = values.len();
+        assert_eq!(weights.len(), n);
+        let mut dot = q.splat(0.0);
+        let full = n - n % QUAD;
+        for base in (0..full).step_by(QUAD) {
+            dot = q.mul_add(q.load(quad(weights, base)), q.load(quad(values, base)), dot);
+        }
+        if full < n {
+            let product = q.mul_add(
+                q.load(&padded(weights, full)),
+                q.load(&padded(values, full)),
+                dot,
+            );
+            dot = q.select(tail_mask(q, n - full), product, dot);
+        }
+        kernels::sum_quad(q.to_array(dot))
     }
 }
 
 /// `Some(η)`, or `None` for an infinite rate.
 pub(crate) fn finite_rate(eta: f64) -> Option<f64> {
     eta.is_finite().then_some(eta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::weights::OwnLoss;
+    use super::*;
+
+    /// Checks the cached weights of the round about to be played against the definition
+    /// p_i ∝ exp(−η (C_i − shift)) evaluated with the standard library's exponential: each
+    /// within the exponential's stated relative error 1e−13, exactly 0 where the argument is
+    /// below −708 (the true value is below 3.3e−308); and against weights recomputed from the
+    /// serialised state (what a restored snapshot uses), bit for bit.
+    fn check_round(core: &mut Core, eta: f64) {
+        let scale = core.scale;
+        let cached = core.probabilities.clone();
+        for (i, &w) in cached.iter().enumerate() {
+            let argument = -eta * (core.weights.charged()[i] - core.shift);
+            // The engine's invariant: no exponent above 700 (the exponential's domain ends
+            // at 709, and the sum must not overflow).
+            assert!(argument <= 700.0, "expert {i}: exponent {argument}");
+            let exact = argument.exp();
+            if argument < -708.0 {
+                assert_eq!(w, 0.0, "expert {i}: argument {argument}");
+            } else {
+                assert!(
+                    (w - exact).abs() <= 1e-13 * exact,
+                    "expert {i}: {w} vs {exact}"
+                );
+            }
+        }
+        let mut restored: Core =
+            serde_json::from_str(&serde_json::to_string(core).unwrap()).unwrap();
+        assert_eq!(restored.begin(None), eta);
+        assert_eq!(restored.scale.to_bits(), scale.to_bits());
+        let recomputed: Vec<u64> = restored.probabilities.iter().map(|p| p.to_bits()).collect();
+        let kept: Vec<u64> = cached.iter().map(|p| p.to_bits()).collect();
+        assert_eq!(recomputed, kept);
+    }
+
+    /// The fused pass over the whole range of arguments: weights from 1 down to underflow,
+    /// a round where every weight underflows (re-shift to the new least loss), negative
+    /// losses that push exponents above 700 (re-shift the other way), and an expert whose
+    /// weight underflowed becoming the leader again.
+    #[test]
+    fn weights_are_accurate_through_underflow_and_reshifts() {
+        let eta = 1.0;
+        let mut core = Core::new(
+            6,
+            None,
+            LearningRate::Fixed(eta),
+            Tuning::Hedge,
+            LossRange::nonnegative(None),
+        )
+        .unwrap();
+        let rounds: [[f64; 6]; 6] = [
+            // Arguments 0 down to −712: every branch of the exponential, and underflow.
+            [0.0, 100.0, 300.0, 600.0, 705.0, 712.0],
+            // Every weight underflows (C − shift ≥ 800): re-shift to the new least.
+            [900.0, 850.0, 900.0, 900.0, 900.0, 900.0],
+            // Negative losses pull C far below the shift: exponents above 700, re-shift.
+            [-2000.0, -1500.0, -1000.0, -900.0, -800.0, -2500.0],
+            [3.0, 1.0, 4.0, 1.0, 5.0, 9.0],
+            // Expert 5, whose weight underflowed in the first round, leads again.
+            [5000.0, 5000.0, 5000.0, 5000.0, 5000.0, 0.0],
+            [0.5, 0.25, 0.125, 0.0, 1.0, 0.0],
+        ];
+        let mut reshifts = 0;
+        for losses in &rounds {
+            let shift_before = core.shift;
+            let next = core.single_pass_rate().expect("a fixed rate is one pass");
+            core.begin(None);
+            check_round(&mut core, eta);
+            let played = core
+                .play(losses, losses, OwnLoss, next, |mixture| mixture)
+                .unwrap();
+            assert!(played.is_some());
+            reshifts +=
+                usize::from(core.shift != shift_before && core.shift == core.weights.least());
+        }
+        core.begin(None);
+        check_round(&mut core, eta);
+        let p: Vec<f64> = core.probabilities.iter().map(|w| w * core.scale).collect();
+        // Expert 5 leads by 4,782 (C = −879 against 3,903.5 for the next): all the weight.
+        assert_eq!(p, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
+        assert!(reshifts >= 2, "the re-shift paths were not exercised");
+    }
 }

@@ -25,6 +25,7 @@
 use rand_distr::{Distribution, Exp1};
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{self, Bounded, Guarantee, RegretBound};
 use super::oracle::ExpertLedger;
 use super::params::{Checked, FplParams};
 use super::round::{ExpertStep, LossRound};
@@ -283,6 +284,54 @@ impl FollowThePerturbedLeader {
     /// Rounds where a loss fell outside [0, B] (the bound then does not apply).
     pub fn out_of_range_rounds(&self) -> u64 {
         self.out_of_range_rounds
+    }
+
+    /// The bound on the expected regret against the best expert in hindsight:
+    /// (η' L_i + B ln N)/(1 − e^{−η'}) − L_i, η' = ηB. It needs the expected loss tracked
+    /// ([`FplParams::expected_loss`]; otherwise the ledger holds realised losses, which one
+    /// run can push beyond it), every expert awake, and every loss in [0, B].
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.ledger.best_expert().0)
+    }
+
+    /// The same bound against `expert`.
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        let n = self.params.n_experts;
+        let loss = self.ledger.expert_losses()[expert];
+        if n <= 1 {
+            return Guarantee::Bound(RegretBound {
+                value: 0.0,
+                expert,
+                bounded: Bounded::ExpectedRegret,
+                theorem: "one expert: the learner copies it",
+            });
+        }
+        if self.out_of_range_rounds > 0 {
+            return Guarantee::none(Bounded::ExpectedRegret, bounds::OUT_OF_RANGE);
+        }
+        if self.ledger.has_sleeping_rounds() {
+            return Guarantee::none(
+                Bounded::ExpectedRegret,
+                "follow the perturbed leader's bound does not cover sleeping experts",
+            );
+        }
+        if !self.params.expected_loss {
+            return Guarantee::none(
+                Bounded::ExpectedRegret,
+                "the bound is on the expected loss, and the ledger holds realised losses (track \
+                 the expected loss)",
+            );
+        }
+        let bound = bounds::fpl_expected(n, self.schedule.eta(1), self.schedule.loss_range, loss);
+        Guarantee::Bound(RegretBound {
+            value: (bound - loss).max(0.0),
+            expert,
+            bounded: Bounded::ExpectedRegret,
+            theorem: "follow the perturbed leader, exponential perturbations: (η'L_i + B ln N)/(1 − e^{−η'}), η' = ηB",
+        })
     }
 
     fn validate_snapshot(&self) -> Result<()> {

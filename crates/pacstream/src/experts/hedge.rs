@@ -19,12 +19,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{self, Bounded, Guarantee};
 use super::core::{Core, LossRange, finite_rate};
-use super::loss::Loss;
+use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
 use super::params::{Checked, EwaParams, HedgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::Tuning;
+use super::weights::{Charging, OwnLoss};
 use crate::error::{Error, Result};
+use crate::kernels::Quad;
 use crate::online::OnlineLearner;
 use crate::rng::StreamRng;
 
@@ -102,6 +105,26 @@ impl Hedge {
         self.core.schedule.gap
     }
 
+    /// The bound on the regret of the mixture loss against the best expert in hindsight (the
+    /// expert [`ExpertLedger::best_expert`](super::ExpertLedger::best_expert) names), for this
+    /// schedule, prior and loss range; see [`bounds`](super::bounds).
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.core.ledger.best_expert().0)
+    }
+
+    /// The bound on the regret against `expert` (on its awake rounds).
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        bounds::exponential_weights(
+            &self.core,
+            expert,
+            self.core.range.width(),
+            self.params.loss_bound.is_some(),
+        )
+    }
+
     fn validate_snapshot(&self) -> Result<()> {
         self.core.validate_snapshot()?;
         if self.core.n_experts() != self.params.n_experts {
@@ -116,6 +139,32 @@ impl OnlineLearner for Hedge {
     type Step = ExpertStep;
 
     fn learn_one(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
+        if let (None, false, Some(next_eta)) = (
+            round.awake,
+            self.params.sample,
+            self.core.single_pass_rate(),
+        ) {
+            // One pass over the experts: check, mix, charge, record, weigh the next round.
+            round.check_shape(self.core.n_experts())?;
+            if let Some((eta, mixture, _)) =
+                self.core
+                    .play(round.losses, round.losses, OwnLoss, next_eta, |mixture| {
+                        mixture
+                    })?
+            {
+                let (best_expert, regret) = self.core.ledger.best_expert();
+                return Ok(ExpertStep {
+                    round: self.core.n_rounds,
+                    prediction: None,
+                    loss: mixture,
+                    realised_loss: None,
+                    chosen: None,
+                    learning_rate: finite_rate(eta),
+                    best_expert,
+                    regret,
+                });
+            }
+        }
         round.check(self.core.n_experts())?;
         let eta = self.core.begin(round.awake);
         let mixture = self.core.mixture(round.losses, round.awake);
@@ -235,10 +284,121 @@ impl Ewa {
         self.core.out_of_range_rounds
     }
 
+    /// The bound on the regret of ℓ(ŷ_t, y_t) against the best expert in hindsight, for this
+    /// loss, schedule, prior and loss range (ℓ convex: at most the mixture loss, by Jensen, or
+    /// with the gradient option at most the linearised loss); see [`bounds`](super::bounds).
+    /// None for the zero-one loss: a weighted average of real-valued advice can miss every
+    /// round while one expert never does.
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.core.ledger.best_expert().0)
+    }
+
+    /// The bound on the regret against `expert` (on its awake rounds).
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        if !self.params.loss.is_convex() && self.core.n_experts() > 1 {
+            return Guarantee::none(
+                Bounded::Regret,
+                "the zero-one loss of a weighted average of real-valued advice is not bounded \
+                 by the experts' losses (use the absolute loss, or randomized weighted majority \
+                 for binary advice)",
+            );
+        }
+        bounds::exponential_weights(
+            &self.core,
+            expert,
+            self.core.range.width(),
+            self.params.loss_bound.is_some() && !self.params.gradient,
+        )
+    }
+
     /// The prediction the learner would make on `advice` now (every expert awake).
     pub fn predict(&self, advice: &[f64]) -> Result<f64> {
         AdviceRound::new(advice, 0.0).check(self.core.n_experts())?;
         Ok(self.weights().iter().zip(advice).map(|(p, a)| p * a).sum())
+    }
+
+    /// A round where every expert is awake and is charged its own loss: one pass over the
+    /// experts ([`Core::play`]). Returns (η_t, ŷ_t, ℓ(ŷ_t, y_t)), or `None` if the round must
+    /// be played the general way.
+    fn learn_fused(
+        &mut self,
+        round: AdviceRound<'_>,
+        next_eta: f64,
+    ) -> Result<Option<(f64, f64, f64)>> {
+        let (loss, outcome) = (self.params.loss, round.outcome);
+        let (kind, tau) = loss.kind();
+        let learner_loss = |prediction| loss.value(prediction, outcome);
+        let (advice, core) = (round.advice, &mut self.core);
+        match kind {
+            SQUARE => core.play(
+                advice,
+                advice,
+                OwnForecastLoss::<SQUARE> { tau, outcome },
+                next_eta,
+                learner_loss,
+            ),
+            ABSOLUTE => core.play(
+                advice,
+                advice,
+                OwnForecastLoss::<ABSOLUTE> { tau, outcome },
+                next_eta,
+                learner_loss,
+            ),
+            PINBALL => core.play(
+                advice,
+                advice,
+                OwnForecastLoss::<PINBALL> { tau, outcome },
+                next_eta,
+                learner_loss,
+            ),
+            _ => core.play(
+                advice,
+                advice,
+                OwnForecastLoss::<ZERO_ONE> { tau, outcome },
+                next_eta,
+                learner_loss,
+            ),
+        }
+    }
+
+    /// A round where every expert is awake and is charged its linearised loss
+    /// ℓ'(ŷ_t, y_t)·ỹ_{t,i}: one pass for ŷ_t, one for the rest. Returns (η_t, ŷ_t, ℓ(ŷ_t, y_t)).
+    fn learn_linearised(
+        &mut self,
+        round: AdviceRound<'_>,
+        next_eta: f64,
+    ) -> Result<(f64, f64, f64)> {
+        let (loss, outcome) = (self.params.loss, round.outcome);
+        let (eta, prediction) = self.core.checked_mixture(round.advice)?;
+        let learner_loss = loss.value(prediction, outcome);
+        let slope = loss.gradient(prediction, outcome);
+        let (kind, tau) = loss.kind();
+        let (advice, core) = (round.advice, &mut self.core);
+        macro_rules! settle {
+            ($kind:ident) => {
+                core.settle(
+                    advice,
+                    advice,
+                    Linearised::<$kind> {
+                        tau,
+                        outcome,
+                        slope,
+                    },
+                    next_eta,
+                    learner_loss,
+                )
+            };
+        }
+        match kind {
+            SQUARE => settle!(SQUARE),
+            ABSOLUTE => settle!(ABSOLUTE),
+            PINBALL => settle!(PINBALL),
+            _ => settle!(ZERO_ONE),
+        }
+        Ok((eta, prediction, learner_loss))
     }
 
     fn validate_snapshot(&self) -> Result<()> {
@@ -255,6 +415,27 @@ impl OnlineLearner for Ewa {
     type Step = ExpertStep;
 
     fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        if let (None, Some(next_eta)) = (round.awake, self.core.single_pass_rate()) {
+            round.check_shape(self.core.n_experts())?;
+            let played = if self.params.gradient {
+                Some(self.learn_linearised(round, next_eta)?)
+            } else {
+                self.learn_fused(round, next_eta)?
+            };
+            if let Some((eta, prediction, loss)) = played {
+                let (best_expert, regret) = self.core.ledger.best_expert();
+                return Ok(ExpertStep {
+                    round: self.core.n_rounds,
+                    prediction: Some(prediction),
+                    loss,
+                    realised_loss: None,
+                    chosen: None,
+                    learning_rate: finite_rate(eta),
+                    best_expert,
+                    regret,
+                });
+            }
+        }
         round.check(self.core.n_experts())?;
         let loss = self.params.loss;
         let eta = self.core.begin(round.awake);
@@ -302,5 +483,37 @@ impl OnlineLearner for Ewa {
 
     fn n_rounds(&self) -> u64 {
         self.core.n_rounds
+    }
+}
+
+/// EWA's charges: expert i is charged its own loss ℓ(ỹ_i, y) (ℓ of kind `KIND`), which the
+/// ledger records too.
+#[derive(Clone, Copy, Debug)]
+struct OwnForecastLoss<const KIND: u8> {
+    tau: f64,
+    outcome: f64,
+}
+
+impl<const KIND: u8> Charging for OwnForecastLoss<KIND> {
+    #[inline(always)]
+    fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
+        let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
+        (own, own)
+    }
+}
+
+/// EWA's linearised charges ℓ'(ŷ, y)·ỹ_i; the ledger records the own losses ℓ(ỹ_i, y).
+#[derive(Clone, Copy, Debug)]
+struct Linearised<const KIND: u8> {
+    tau: f64,
+    outcome: f64,
+    slope: f64,
+}
+
+impl<const KIND: u8> Charging for Linearised<KIND> {
+    #[inline(always)]
+    fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
+        let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
+        (q.mul(q.splat(self.slope), advice), own)
     }
 }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::kernels::Quad;
 
 /// A loss ℓ(prediction, outcome).
 ///
@@ -65,6 +66,17 @@ impl Loss {
         }
     }
 
+    /// Which of the losses this is, as the constant the four-lane kernels are compiled for
+    /// ([`value_quad`]), and its level τ (pinball; 0 otherwise).
+    pub(crate) fn kind(&self) -> (u8, f64) {
+        match *self {
+            Loss::Square => (SQUARE, 0.0),
+            Loss::Absolute => (ABSOLUTE, 0.0),
+            Loss::Pinball { tau } => (PINBALL, tau),
+            Loss::ZeroOne => (ZERO_ONE, 0.0),
+        }
+    }
+
     /// ∂ℓ/∂prediction at (prediction, outcome): the slope used by the gradient trick. At the
     /// kink of the absolute and pinball losses the subgradient 0 is used; the zero-one loss is
     /// not differentiable and has gradient 0 everywhere (it is refused with the gradient
@@ -108,6 +120,39 @@ impl Loss {
             Loss::Absolute => "absolute".into(),
             Loss::Pinball { tau } => format!("pinball:{tau}"),
         }
+    }
+}
+
+pub(crate) const SQUARE: u8 = 0;
+pub(crate) const ABSOLUTE: u8 = 1;
+pub(crate) const PINBALL: u8 = 2;
+pub(crate) const ZERO_ONE: u8 = 3;
+
+/// [`Loss::value`] on four lanes for the loss of kind `KIND` ([`Loss::kind`]): the same
+/// operations, so the same bits. The kind is a constant so that a kernel is compiled for one
+/// loss, with no branch in its loop.
+#[inline(always)]
+pub(crate) fn value_quad<const KIND: u8, Q: Quad>(
+    q: Q,
+    tau: f64,
+    prediction: Q::V,
+    outcome: Q::V,
+) -> Q::V {
+    match KIND {
+        SQUARE => {
+            let difference = q.sub(prediction, outcome);
+            q.mul(difference, difference)
+        }
+        ABSOLUTE => q.abs(q.sub(prediction, outcome)),
+        PINBALL => {
+            let residual = q.sub(outcome, prediction);
+            q.select(
+                q.ge(residual, q.splat(0.0)),
+                q.mul(q.splat(tau), residual),
+                q.mul(q.splat(tau - 1.0), residual),
+            )
+        }
+        _ => q.select(q.ne(prediction, outcome), q.splat(1.0), q.splat(0.0)),
     }
 }
 

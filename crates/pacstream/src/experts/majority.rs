@@ -1,11 +1,11 @@
-//! Weighted Majority and Randomized Weighted Majority (binary advice), as in the seed's
-//! lecture notes §10.1, on the shared log-space engine.
+//! Weighted Majority and Randomized Weighted Majority (binary advice), as in the lecture notes
+//! on online learning (§10.1), on the shared log-space engine.
 //!
 //! **Weighted Majority.** Weights start at 1. Predict ŷ_t = 1 iff Σ_i w_i ỹ_{t,i} ≥
 //! ½ Σ_i w_i (ties go to 1). Only when ŷ_t ≠ y_t, multiply by β the weight of every wrong
 //! expert. Mistake bound on every sequence:
 //! L_T ≤ (ln(1/β)·m*_T + ln N) / ln(2/(1+β)).
-//! (The seed divides by ln((1+β)/2), which is negative; the correct statement, from
+//! (The lecture notes divide by ln((1+β)/2), which is negative; the correct statement, from
 //! W_{T+1} ≤ N((1+β)/2)^{L_T} and W_{T+1} ≥ β^{m*}, divides by ln(2/(1+β)) > 0.)
 //!
 //! **Randomized Weighted Majority.** Same weights; predict ŷ_t ~ Bernoulli(p_t),
@@ -17,6 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::{self, Bounded, Guarantee, RegretBound};
 use super::core::{Core, LossRange, finite_rate};
 use super::params::{Checked, RandomizedWeightedMajorityParams, WeightedMajorityParams};
 use super::round::{AdviceRound, ExpertStep};
@@ -113,6 +114,27 @@ impl WeightedMajority {
     /// The parameters.
     pub fn params(&self) -> &WeightedMajorityParams {
         &self.params
+    }
+
+    /// The mistake bound of the lecture notes' theorem, as a bound on the regret (mistakes
+    /// beyond the best expert's): (ln(1/β) m_i + ln N)/ln(2/(1+β)) − m_i.
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.core.ledger.best_expert().0)
+    }
+
+    /// The same bound against `expert`.
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        let mistakes = self.core.ledger.expert_losses()[expert];
+        let bound = bounds::weighted_majority(self.core.n_experts(), self.params.beta, mistakes);
+        Guarantee::Bound(RegretBound {
+            value: (bound - mistakes).max(0.0),
+            expert,
+            bounded: Bounded::Regret,
+            theorem: "weighted majority (lecture notes): (ln(1/β) m_i + ln N)/ln(2/(1+β)) mistakes",
+        })
     }
 
     fn validate_snapshot(&self) -> Result<()> {
@@ -234,6 +256,43 @@ impl RandomizedWeightedMajority {
     /// The parameters.
     pub fn params(&self) -> &RandomizedWeightedMajorityParams {
         &self.params
+    }
+
+    /// The bound of the lecture notes' theorem on the expected regret (expected mistakes
+    /// beyond the best expert's): with a fixed β, or β tuned for a horizon,
+    /// (ln(1/β) m_i + ln N)/(1 − β) − m_i; with the doubling trick, the epoch-by-epoch sum.
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.core.ledger.best_expert().0)
+    }
+
+    /// The same bound against `expert`.
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        let n = self.core.n_experts();
+        let mistakes = self.core.ledger.expert_losses()[expert];
+        let (bound, theorem) = match self.core.schedule.rate {
+            LearningRate::Doubling => (
+                bounds::randomized_weighted_majority_doubling_sum(self.core.n_rounds, n, mistakes),
+                "randomized weighted majority, doubling trick: Σ_m min(ℓ_m, (c_m − 1)ℓ_m + ln N/(1 − β_m))",
+            ),
+            // Fixed, or tuned for a horizon: β = e^{−η} is the same every round.
+            _ => (
+                bounds::randomized_weighted_majority(
+                    n,
+                    (-self.core.schedule.eta(1)).exp(),
+                    mistakes,
+                ),
+                "randomized weighted majority (lecture notes): (ln(1/β) m_i + ln N)/(1 − β) expected mistakes",
+            ),
+        };
+        Guarantee::Bound(RegretBound {
+            value: (bound - mistakes).max(0.0),
+            expert,
+            bounded: Bounded::ExpectedRegret,
+            theorem,
+        })
     }
 
     fn validate_snapshot(&self) -> Result<()> {

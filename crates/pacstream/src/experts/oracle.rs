@@ -80,6 +80,27 @@ impl ExpertLedger {
         }
     }
 
+    /// Records a round whose every expert was awake, from a [`RoundPass`] that wrote the new
+    /// cumulative losses into `next` (min `least` at `least_at`); the old ones go to `next`.
+    ///
+    /// [`RoundPass`]: super::weights::RoundPass
+    pub(crate) fn record_totals(
+        &mut self,
+        learner_loss: f64,
+        next: &mut Vec<f64>,
+        least: f64,
+        least_at: usize,
+    ) {
+        self.rounds += 1;
+        self.learner.add(learner_loss);
+        std::mem::swap(&mut self.experts, next);
+        self.least = least;
+        self.least_at = least_at;
+        if let Some(when_awake) = &mut self.learner_when_awake {
+            when_awake.iter_mut().for_each(|l| *l += learner_loss);
+        }
+    }
+
     /// The number of rounds recorded.
     pub fn rounds(&self) -> u64 {
         self.rounds
@@ -114,6 +135,11 @@ impl ExpertLedger {
     /// The regret against the best expert in hindsight (see [`ExpertLedger::best_expert`]).
     pub fn regret(&self) -> f64 {
         self.best_expert().1
+    }
+
+    /// Whether some round had a sleeping expert (the regrets are then on awake rounds).
+    pub fn has_sleeping_rounds(&self) -> bool {
+        self.learner_when_awake.is_some()
     }
 
     /// The regret against expert `index` on its awake rounds.

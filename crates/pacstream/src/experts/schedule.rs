@@ -5,22 +5,23 @@
 //! ≤ ln N / η + η B² T / 8 against every expert; the schedules choose η without or with
 //! knowledge of T:
 //!
-//! | schedule | η_t | regret bound ([`super::bounds`]) |
+//! | schedule | η_t | regret bound, uniform prior ([`super::bounds`] has the prior forms) |
 //! |---|---|---|
-//! | `Fixed(η)` | η | ln(1/π_i)/η + η B² T/8 |
-//! | `Horizon(T)` | √(8 ln N / T) / B | B √(T ln N / 2) |
-//! | `Anytime` | √(8 ln N / t) / B | B (√(2T ln N) + √(ln N / 8)) |
+//! | `Fixed(η)` | η | ln N/η + η B² T/8 |
+//! | `Horizon(T)` | √(8 ln N / T) / B | B √(T ln N / 2) at t = T |
+//! | `Anytime` | √(8 ln N / t) / B | B √(ln N / 8) (3√T − 1) |
 //! | `Doubling` | √(8 ln N / 2^m) / B in epoch m = rounds 2^m … 2^{m+1} − 1, weights restarted | B √(T ln N) / (√2 − 1) |
-//! | `AdaHedge` | ln N / Δ_{t−1}, Δ the cumulative mixability gap | 2√(ln N · L*(BT − L*)/T) + B(16/3 ln N + 2) |
+//! | `AdaHedge` | ln N / Δ_{t−1}, Δ the cumulative mixability gap | 2√(ln N · L*(BT − L*)/T) + B(16/3 ln N + 2), or B(1 + √(1 + T ln N)) |
 //!
 //! Weighted Majority and Randomized Weighted Majority are parametrised by β = e^{−η}: `Fixed`
 //! holds η = ln(1/β) ([`LearningRate::beta`]); `Horizon(T)` is β = 1 − √(ln N / T) and
-//! `Doubling` is β_m = 1 − √(ln N / 2^m), both floored at ½ (the analysis of the seed assumes
-//! β ≥ ½; an epoch where the floor binds is short enough that its regret, at most its
+//! `Doubling` is β_m = 1 − √(ln N / 2^m), both floored at ½ (the analysis of the lecture notes
+//! assumes β ≥ ½; an epoch where the floor binds is short enough that its regret, at most its
 //! length, stays within the bound).
 
 use serde::{Deserialize, Serialize};
 
+use super::bounds::LossRanges;
 use crate::error::{Error, Result};
 
 /// How the learning rate η_t is chosen.
@@ -97,6 +98,9 @@ pub(crate) struct Schedule {
     pub(crate) log_n: f64,
     /// AdaHedge's cumulative mixability gap Δ.
     pub(crate) gap: f64,
+    /// The ranges of the losses AdaHedge was given (its bound needs no loss range).
+    #[serde(default)]
+    pub(crate) ranges: LossRanges,
 }
 
 impl Schedule {
@@ -112,6 +116,7 @@ impl Schedule {
             loss_range,
             log_n: (n_experts as f64).ln(),
             gap: 0.0,
+            ranges: LossRanges::default(),
         }
     }
 
@@ -151,10 +156,11 @@ impl Schedule {
         matches!(self.rate, LearningRate::Doubling) && round > 1 && round.is_power_of_two()
     }
 
-    /// Adds a round's mixability gap (AdaHedge).
-    pub(crate) fn add_gap(&mut self, gap: f64) {
+    /// Adds a round's mixability gap and the range of its losses (AdaHedge).
+    pub(crate) fn add_round(&mut self, gap: f64, range: f64) {
         // The gap is ≥ 0 in exact arithmetic; rounding must not make Δ decrease.
         self.gap += gap.max(0.0);
+        self.ranges.add(range);
     }
 }
 

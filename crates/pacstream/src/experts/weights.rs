@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::kernels::{self, Kernel};
+use crate::kernels::{self, ExpConstants, Kernel, QUAD, Quad, QuadKernel};
 
 /// Priors and charged cumulative losses of N experts; see the module documentation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,6 +54,13 @@ impl ExpWeights {
                     ));
                 }
                 let total: f64 = prior.iter().sum();
+                if !total.is_finite() {
+                    return Err(Error::invalid_parameter(
+                        "prior",
+                        "the prior weights' sum overflows: scale them down (only their ratios \
+                         matter)",
+                    ));
+                }
                 Some(prior.iter().map(|p| (p / total).ln()).collect())
             }
         };
@@ -118,7 +125,7 @@ impl ExpWeights {
     /// ≤ 0. The same kernel writes them in [`ExpWeights::charge_and_weigh`], so weights cached
     /// at the end of a round and weights recomputed after a snapshot are the same bits.
     pub(crate) fn canonical_weights(&self, eta: f64, shift: f64, weights: &mut [f64]) -> f64 {
-        kernels::dispatch(Weigh {
+        kernels::dispatch_quad(Weigh {
             charged: &self.charged,
             log_prior: self.log_prior.as_deref(),
             eta,
@@ -149,6 +156,18 @@ impl ExpWeights {
         });
         self.least = least;
         (outside, total)
+    }
+
+    /// ln π_i for every expert, or `None` for the uniform prior.
+    pub(crate) fn log_priors(&self) -> Option<&[f64]> {
+        self.log_prior.as_deref()
+    }
+
+    /// Takes C' = `next` (written by a [`RoundPass`]), whose minimum is `least`; the old
+    /// losses go to `next`, a buffer for the following round.
+    pub(crate) fn swap_charged(&mut self, next: &mut Vec<f64>, least: f64) {
+        std::mem::swap(&mut self.charged, next);
+        self.least = least;
     }
 
     /// Forgets the charged losses (a new epoch of the doubling trick).
@@ -293,7 +312,9 @@ impl Kernel for OutsideRange<'_> {
     }
 }
 
-/// w_i = π_i e^{−η(C_i − shift)}; returns Σ w_i.
+/// w_i = π_i e^{−η(C_i − shift)}; returns Σ w_i, summed over the lanes of the fused pass
+/// ([`RoundPass`]) so that weights recomputed here and weights left by that pass are the same
+/// bits.
 struct Weigh<'a> {
     charged: &'a [f64],
     log_prior: Option<&'a [f64]>,
@@ -302,25 +323,439 @@ struct Weigh<'a> {
     weights: &'a mut [f64],
 }
 
-impl Kernel for Weigh<'_> {
+impl QuadKernel for Weigh<'_> {
     type Output = f64;
 
     #[inline(always)]
-    fn run(self) -> f64 {
-        let minus_eta = -self.eta;
+    fn run<Q: Quad>(self, q: Q) -> f64 {
         match self.log_prior {
-            None => {
-                for (w, c) in self.weights.iter_mut().zip(self.charged) {
-                    *w = kernels::exp(minus_eta * (c - self.shift));
-                }
-            }
-            Some(log_prior) => {
-                for ((w, c), lp) in self.weights.iter_mut().zip(self.charged).zip(log_prior) {
-                    *w = kernels::exp(minus_eta.mul_add(c - self.shift, *lp));
-                }
+            None => self.weigh::<Q, false>(q, &[]),
+            Some(log_prior) => self.weigh::<Q, true>(q, log_prior),
+        }
+    }
+}
+
+impl Weigh<'_> {
+    #[inline(always)]
+    fn weigh<Q: Quad, const PRIOR: bool>(self, q: Q, log_prior: &[f64]) -> f64 {
+        let n = self.charged.len();
+        assert!(self.weights.len() == n && (!PRIOR || log_prior.len() == n));
+        let (minus_eta, shift) = (q.splat(-self.eta), q.splat(self.shift));
+        let constants = ExpConstants::new(q);
+        let mut total = q.splat(0.0);
+        let full = n - n % QUAD;
+        for base in (0..full).step_by(QUAD) {
+            let prior = if PRIOR {
+                q.load(quad(log_prior, base))
+            } else {
+                q.splat(0.0)
+            };
+            let w = weight_quad::<Q, PRIOR>(
+                q,
+                &constants,
+                q.load(quad(self.charged, base)),
+                prior,
+                minus_eta,
+                shift,
+            );
+            q.store(quad_mut(self.weights, base), w);
+            total = q.add(total, w);
+        }
+        if full < n {
+            let valid = tail_mask(q, n - full);
+            let prior = if PRIOR {
+                q.load(&padded(log_prior, full))
+            } else {
+                q.splat(0.0)
+            };
+            let w = weight_quad::<Q, PRIOR>(
+                q,
+                &constants,
+                q.load(&padded(self.charged, full)),
+                prior,
+                minus_eta,
+                shift,
+            );
+            unpad(self.weights, full, q.to_array(w));
+            total = q.select(valid, q.add(total, w), total);
+        }
+        kernels::sum_quad(q.to_array(total))
+    }
+}
+
+/// A chunk of exactly four values as an array.
+#[inline(always)]
+fn as_quad(chunk: &[f64]) -> &[f64; QUAD] {
+    chunk.try_into().expect("invariant: chunks_exact(QUAD)")
+}
+
+#[inline(always)]
+fn as_quad_mut(chunk: &mut [f64]) -> &mut [f64; QUAD] {
+    chunk.try_into().expect("invariant: chunks_exact(QUAD)")
+}
+
+/// The four values from `base` on.
+#[inline(always)]
+pub(crate) fn quad(values: &[f64], base: usize) -> &[f64; QUAD] {
+    values[base..base + QUAD]
+        .try_into()
+        .expect("invariant: a whole chunk")
+}
+
+#[inline(always)]
+fn quad_mut(values: &mut [f64], base: usize) -> &mut [f64; QUAD] {
+    (&mut values[base..base + QUAD])
+        .try_into()
+        .expect("invariant: a whole chunk")
+}
+
+/// The fewer than four values from `base` on, padded with zeros.
+#[inline(always)]
+pub(crate) fn padded(values: &[f64], base: usize) -> [f64; QUAD] {
+    let mut chunk = [0.0; QUAD];
+    // An element loop rather than a copy of a run-time length, which would call memcpy.
+    for (slot, value) in chunk.iter_mut().zip(&values[base..]) {
+        *slot = *value;
+    }
+    chunk
+}
+
+/// Writes the first `values.len() - base` lanes of `chunk` to `values[base..]`.
+#[inline(always)]
+fn unpad(values: &mut [f64], base: usize, chunk: [f64; QUAD]) {
+    for (value, lane) in values[base..].iter_mut().zip(chunk) {
+        *value = lane;
+    }
+}
+
+/// The first `count` lanes.
+#[inline(always)]
+pub(crate) fn tail_mask<Q: Quad>(q: Q, count: usize) -> Q::M {
+    let lanes = q.load(&[0.0, 1.0, 2.0, 3.0]);
+    q.lt(lanes, q.splat(count as f64))
+}
+
+/// The canonical weight π_i e^{−η(C_i − shift)} (π_i dropped for the uniform prior); every
+/// pass that writes weights uses this one expression.
+#[inline(always)]
+fn weight_quad<Q: Quad, const PRIOR: bool>(
+    q: Q,
+    constants: &ExpConstants<Q::V>,
+    charged: Q::V,
+    log_prior: Q::V,
+    minus_eta: Q::V,
+    shift: Q::V,
+) -> Q::V {
+    let centred = q.sub(charged, shift);
+    if PRIOR {
+        kernels::exp_quad(q, constants, q.mul_add(minus_eta, centred, log_prior))
+    } else {
+        kernels::exp_quad(q, constants, q.mul(minus_eta, centred))
+    }
+}
+
+/// How the round's value v_i of expert i (its loss for Hedge, its forecast for EWA) and a
+/// second value a_i become what the expert is charged and what the ledger records for it.
+pub(crate) trait Charging: Copy {
+    fn split<Q: Quad>(self, q: Q, value: Q::V, aux: Q::V) -> (Q::V, Q::V);
+}
+
+/// Hedge: the loss is both the charge and the ledger's entry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OwnLoss;
+
+impl Charging for OwnLoss {
+    #[inline(always)]
+    fn split<Q: Quad>(self, _q: Q, value: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
+        (value, value)
+    }
+}
+
+/// Charges given beside the ledger's entries (v_i charged, a_i recorded).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GivenCharges;
+
+impl Charging for GivenCharges {
+    #[inline(always)]
+    fn split<Q: Quad>(self, _q: Q, value: Q::V, aux: Q::V) -> (Q::V, Q::V) {
+        (value, aux)
+    }
+}
+
+/// The fused pass of a round where every expert is awake: for each expert i, in one sweep,
+///
+/// - accumulates the mixture Σ_i p_i v_i under the current (unnormalised) weights p (it is
+///   not finite if some v_i is not: the caller then checks the values);
+/// - splits v_i into what the expert is charged and what the ledger records
+///   ([`Charging`]), and tracks the range of the charges;
+/// - writes C'_i = C_i + charge and L'_i = L_i + own, tracking min C' and the first index of
+///   min L';
+/// - writes the next round's canonical weight over p_i, and sums it.
+///
+/// C' and L' go to separate buffers, so that a round with a non-finite value leaves the
+/// learner as it was (the caller swaps the buffers in only on success; the weights written
+/// over p are a cache, recomputed when needed).
+///
+/// Element i goes to lane i mod 4 of every accumulator, whatever the CPU; the lanes are
+/// combined in a fixed order ([`kernels::sum_quad`]): the result is the same bits whether the
+/// lanes run as one AVX2 vector or one after another ([`kernels::dispatch_quad`]).
+pub(crate) struct RoundPass<'a, F> {
+    pub(crate) values: &'a [f64],
+    pub(crate) aux: &'a [f64],
+    pub(crate) charging: F,
+    pub(crate) weights: &'a mut [f64],
+    pub(crate) charged: &'a [f64],
+    pub(crate) charged_next: &'a mut [f64],
+    pub(crate) log_prior: Option<&'a [f64]>,
+    pub(crate) totals: &'a [f64],
+    pub(crate) totals_next: &'a mut [f64],
+    /// The next round's learning rate (finite).
+    pub(crate) eta: f64,
+    pub(crate) shift: f64,
+    pub(crate) range: Option<(f64, f64)>,
+}
+
+/// What a [`RoundPass`] found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RoundTotals {
+    /// Whether the mixture is finite (false if some value is not, or the sum overflowed).
+    pub(crate) finite: bool,
+    /// Whether some charge fell outside the loss range.
+    pub(crate) outside: bool,
+    /// Σ_i p_i v_i under the unnormalised current weights.
+    pub(crate) mixture: f64,
+    /// min_i C'_i.
+    pub(crate) least_charged: f64,
+    /// Σ_i of the next round's weights.
+    pub(crate) weight_total: f64,
+    /// min_i L'_i and the lowest index holding it.
+    pub(crate) least_total: f64,
+    pub(crate) least_total_at: usize,
+}
+
+/// The per-lane accumulators of a [`RoundPass`].
+#[derive(Clone, Copy)]
+struct Lanes<V> {
+    mixture: V,
+    lowest_charge: V,
+    highest_charge: V,
+    least_charged: V,
+    total: V,
+    least_total: V,
+    /// The start of the chunk where `least_total` was found (the index is that + the lane).
+    least_chunk: V,
+}
+
+/// One chunk's inputs.
+struct Chunk<V> {
+    values: V,
+    aux: V,
+    weights: V,
+    charged: V,
+    prior: V,
+    totals: V,
+}
+
+/// The kernel is handed over by reference: the dispatch copies it into the function compiled
+/// for the CPU's instructions, and a reference is one word.
+impl<F: Charging> QuadKernel for &mut RoundPass<'_, F> {
+    type Output = RoundTotals;
+
+    #[inline(always)]
+    fn run<Q: Quad>(self, q: Q) -> RoundTotals {
+        match (self.log_prior, self.range.is_some()) {
+            (None, false) => self.sweep::<Q, false, false>(q, &[]),
+            (None, true) => self.sweep::<Q, false, true>(q, &[]),
+            (Some(prior), false) => self.sweep::<Q, true, false>(q, prior),
+            (Some(prior), true) => self.sweep::<Q, true, true>(q, prior),
+        }
+    }
+}
+
+/// One chunk of a [`RoundPass`]: the accumulators after it, and its outputs (C', w, L').
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
+    q: Q,
+    constants: &ExpConstants<Q::V>,
+    charging: F,
+    lanes: Lanes<Q::V>,
+    chunk: Chunk<Q::V>,
+    chunk_start: Q::V,
+    minus_eta: Q::V,
+    shift: Q::V,
+) -> (Lanes<Q::V>, [Q::V; 3]) {
+    let mixture = q.mul_add(chunk.weights, chunk.values, lanes.mixture);
+    let (charge, own) = charging.split(q, chunk.values, chunk.aux);
+    let (lowest_charge, highest_charge) = if RANGE {
+        (
+            q.min(charge, lanes.lowest_charge),
+            q.max(charge, lanes.highest_charge),
+        )
+    } else {
+        (lanes.lowest_charge, lanes.highest_charge)
+    };
+    let charged = q.add(chunk.charged, charge);
+    let least_charged = q.min(charged, lanes.least_charged);
+    let w = weight_quad::<Q, PRIOR>(q, constants, charged, chunk.prior, minus_eta, shift);
+    let total = q.add(lanes.total, w);
+    let totals = q.add(chunk.totals, own);
+    let less = q.lt(totals, lanes.least_total);
+    let lanes = Lanes {
+        mixture,
+        lowest_charge,
+        highest_charge,
+        least_charged,
+        total,
+        least_total: q.select(less, totals, lanes.least_total),
+        least_chunk: q.select(less, chunk_start, lanes.least_chunk),
+    };
+    (lanes, [charged, w, totals])
+}
+
+impl<F: Charging> RoundPass<'_, F> {
+    #[inline(always)]
+    fn sweep<Q: Quad, const PRIOR: bool, const RANGE: bool>(
+        &mut self,
+        q: Q,
+        log_prior: &[f64],
+    ) -> RoundTotals {
+        // Locals, so that the slices are not re-read through `self` in the loop.
+        let (values, aux, charged, totals) = (self.values, self.aux, self.charged, self.totals);
+        let weights = &mut *self.weights;
+        let charged_next = &mut *self.charged_next;
+        let totals_next = &mut *self.totals_next;
+        let charging = self.charging;
+        let n = values.len();
+        assert!(
+            aux.len() == n
+                && weights.len() == n
+                && charged.len() == n
+                && charged_next.len() == n
+                && totals.len() == n
+                && totals_next.len() == n
+                && (!PRIOR || log_prior.len() == n)
+        );
+        let (minus_eta, shift) = (q.splat(-self.eta), q.splat(self.shift));
+        let mut lanes = Lanes {
+            mixture: q.splat(0.0),
+            lowest_charge: q.splat(f64::INFINITY),
+            highest_charge: q.splat(f64::NEG_INFINITY),
+            least_charged: q.splat(f64::INFINITY),
+            total: q.splat(0.0),
+            least_total: q.splat(f64::INFINITY),
+            least_chunk: q.splat(0.0),
+        };
+        let constants = ExpConstants::new(q);
+        let full = n - n % QUAD;
+        let (mut chunk_start, step) = (q.splat(0.0), q.splat(QUAD as f64));
+        // Without a prior, the prior's chunks are read from `charged` and ignored.
+        let priors = if PRIOR { log_prior } else { charged };
+        // Chunk iterators rather than indices: no bounds check per chunk.
+        let inputs = values[..full]
+            .chunks_exact(QUAD)
+            .zip(aux[..full].chunks_exact(QUAD))
+            .zip(charged[..full].chunks_exact(QUAD))
+            .zip(priors[..full].chunks_exact(QUAD))
+            .zip(totals[..full].chunks_exact(QUAD));
+        let outputs = weights[..full]
+            .chunks_exact_mut(QUAD)
+            .zip(charged_next[..full].chunks_exact_mut(QUAD))
+            .zip(totals_next[..full].chunks_exact_mut(QUAD));
+        for (((((v, a), c), p), t), ((w, c_next), t_next)) in inputs.zip(outputs) {
+            let chunk = Chunk {
+                values: q.load(as_quad(v)),
+                aux: q.load(as_quad(a)),
+                weights: q.load(as_quad(w)),
+                charged: q.load(as_quad(c)),
+                prior: if PRIOR {
+                    q.load(as_quad(p))
+                } else {
+                    q.splat(0.0)
+                },
+                totals: q.load(as_quad(t)),
+            };
+            let written;
+            (lanes, written) = round_step::<Q, F, PRIOR, RANGE>(
+                q,
+                &constants,
+                charging,
+                lanes,
+                chunk,
+                chunk_start,
+                minus_eta,
+                shift,
+            );
+            chunk_start = q.add(chunk_start, step);
+            q.store(as_quad_mut(c_next), written[0]);
+            q.store(as_quad_mut(w), written[1]);
+            q.store(as_quad_mut(t_next), written[2]);
+        }
+        if full < n {
+            // The last, partial chunk: padded inputs, and only the valid lanes move.
+            let valid = tail_mask(q, n - full);
+            let chunk = Chunk {
+                values: q.load(&padded(values, full)),
+                aux: q.load(&padded(aux, full)),
+                weights: q.load(&padded(weights, full)),
+                charged: q.load(&padded(charged, full)),
+                prior: if PRIOR {
+                    q.load(&padded(log_prior, full))
+                } else {
+                    q.splat(0.0)
+                },
+                totals: q.load(&padded(totals, full)),
+            };
+            let (moved, outputs) = round_step::<Q, F, PRIOR, RANGE>(
+                q,
+                &constants,
+                charging,
+                lanes,
+                chunk,
+                chunk_start,
+                minus_eta,
+                shift,
+            );
+            let keep = |new, old| q.select(valid, new, old);
+            lanes = Lanes {
+                mixture: keep(moved.mixture, lanes.mixture),
+                lowest_charge: keep(moved.lowest_charge, lanes.lowest_charge),
+                highest_charge: keep(moved.highest_charge, lanes.highest_charge),
+                least_charged: keep(moved.least_charged, lanes.least_charged),
+                total: keep(moved.total, lanes.total),
+                least_total: keep(moved.least_total, lanes.least_total),
+                least_chunk: keep(moved.least_chunk, lanes.least_chunk),
+            };
+            unpad(charged_next, full, q.to_array(outputs[0]));
+            unpad(weights, full, q.to_array(outputs[1]));
+            unpad(totals_next, full, q.to_array(outputs[2]));
+        }
+        let least_totals = q.to_array(lanes.least_total);
+        let least_chunks = q.to_array(lanes.least_chunk);
+        let (mut least_total, mut least_total_at) = (f64::INFINITY, 0);
+        for lane in 0..QUAD {
+            let at = least_chunks[lane] as usize + lane;
+            let value = least_totals[lane];
+            if value < least_total || (value == least_total && at < least_total_at) {
+                (least_total, least_total_at) = (value, at);
             }
         }
-        kernels::sum(self.weights)
+        let lowest = q.to_array(lanes.lowest_charge);
+        let highest = q.to_array(lanes.highest_charge);
+        let (lower, upper) = self.range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+        let mixture = kernels::sum_quad(q.to_array(lanes.mixture));
+        RoundTotals {
+            finite: mixture.is_finite(),
+            outside: RANGE && (0..QUAD).any(|lane| lowest[lane] < lower || highest[lane] > upper),
+            mixture,
+            least_charged: q
+                .to_array(lanes.least_charged)
+                .iter()
+                .fold(f64::INFINITY, |least, &c| if c < least { c } else { least }),
+            weight_total: kernels::sum_quad(q.to_array(lanes.total)),
+            least_total,
+            least_total_at,
+        }
     }
 }
 
@@ -349,14 +784,13 @@ impl Kernel for ChargeAndWeigh<'_> {
             .map(|&l| usize::from(l < lower || l > upper))
             .sum();
         let least = kernels::add_and_min(self.charged, self.losses);
-        let total = Weigh {
+        let total = kernels::dispatch_quad(Weigh {
             charged: self.charged,
             log_prior: self.log_prior,
             eta: self.eta,
             shift: self.shift,
             weights: self.weights,
-        }
-        .run();
+        });
         (least, outside > 0, total)
     }
 }
@@ -426,7 +860,165 @@ mod tests {
         weights.charge(&[2001.0, 0.0]); // now expert 1 leads by 1
         weights.probabilities(1.0, None, &mut p);
         let expected = 1.0 / (1.0 + (-1.0f64).exp());
-        assert!((p[1] - expected).abs() < 1e-15, "{p:?}");
+        // p = 1/(1 + e^{−1}) moves by at most p(1 − p) ≤ ¼ times the relative error of the
+        // exponential (≤ 1e−13), plus rounding.
+        assert!((p[1] - expected).abs() < 0.25e-13 + 1e-15, "{p:?}");
+    }
+
+    /// Random inputs for a fused pass over `n` experts.
+    fn pass_inputs(n: usize, seed: u64) -> [Vec<f64>; 5] {
+        let mut rng = crate::rng::StreamRng::seed_from(seed);
+        let mut draw =
+            |scale: f64| -> Vec<f64> { (0..n).map(|_| scale * (rng.next_f64() - 0.3)).collect() };
+        let (values, weights, charged, totals, prior) =
+            (draw(2.0), draw(1.0), draw(900.0), draw(50.0), draw(3.0));
+        let weights = weights.iter().map(|w| w.abs()).collect();
+        let prior = prior.iter().map(|p| -p.abs()).collect();
+        [values, weights, charged, totals, prior]
+    }
+
+    /// Everything a pass returns and writes, as bits.
+    fn run_pass<F: Charging>(
+        inputs: &[Vec<f64>; 5],
+        charging: F,
+        prior: bool,
+        range: Option<(f64, f64)>,
+        eta: f64,
+    ) -> Vec<Vec<u64>> {
+        let [values, weights, charged, totals, log_prior] = inputs;
+        let n = values.len();
+        let results = kernels::run_on_every_path(|| RoundPassOwned {
+            values: values.clone(),
+            weights: weights.clone(),
+            charged: charged.clone(),
+            totals: totals.clone(),
+            log_prior: prior.then(|| log_prior.clone()),
+            charging,
+            range,
+            eta,
+            shift: -40.0,
+            outputs: [vec![0.0; n], vec![0.0; n]],
+        });
+        let paths: Vec<Vec<u64>> = results
+            .into_iter()
+            .map(|(totals, written)| {
+                let mut bits = vec![
+                    u64::from(totals.finite),
+                    u64::from(totals.outside),
+                    totals.mixture.to_bits(),
+                    totals.least_charged.to_bits(),
+                    totals.weight_total.to_bits(),
+                    totals.least_total.to_bits(),
+                    totals.least_total_at as u64,
+                ];
+                bits.extend(written.iter().map(|v| v.to_bits()));
+                bits
+            })
+            .collect();
+        paths
+    }
+
+    /// A [`RoundPass`] with owned buffers, so that each path starts from the same state.
+    struct RoundPassOwned<F> {
+        values: Vec<f64>,
+        weights: Vec<f64>,
+        charged: Vec<f64>,
+        totals: Vec<f64>,
+        log_prior: Option<Vec<f64>>,
+        charging: F,
+        range: Option<(f64, f64)>,
+        eta: f64,
+        shift: f64,
+        outputs: [Vec<f64>; 2],
+    }
+
+    impl<F: Charging> QuadKernel for RoundPassOwned<F> {
+        type Output = (RoundTotals, Vec<f64>);
+        fn run<Q: Quad>(mut self, q: Q) -> (RoundTotals, Vec<f64>) {
+            let [charged_next, totals_next] = &mut self.outputs;
+            let totals = (&mut RoundPass {
+                values: &self.values,
+                aux: &self.values,
+                charging: self.charging,
+                weights: &mut self.weights,
+                charged: &self.charged,
+                charged_next,
+                log_prior: self.log_prior.as_deref(),
+                totals: &self.totals,
+                totals_next,
+                eta: self.eta,
+                shift: self.shift,
+                range: self.range,
+            })
+                .run(q);
+            let mut written = self.weights;
+            written.extend(&self.outputs[0]);
+            written.extend(&self.outputs[1]);
+            (totals, written)
+        }
+    }
+
+    /// The fused pass gives the same bits on the portable path and on the AVX2 path, for
+    /// every size (whole chunks and every tail length), prior or not, range or not, and
+    /// every way of charging; and what it writes is what its definition says.
+    #[test]
+    fn fused_pass_has_the_same_bits_on_every_path() {
+        for n in [1, 2, 3, 4, 5, 6, 7, 8, 10, 33, 1000] {
+            for prior in [false, true] {
+                for range in [None, Some((-0.2, 1.0))] {
+                    let inputs = pass_inputs(n, n as u64);
+                    let own = run_pass(&inputs, OwnLoss, prior, range, 0.7);
+                    let given = run_pass(&inputs, GivenCharges, prior, range, 0.7);
+                    for paths in [&own, &given] {
+                        assert!(paths.windows(2).all(|w| w[0] == w[1]), "n = {n}");
+                    }
+                    // The definition, element by element, in scalar arithmetic.
+                    let [values, weights, charged, totals, log_prior] = &inputs;
+                    let bits = &own[0];
+                    let mixture = f64::from_bits(bits[2]);
+                    let direct: f64 = weights.iter().zip(values).map(|(w, v)| w * v).sum();
+                    assert!((mixture - direct).abs() <= 1e-12 * (1.0 + direct.abs()));
+                    let outside =
+                        range.is_some_and(|(lo, hi)| values.iter().any(|v| !(lo..=hi).contains(v)));
+                    assert_eq!(bits[1], u64::from(outside));
+                    for i in 0..n {
+                        let c = charged[i] + values[i];
+                        let argument = if prior {
+                            (-0.7f64).mul_add(c + 40.0, log_prior[i])
+                        } else {
+                            -0.7 * (c + 40.0)
+                        };
+                        let w = argument.exp();
+                        let w_bits = f64::from_bits(bits[7 + i]);
+                        assert_eq!(f64::from_bits(bits[7 + n + i]), c);
+                        assert_eq!(f64::from_bits(bits[7 + 2 * n + i]), totals[i] + values[i]);
+                        assert!((w_bits - w).abs() <= 1e-13 * w, "{w_bits} vs {w}");
+                    }
+                    let least = (0..n)
+                        .map(|i| totals[i] + values[i])
+                        .fold(f64::INFINITY, f64::min);
+                    let at = (0..n).position(|i| totals[i] + values[i] == least).unwrap();
+                    assert_eq!((f64::from_bits(bits[5]), bits[6] as usize), (least, at));
+                }
+            }
+        }
+    }
+
+    /// A non-finite value makes the mixture non-finite, whatever its weight (0 × ∞ is NaN).
+    #[test]
+    fn fused_pass_sees_non_finite_values() {
+        for n in [3, 4, 9] {
+            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                for at in 0..n {
+                    let mut inputs = pass_inputs(n, 7);
+                    inputs[0][at] = bad;
+                    inputs[1][at] = 0.0;
+                    for path in run_pass(&inputs, OwnLoss, false, None, 0.5) {
+                        assert_eq!(path[0], 0, "n = {n}, {bad} at {at}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@
 /// use pacstream::geometry::squared_distance;
 /// assert_eq!(squared_distance(&[1.0, 2.0], &[4.0, 6.0]), 25.0);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
     let mut lanes = [0.0f64; 4];

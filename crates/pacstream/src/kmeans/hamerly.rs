@@ -24,7 +24,7 @@
 //! Lloyd, and gets the same label.
 
 use super::assign::{Assigner, nearest_two};
-use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, with_const_dim};
+use super::chunked::{ClusterSums, WeightedPoints, dispatched, fold_chunks, with_const_dim};
 use crate::geometry::squared_distance;
 
 /// A point's label and its distance bounds.
@@ -99,6 +99,15 @@ impl CentreInfo<'_> {
     }
 }
 
+dispatched!(hamerly_chunk_fast = hamerly_chunk(
+    points: &'a WeightedPoints<'b>,
+    info: &'a CentreInfo<'b>,
+    first: usize,
+    states: &'a mut [Bounded],
+    partial: &'a mut ClusterSums,
+));
+
+#[inline(always)]
 fn hamerly_chunk<const D: usize>(
     points: &WeightedPoints<'_>,
     info: &CentreInfo<'_>,
@@ -161,7 +170,10 @@ impl Assigner for Hamerly {
             &mut self.scratch,
             || ClusterSums::new(n_clusters, dim),
             |first, states, partial| {
-                with_const_dim!(dim, hamerly_chunk(points, &info, first, states, partial));
+                with_const_dim!(
+                    dim,
+                    hamerly_chunk_fast(points, &info, first, states, partial)
+                );
             },
             |partial| totals.merge(partial),
         );

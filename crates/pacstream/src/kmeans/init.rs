@@ -34,7 +34,7 @@ use std::ops::Range;
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::chunked::{CHUNK, WeightedPoints, with_const_dim};
+use super::chunked::{CHUNK, WeightedPoints, dispatched, with_const_dim};
 use super::params::Init;
 use crate::data::{Points, Weights};
 use crate::error::{Error, Result};
@@ -207,7 +207,7 @@ fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[us
             let mut potentials = vec![0.0; candidates.len()];
             with_const_dim!(
                 points.dim,
-                candidate_potentials(points, &rows, range, closest, &mut potentials)
+                candidate_potentials_fast(points, &rows, range, closest, &mut potentials)
             );
             potentials
         })
@@ -227,7 +227,16 @@ fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[us
     candidates[best]
 }
 
+dispatched!(candidate_potentials_fast = candidate_potentials(
+    points: &'a WeightedPoints<'b>,
+    candidates: &'a [f64],
+    range: Range<usize>,
+    closest: &'a [f64],
+    potentials: &'a mut [f64],
+));
+
 /// Adds Σ_{i ∈ range} w(i)·min(D(i)², ‖x_i − candidate_t‖²) to `potentials[t]`.
+#[inline(always)]
 fn candidate_potentials<const D: usize>(
     points: &WeightedPoints<'_>,
     candidates: &[f64],
@@ -242,23 +251,36 @@ fn candidate_potentials<const D: usize>(
     // between candidates.
     for (potential, candidate) in potentials.iter_mut().zip(candidates.chunks_exact(dim)) {
         let candidate = &candidate[..dim];
-        let rows = values.chunks_exact(dim).zip(closest);
-        *potential += match points.weights {
-            Weights::Unit => rows.fold(0.0, |acc, (point, d2)| {
-                acc + d2.min(squared_distance(&point[..dim], candidate))
-            }),
-            Weights::Given(weights) => {
-                rows.zip(&weights[range.clone()])
-                    .fold(0.0, |acc, ((point, d2), w)| {
-                        acc + w * d2.min(squared_distance(&point[..dim], candidate))
-                    })
+        // Plain loops rather than iterator folds, which would not be compiled into the
+        // dispatched kernel.
+        let mut sum = 0.0;
+        match points.weights {
+            Weights::Unit => {
+                for (point, d2) in values.chunks_exact(dim).zip(closest) {
+                    sum += d2.min(squared_distance(&point[..dim], candidate));
+                }
             }
-        };
+            Weights::Given(weights) => {
+                let weights = &weights[range.clone()];
+                for ((point, d2), w) in values.chunks_exact(dim).zip(closest).zip(weights) {
+                    sum += w * d2.min(squared_distance(&point[..dim], candidate));
+                }
+            }
+        }
+        *potential += sum;
     }
 }
 
+dispatched!(update_chunk_fast = update_chunk(
+    points: &'a WeightedPoints<'b>,
+    first: usize,
+    closest: &'a mut [f64],
+    centre: &'a [f64],
+) -> f64);
+
 /// closest(i) ← min(closest(i), ‖x_i − centre‖²) over one chunk starting at point `first`;
 /// returns the chunk's new mass Σ w(i)·closest(i).
+#[inline(always)]
 fn update_chunk<const D: usize>(
     points: &WeightedPoints<'_>,
     first: usize,
@@ -379,7 +401,10 @@ impl MassSampler {
             .zip(self.chunk_masses.par_iter_mut())
             .enumerate()
             .for_each(|(c, (chunk, mass))| {
-                *mass = with_const_dim!(points.dim, update_chunk(points, c * CHUNK, chunk, centre));
+                *mass = with_const_dim!(
+                    points.dim,
+                    update_chunk_fast(points, c * CHUNK, chunk, centre)
+                );
             });
         self.accumulate();
     }

@@ -36,6 +36,7 @@ pub use centres::Centres;
 pub use init::seed_indices;
 pub use params::{
     Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
+    limits,
 };
 pub use sequential::{SequentialKMeans, SequentialKMeansReport, SequentialKMeansStep};
 pub use stats::CentreStats;

@@ -1,6 +1,6 @@
 //! PACBO: PAC-Bayesian online clustering with an unknown and changing number of clusters
 //! (Li, Guedj & Loustau, "A quasi-Bayesian perspective to online clustering", Electronic
-//! Journal of Statistics 12(2), 2018; the sampler is called PACO in the slides of the seed).
+//! Journal of Statistics 12(2), 2018; the sampler is called PACO in the slides on the paper).
 //!
 //! # The model
 //!
@@ -11,8 +11,8 @@
 //! - **Prior**: π(c) = q(k) Π_j U_{B_d(2R)}(c_j), with
 //!   q(k) = e^{−ηk}/Σ_{i≤p} e^{−ηi} and U the uniform density on the ball of radius 2R.
 //! - **Temperature**: λ_t = a (d + 2)/(2 √n_t R²), n_t = t (exact memory) or min(t, W)
-//!   (window memory), λ_0 := λ_1 (scale-free, unlike the seed's λ_0 = 1).
-//! - **Cumulative loss with the variance term** (the seed's adaptive algorithm):
+//!   (window memory), λ_0 := λ_1 (scale-free, unlike the paper's λ_0 = 1).
+//! - **Cumulative loss with the variance term** (the paper's adaptive algorithm):
 //!   S_t(c) = Σ_{s≤t} [ℓ(c, x_s) + (λ_{s−1}/2)(ℓ(c, x_s) − ℓ(ĉ_s, x_s))²], where ĉ_s is
 //!   what the learner predicted at round s.
 //! - **Quasi-posterior**: ρ̂_{t+1}(c) ∝ exp(−λ_t S_t(c)) π(c).
@@ -44,14 +44,17 @@
 //! proposal are drawn from multivariate Student t laws (3 degrees of freedom) around the
 //! round's proposal means m^{(k')} (the k'-means centres of the memory, computed once per
 //! round and warm-started from round to round), with scale [`ProposalScale::Laplace`] (the
-//! width of the quasi-posterior of one centre) or [`ProposalScale::Seed`] (the seed's
+//! width of the quasi-posterior of one centre) or [`ProposalScale::Paper`] (the paper's
 //! τ = 1/√(pt), in units of R); the acceptance ratio is computed in log space. The chain
 //! starts from the previous round's state, relabelled against the new means. See the
 //! `sampler` module source for the exact ratio, the single decision rule and the fixed
 //! order of the random draws that make snapshots resume bit for bit.
 //!
-//! **No guarantee for the chain itself**: the regret bound ([`bounds`]) is for exact draws
-//! from ρ̂_t; the N-step chain approximates them.
+//! **No guarantee for the chain itself**: the bound of the paper's corollary ([`bounds`], for
+//! every temperature multiplier a) is on the expected cumulative loss of exact draws from
+//! ρ̂_t, the ideal sampler; the N-step chain approximates them. After a run,
+//! [`oracle::hindsight_report`] gives the regret against the best fixed clustering in
+//! hindsight for every k, and that bound for the run's settings (or why there is none).
 //!
 //! # Cost
 //!
@@ -114,7 +117,7 @@ pub use learner::{Paco, PacoReport, PacoStep};
 pub use means::ProposalMeans;
 pub use params::{
     DEFAULT_COEFF, DEFAULT_ETA, Memory, PacoConfig, PacoParams, ProposalScale, Radius, Summation,
-    default_proposal_scale,
+    default_proposal_scale, limits,
 };
 #[doc(hidden)]
 pub use proposal::{student_draw, student_log_density};

@@ -8,7 +8,7 @@
 //!
 //! ρ(c; m, σ) = Γ((3+d)/2) / (Γ(3/2) (3π)^{d/2} σ^d) · (1 + ‖c − m‖²/(3σ²))^{−(3+d)/2},
 //!
-//! and with σ² = 2τ² this is the seed's (1 + ‖c − m‖²/(6τ²)) form. W_j is drawn as the sum of
+//! and with σ² = 2τ² this is the paper's (1 + ‖c − m‖²/(6τ²)) form. W_j is drawn as the sum of
 //! three squared standard normals, which is χ²_3 exactly; so a centre costs d + 3 normal
 //! draws, in the order z_1..z_d, then the three of W.
 //!
@@ -184,7 +184,7 @@ impl DensityConstants {
 /// The proposal scale σ_j of a slot whose mean has `count` points of memory assigned.
 ///
 /// - Laplace: b / √(2 λ_t max(n_j, 1));
-/// - Seed: √2 · b · R / √(p n_t).
+/// - Paper: √2 · b · R / √(p n_t).
 pub(crate) fn proposal_sigma(
     rule: ProposalScale,
     multiplier: f64,
@@ -196,7 +196,7 @@ pub(crate) fn proposal_sigma(
 ) -> f64 {
     match rule {
         ProposalScale::Laplace => multiplier / (2.0 * lambda * count.max(1.0)).sqrt(),
-        ProposalScale::Seed => {
+        ProposalScale::Paper => {
             let tau = multiplier * radius / (max_k as f64 * n_points.max(1) as f64).sqrt();
             std::f64::consts::SQRT_2 * tau
         }

@@ -1,4 +1,5 @@
-//! The reversible-jump MCMC sampler of a round (the seed's Algorithm 3).
+//! The reversible-jump MCMC sampler of a round (Algorithm 3, PACO, of the slides on Li, Guedj &
+//! Loustau 2018).
 //!
 //! Within round t + 1 the target is ρ̂_{t+1}(k, c) ∝ exp(−λ_t S_t(c)) π(c) on the union of the
 //! spaces R^{dk}, k = 1..p. The state is (k, c).
@@ -115,7 +116,7 @@ pub(crate) struct Target<'a> {
     pub(crate) radius: f64,
     pub(crate) max_k: usize,
     pub(crate) eta: f64,
-    /// n_t for the seed proposal's τ_t (the memory's length, except in tests).
+    /// n_t for the paper proposal's τ_t (the memory's length, except in tests).
     pub(crate) n_points: u64,
 }
 
@@ -390,7 +391,7 @@ impl<S: MeansSource> Chain<'_, S> {
         {
             return centres.to_vec();
         }
-        let slot_of = assignment(&cost, k, r);
+        let slot_of = assignment(cost, k, r);
         let mut labelled = vec![0.0; k * dim];
         let mut surplus = Vec::new();
         for (i, slot) in slot_of.iter().enumerate() {

@@ -1,10 +1,12 @@
-//! The inverse temperature λ_t of the quasi-posterior (the seed's adaptive calibration):
+//! The inverse temperature λ_t of the quasi-posterior (the adaptive calibration of Li, Guedj &
+//! Loustau 2018):
 //!
 //! λ_t = a · (d + 2) / (2 √n_t R²),
 //!
-//! with a the user's multiplier (`coeff`; the seed's corollary is for a = 1) and n_t = t in
-//! exact memory, min(t, W) in window memory. λ_0 := λ_1: the seed's λ_0 = 1 is not invariant
-//! to the units of the data, λ_1 is, and a non-increasing sequence keeps the corollary.
+//! with a the user's multiplier (`coeff`; the paper's corollary is stated for a = 1, and
+//! [`super::bounds`] gives it for every a) and n_t = t in exact memory, min(t, W) in window
+//! memory. λ_0 := λ_1: the paper's λ_0 = 1 is not invariant to the units of the data, λ_1
+//! is, and a non-increasing sequence keeps the corollary.
 //!
 //! Every factor is exact under a change of units by a power of two (R² scales by 4^j, the
 //! square root of a count does not change), so λ_t scales by exactly 4^{−j}.
