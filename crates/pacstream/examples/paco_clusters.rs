@@ -14,6 +14,10 @@
 //! that holds points pays an Occam factor of about (d/2) ln(λ n_j (2R)²) nats, which grows with
 //! d and with the prior's ball; see `docs/paco-calibration.md`).
 //!
+//! `-- occam [--dims 5] [--ks 8] [--ts 250,500,1000,2000] [--seeds 5] [--separation Δ]
+//! [--half-width L]` prints instead the Laplace approximation of the posterior log odds of k
+//! against k − 1 on the learner's own memory (see [`occam`]).
+//!
 //! The program uses only the learner's public interface, so that the same file runs against
 //! an earlier version of the library (the "before" column of the calibration note).
 
