@@ -509,7 +509,7 @@ fn student_proposal_follows_its_law() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The learner's moves (the seed's jump with a defensive mixture per slot, births and
+// The learner's moves (the paper's jump with a defensive mixture per slot, births and
 // deaths of one centre, random-walk steps of one centre): the same statistical tests, and
 // the recovery from a state the jump alone cannot leave.
 
@@ -747,7 +747,7 @@ const DEAD_DIM: usize = 5;
 /// one centre per cluster — within 300 iterations with the learner's moves, for each of 10
 /// seeds. d = 5, the dimension of the stuck run of `docs/paco-calibration.md` ("Mixing").
 ///
-/// The control: the seed's jump alone (the sampler before this change: t₃ proposals, no
+/// The control: the paper's jump alone (the sampler before this change: t₃ proposals, no
 /// births, deaths or random-walk steps) must pay the far centre's g = log U − log t₃
 /// ≈ 10 nats to leave (d = 5, σ_j ≈ 0.42, 28 from its mean, 2R = 30), less η = 6 and
 /// ln 4!/3! for the target's side: an exit costs about e^{−5.5}, a jump to k − 1 is proposed

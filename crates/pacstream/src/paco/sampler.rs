@@ -145,7 +145,7 @@ pub enum Defect {
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MoveMix {
-    /// The jump of the seed's Algorithm 3: k' ∈ {k − 1, k, k + 1}, every centre redrawn
+    /// The jump of the paper's Algorithm 3: k' ∈ {k − 1, k, k + 1}, every centre redrawn
     /// around the proposal means of k'.
     pub jump: f64,
     /// The birth of one centre (drawn from a mixture around the proposal means of k + 1) or
@@ -156,7 +156,7 @@ pub struct MoveMix {
 }
 
 impl MoveMix {
-    /// The seed's jump alone (the sampler before the birth, death and random-walk moves).
+    /// The paper's jump alone (the sampler before the birth, death and random-walk moves).
     pub const JUMP_ONLY: MoveMix = MoveMix {
         jump: 1.0,
         birth_death: 0.0,
@@ -164,7 +164,7 @@ impl MoveMix {
     };
 }
 
-/// The default mix of moves: half the iterations are the seed's jump, a quarter births or
+/// The default mix of moves: half the iterations are the paper's jump, a quarter births or
 /// deaths, a quarter random-walk steps (see `docs/paco-calibration.md`, "Mixing").
 pub(crate) const DEFAULT_MOVES: MoveMix = MoveMix {
     jump: 0.5,
@@ -593,7 +593,7 @@ pub(crate) fn run_chain<S: MeansSource>(
         let mixed = settings.moves;
         let total = mixed.jump + mixed.birth_death + mixed.random_walk;
         let (new_k, rest, new_weight) = if kind * total < mixed.jump {
-            // The seed's jump.
+            // The paper's jump.
             let (choices, n_choices) = moves(k, max_k);
             let new_k = choices[rng.index_below(n_choices)];
             let log_forward = -(n_choices as f64).ln();

@@ -94,7 +94,7 @@ impl ToyMoves {
     }
 
     /// The sampler before the birth, death and random-walk moves and the defensive mixture:
-    /// the seed's jump alone, with t₃ proposals.
+    /// the paper's jump alone, with t₃ proposals.
     pub fn jump_only() -> Self {
         Self {
             moves: MoveMix::JUMP_ONLY,
@@ -103,7 +103,7 @@ impl ToyMoves {
     }
 }
 
-/// Runs one round's chain from `start` (row-major) on `target`, with the seed's jump alone
+/// Runs one round's chain from `start` (row-major) on `target`, with the paper's jump alone
 /// ([`ToyMoves::jump_only`]; [`run_toy_chain_with`] takes the moves).
 pub fn run_toy_chain(
     target: &ToyTarget,
