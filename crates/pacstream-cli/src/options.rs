@@ -11,6 +11,7 @@ use clap::{Args, ValueEnum};
 
 use crate::failure::bad_input;
 use crate::io::columns::{ColumnSelector, parse_column_list};
+use crate::io::files::{self, InputFile, OutputFile, Source};
 
 /// Options shared by every command: input, outputs, checkpoints.
 #[derive(Args, Debug, Clone)]
@@ -93,9 +94,9 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
-    /// The largest number of points drawn by `--plot`: batch mode draws every m-th point,
-    /// online mode keeps a uniform random sample (reservoir) of the stream, so memory stays
-    /// constant.
+    /// The largest number of points drawn by `--plot` (1 to 1,000,000): batch mode draws
+    /// every m-th point, online mode keeps a uniform random sample (reservoir) of the stream,
+    /// so memory stays constant.
     #[arg(long, default_value_t = 5000, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub plot_points: u64,
@@ -111,17 +112,20 @@ pub struct OutputArgs {
 pub struct CheckpointArgs {
     /// Save the run's state to FILE every `--checkpoint-every` rows and at the end. The file
     /// is replaced atomically: a crash leaves the old or the new checkpoint, never a torn one.
+    /// A symlink's target is replaced; a device or FIFO is refused.
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
 
-    /// Rows of input between checkpoints.
+    /// Rows of input between checkpoints (1 to 10^12).
     #[arg(long, value_name = "N", requires = "checkpoint", default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000_000_000))]
     pub checkpoint_every: u64,
 
-    /// Continue the run saved in FILE: the same command, settings and input are required;
-    /// the rows already learned are skipped and `--output` is cut back to its length at the
-    /// checkpoint and appended to, so the result equals an uninterrupted run. With
+    /// Continue the run saved in FILE: the same command, settings and input are required.
+    /// The checkpoint's checksum, and that `--output` still holds what the checkpoint says
+    /// the run wrote, are checked before anything is written; then the rows already learned
+    /// are skipped and `--output` is cut back to its length at the checkpoint and appended
+    /// to, so the result equals an uninterrupted run. With
     /// `--output -` only the records after the checkpoint are written.
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
@@ -300,6 +304,12 @@ impl RunOptions {
 impl CommonArgs {
     /// Checks the shared options and returns them validated.
     pub fn validate(&self) -> anyhow::Result<RunOptions> {
+        self.validate_with(&OtherFiles::default())
+    }
+
+    /// [`CommonArgs::validate`] for a command that also reads or writes `other` files: no
+    /// output may be an input, or another output.
+    pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
         let input = &self.input_options;
         let columns = match &input.columns {
             Some(text) => Some(
@@ -330,10 +340,10 @@ impl CommonArgs {
             }
         }
         if let Some(plot) = &out.plot {
-            check_plot_path(plot)?;
+            check_plot_path("--plot", plot)?;
         }
         let checkpoint = &self.checkpoint_options;
-        check_distinct_files(self)?;
+        check_distinct_files(self, other)?;
         let checkpoints = CheckpointOptions {
             save: checkpoint
                 .checkpoint
@@ -362,51 +372,74 @@ impl CommonArgs {
     }
 }
 
-/// Refuses runs that would write one file twice, or overwrite their own input
-/// (`-o data.csv data.csv` would truncate the data before it is read).
-fn check_distinct_files(args: &CommonArgs) -> anyhow::Result<()> {
+/// The files a command reads and writes besides the shared ones (`--curve`; `--plot-k`),
+/// for the one same-file check of [`CommonArgs::validate_with`].
+#[derive(Clone, Debug, Default)]
+pub struct OtherFiles {
+    /// Files read, by option.
+    pub inputs: Vec<(&'static str, PathBuf)>,
+    /// Files written, by option.
+    pub outputs: Vec<(&'static str, PathBuf)>,
+}
+
+/// Refuses runs that would write one file twice, or overwrite one of their inputs (`-o
+/// data.csv data.csv` would truncate the data before it is read; so would a hard link to
+/// it, or `- -o data.csv < data.csv`). Files are compared by device and inode
+/// ([`files::check_distinct`]).
+fn check_distinct_files(args: &CommonArgs, other: &OtherFiles) -> anyhow::Result<()> {
     let out = &args.output_options;
     let checkpoint = &args.checkpoint_options;
-    let mut files: Vec<(&str, PathBuf)> = Vec::new();
-    if args.input != "-" {
-        files.push(("the input", PathBuf::from(&args.input)));
+    let mut inputs = vec![InputFile {
+        option: "the input".to_string(),
+        source: if args.input == "-" {
+            Source::Stdin
+        } else {
+            Source::Path(PathBuf::from(&args.input))
+        },
+        may_be: None,
+    }];
+    if let Some(path) = &checkpoint.resume {
+        inputs.push(InputFile {
+            option: "--resume".to_string(),
+            source: Source::Path(path.clone()),
+            may_be: Some("--checkpoint"),
+        });
     }
-    for (name, path) in [("--output", &out.output), ("--summary", &out.summary)] {
+    for (option, path) in &other.inputs {
+        inputs.push(InputFile {
+            option: (*option).to_string(),
+            source: Source::Path(path.clone()),
+            may_be: None,
+        });
+    }
+    let mut outputs = Vec::new();
+    for (option, path) in [("--output", &out.output), ("--summary", &out.summary)] {
         if let Some(path) = path.as_deref().filter(|p| *p != "-") {
-            files.push((name, PathBuf::from(path)));
+            outputs.push(OutputFile {
+                option: option.to_string(),
+                path: PathBuf::from(path),
+            });
         }
     }
-    if let Some(path) = &out.plot {
-        files.push(("--plot", path.clone()));
-    }
-    if let Some(path) = &checkpoint.checkpoint {
-        files.push(("--checkpoint", path.clone()));
-    }
-    let resolved: Vec<PathBuf> = files.iter().map(|(_, path)| resolve(path)).collect();
-    for (i, (name, path)) in files.iter().enumerate() {
-        if let Some(j) = resolved[..i].iter().position(|p| *p == resolved[i]) {
-            return Err(bad_input(format!(
-                "{} and {name} are the same file '{}'",
-                files[j].0,
-                path.display()
-            )));
+    let named = [
+        ("--plot", &out.plot),
+        ("--checkpoint", &checkpoint.checkpoint),
+    ];
+    for (option, path) in named {
+        if let Some(path) = path {
+            outputs.push(OutputFile {
+                option: option.to_string(),
+                path: path.clone(),
+            });
         }
     }
-    if let Some(resume) = &checkpoint.resume {
-        let resume_path = resolve(resume);
-        if let Some((name, _)) = files
-            .iter()
-            .zip(&resolved)
-            .find(|((name, _), p)| **p == resume_path && *name != "--checkpoint")
-            .map(|(file, _)| file)
-        {
-            return Err(bad_input(format!(
-                "--resume and {name} are the same file '{}'",
-                resume.display()
-            )));
-        }
+    for (option, path) in &other.outputs {
+        outputs.push(OutputFile {
+            option: (*option).to_string(),
+            path: path.clone(),
+        });
     }
-    Ok(())
+    files::check_distinct(&inputs, &outputs)
 }
 
 /// A path made comparable: its directory resolved (links, `..`), the file name kept, so
@@ -444,16 +477,16 @@ pub fn extension(path: &Path) -> Option<String> {
 
 /// Figures are SVG: PNG would need a rasteriser and font files, which this build does not
 /// carry; say so rather than write an SVG under a `.png` name.
-pub(crate) fn check_plot_path(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_plot_path(option: &str, path: &Path) -> anyhow::Result<()> {
     match extension(path).as_deref() {
         Some("svg") => Ok(()),
         Some("png") => Err(bad_input(format!(
-            "--plot '{}': PNG is not supported, only SVG (convert the SVG with any SVG \
+            "{option} '{}': PNG is not supported, only SVG (convert the SVG with any SVG \
              renderer, or use a .svg name)",
             path.display()
         ))),
         _ => Err(bad_input(format!(
-            "--plot '{}': the figure is SVG, so the file name must end in .svg",
+            "{option} '{}': the figure is SVG, so the file name must end in .svg",
             path.display()
         ))),
     }
@@ -506,8 +539,9 @@ mod tests {
 
     #[test]
     fn plots_are_svg() {
-        assert!(check_plot_path(Path::new("x.svg")).is_ok());
-        assert!(check_plot_path(Path::new("x.png")).is_err());
-        assert!(check_plot_path(Path::new("x")).is_err());
+        assert!(check_plot_path("--plot", Path::new("x.svg")).is_ok());
+        assert!(check_plot_path("--plot", Path::new("x.png")).is_err());
+        let error = check_plot_path("--plot-k", Path::new("x")).unwrap_err();
+        assert!(error.to_string().starts_with("--plot-k 'x'"), "{error}");
     }
 }

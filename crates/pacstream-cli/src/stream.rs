@@ -7,13 +7,20 @@
 //!
 //! - a checkpoint is made every `--checkpoint-every` input rows (at the first row after
 //!   which the task is *settled*, that is holds no partly filled mini-batch), and at the end;
-//!   before it the output is flushed and fsynced, and its length recorded;
-//! - `--resume` loads a checkpoint made by the same command with the same settings, restores
-//!   the task, skips the rows already consumed (checking their fingerprint), cuts the output
-//!   back to its recorded length and continues, so the result equals an uninterrupted run;
+//!   before it the output is flushed and fsynced, and what it holds recorded (length,
+//!   SHA-256, records);
+//! - `--resume` loads a checkpoint made by the same command with the same settings (its
+//!   checksum verified first), restores the task, skips the rows already consumed (checking
+//!   their fingerprint), checks that the output holds exactly what the checkpoint recorded,
+//!   cuts it back to that and continues, so the result equals an uninterrupted run; nothing
+//!   is written before every check has passed;
 //! - a bad row under `--on-bad-row error` stops the run, but a checkpoint of what was learned
-//!   before it is saved first (when checkpoints are on), so nothing is lost.
+//!   before it is saved first (when checkpoints are on), so nothing is lost. A row the
+//!   learner refuses though it parsed ([`RowFault`]: an outcome missing, a point far outside
+//!   the ball) is a bad row like the others: named by file, line and column, and skipped
+//!   with `--on-bad-row skip`.
 
+use std::fmt;
 use std::path::Path;
 
 use anyhow::Context;
@@ -22,14 +29,77 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::failure::bad_input;
-use crate::io::atomic::remove_stale_temporaries;
+use crate::io::atomic::{checkpoint_path, remove_stale_temporaries};
 use crate::io::checkpoint::{self, Checkpoint};
 use crate::io::reader::{InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{CheckpointOptions, OutputTarget, RecordOutput};
 use crate::ui::{Notes, Progress};
 
+/// Where in a row a [`RowFault`] lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAt {
+    /// The row as a whole.
+    Row,
+    /// The feature column at this position (among the columns the command reads).
+    Feature(usize),
+    /// The extra column (weights, labels) at this position.
+    Extra(usize),
+}
+
+/// A row that parsed but that the command or its learner refuses: the problem, and where in
+/// the row it lies. The streaming loop names the file, line and column, and skips the row
+/// under `--on-bad-row skip`. A task returns it only when it changed nothing (the library's
+/// steps are atomic).
+#[derive(Debug)]
+pub struct RowFault {
+    /// Where.
+    pub at: FaultAt,
+    /// What is wrong, without the location (`the outcome is missing`).
+    pub problem: String,
+}
+
+impl fmt::Display for RowFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.problem)
+    }
+}
+
+impl std::error::Error for RowFault {}
+
+/// A [`RowFault`] as an error.
+pub fn row_fault(at: FaultAt, problem: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(RowFault {
+        at,
+        problem: problem.into(),
+    })
+}
+
+/// A library error about the point a row gave (a value not finite or too large, a point
+/// the model cannot take) as a [`RowFault`]: at the column where the library names one (its
+/// column `c` is the feature at `first_feature + c`), else at the row. Other errors (a
+/// setting, a broken snapshot) go to `otherwise`, the command's mapping of library errors.
+pub fn point_fault(
+    error: pacstream::Error,
+    first_feature: usize,
+    otherwise: impl FnOnce(pacstream::Error) -> anyhow::Error,
+) -> anyhow::Error {
+    use pacstream::Error;
+    match &error {
+        Error::NonFinite { column, .. } | Error::ValueTooLarge { column, .. } => {
+            row_fault(FaultAt::Feature(first_feature + column), error.to_string())
+        }
+        Error::InconsistentInput(problem) => row_fault(FaultAt::Row, problem.clone()),
+        Error::DimensionMismatch { .. } => row_fault(FaultAt::Row, error.to_string()),
+        Error::InvalidWeight { .. } => row_fault(FaultAt::Extra(0), error.to_string()),
+        _ => otherwise(error),
+    }
+}
+
 /// An online command, as the streaming loop drives it.
+///
+/// Every row learned writes exactly one record to the output (when there is one), so that
+/// a checkpoint's record count can be checked against the rows it learned.
 pub trait StreamTask {
     /// The command's name, as written in checkpoints (`kmeans`).
     const COMMAND: &'static str;
@@ -48,7 +118,8 @@ pub trait StreamTask {
     /// and the input progress it was saved with.
     fn restore(&mut self, state: Self::State, input: &InputProgress) -> anyhow::Result<()>;
 
-    /// Learns one row and writes the records it produces.
+    /// Learns one row and writes the records it produces. A row it refuses without changing
+    /// anything is a [`RowFault`].
     fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()>;
 
     /// Whether every row given so far is learned (no partly filled mini-batch waits), so
@@ -101,13 +172,20 @@ pub fn run_stream<T: StreamTask>(
     checkpoints: &CheckpointOptions,
     notes: Notes,
 ) -> anyhow::Result<InputProgress> {
-    if let Some((path, _)) = &checkpoints.save {
-        remove_stale_temporaries(path);
-    }
+    // The checkpoint's own file (a symlink's target; a device or FIFO is refused) is known
+    // before anything is read; its stale temporaries are cleared once the resume's checks
+    // have passed.
+    let save_target = match &checkpoints.save {
+        Some((path, _)) => Some(checkpoint_path(path)?),
+        None => None,
+    };
     let mut sink = match &checkpoints.resume {
         Some(path) => resume(task, reader, output, path, notes)?,
         None => RecordSink::create(output)?,
     };
+    if let Some(target) = &save_target {
+        remove_stale_temporaries(target);
+    }
     let mut progress = Progress::new(notes, reader.bytes().1);
     let mut last_checkpoint = reader.progress().rows_consumed;
     loop {
@@ -115,48 +193,85 @@ pub fn run_stream<T: StreamTask>(
             Ok(Some(row)) => row,
             Ok(None) => break,
             Err(error) => {
-                // Keep what was learned: save it (when checkpoints are on), then report the
-                // bad row. A failure to save is noted, never allowed to hide the bad row.
-                if let Some((path, _)) = &checkpoints.save {
-                    let consumed = reader.progress().rows_consumed;
-                    if task.is_settled() && consumed > 0 {
-                        match save(task, reader.progress(), &mut sink, output, path) {
-                            Ok(()) => notes.note(format!(
-                                "the {consumed} rows before the bad row are learned and saved in \
-                                 '{}': fix the row and continue with --resume {}",
-                                path.display(),
-                                path.display()
-                            )),
-                            Err(save_error) => notes.note(format!(
-                                "the rows before the bad row could not be saved: {save_error:#}"
-                            )),
-                        }
-                    }
-                }
-                // The records written so far stay: they are the rounds that were learned.
-                let _ = sink.sync();
-                return Err(error);
+                return Err(stop_at_bad_row(
+                    task,
+                    reader,
+                    &mut sink,
+                    checkpoints,
+                    notes,
+                    error,
+                ));
             }
         };
-        task.learn(&row, &mut sink)?;
+        if let Err(error) = task.learn(&row, &mut sink) {
+            if !error.is::<RowFault>() {
+                return Err(error);
+            }
+            let fault = error
+                .downcast::<RowFault>()
+                .context("invariant: a row fault")?;
+            if let Err(error) = reader.refuse_current(fault.at, &fault.problem) {
+                return Err(stop_at_bad_row(
+                    task,
+                    reader,
+                    &mut sink,
+                    checkpoints,
+                    notes,
+                    error,
+                ));
+            }
+            continue;
+        }
         let consumed = reader.progress().rows_consumed;
         if consumed % 4096 == 0 {
             progress.update(consumed, reader.bytes().0);
         }
         if let Some((path, every)) = &checkpoints.save {
             if consumed - last_checkpoint >= *every && task.is_settled() {
-                save(task, reader.progress(), &mut sink, output, path)?;
+                save(task, reader.progress(), &mut sink, path)?;
                 last_checkpoint = consumed;
             }
         }
     }
     task.finish(&mut sink)?;
     if let Some((path, _)) = &checkpoints.save {
-        save(task, reader.progress(), &mut sink, output, path)?;
+        save(task, reader.progress(), &mut sink, path)?;
     }
     sink.finish()?;
     progress.finish();
     Ok(reader.progress())
+}
+
+/// Ends a run at a bad row under `--on-bad-row error`: keeps what was learned (saves it,
+/// when checkpoints are on), then returns the bad row's error. A failure to save is noted,
+/// never allowed to hide the bad row.
+fn stop_at_bad_row<T: StreamTask>(
+    task: &T,
+    reader: &RowReader,
+    sink: &mut RecordSink,
+    checkpoints: &CheckpointOptions,
+    notes: Notes,
+    error: anyhow::Error,
+) -> anyhow::Error {
+    if let Some((path, _)) = &checkpoints.save {
+        let consumed = reader.progress().rows_consumed;
+        if task.is_settled() && consumed > 0 {
+            match save(task, reader.progress(), sink, path) {
+                Ok(()) => notes.note(format!(
+                    "the {consumed} rows before the bad row are learned and saved in '{}': fix \
+                     the row and continue with --resume {}",
+                    path.display(),
+                    path.display()
+                )),
+                Err(save_error) => notes.note(format!(
+                    "the rows before the bad row could not be saved: {save_error:#}"
+                )),
+            }
+        }
+    }
+    // The records written so far stay: they are the rounds that were learned.
+    let _ = sink.sync();
+    error
 }
 
 /// Restores `task` from the checkpoint at `path`, skips the input it consumed, and reopens
@@ -176,23 +291,33 @@ fn resume<T: StreamTask>(
             path.display()
         )));
     }
-    if let (Some(output), Some(format)) = (output, &saved.output_format) {
-        if output.format.name() != format {
+    if let (Some(output), Some(mark)) = (output, &saved.output) {
+        if output.format.name() != mark.format {
             return Err(bad_input(format!(
-                "the run saved in '{}' wrote its --output as {format}; resume with --format {format}",
-                path.display()
+                "the run saved in '{}' wrote its --output as {}; resume with --format {}",
+                path.display(),
+                mark.format,
+                mark.format
             )));
+        }
+    }
+    if let Some(mark) = &saved.output {
+        // One record per row learned (the task was settled when it was saved).
+        if mark.records != input.rows_consumed - input.bad_rows_skipped {
+            return Err(inconsistent(
+                "the records it wrote do not match the rows it learned",
+            ));
         }
     }
     task.restore(saved.state, &input)
         .with_context(|| format!("cannot resume from '{}'", path.display()))?;
     reader.fast_forward(&input)?;
-    let sink = match (output, saved.output_bytes) {
+    let sink = match (output, &saved.output) {
         (None, _) => RecordSink::disabled(),
         (Some(output), _) if output.target == OutputTarget::Stdout => {
             RecordSink::create(Some(output))?
         }
-        (Some(output), Some(length)) => RecordSink::resume(Some(output), length)?,
+        (Some(output), Some(mark)) => RecordSink::resume(Some(output), mark)?,
         (Some(_), None) => {
             return Err(bad_input(format!(
                 "the run saved in '{}' had no --output, so a resumed run cannot write a complete \
@@ -215,21 +340,16 @@ fn save<T: StreamTask>(
     task: &T,
     input: InputProgress,
     sink: &mut RecordSink,
-    output: Option<&RecordOutput>,
     path: &Path,
 ) -> anyhow::Result<()> {
-    let output_bytes = sink.sync()?;
-    let output_format = output_bytes.and(output.map(|o| o.format.name().to_string()));
+    let mark = sink.sync()?;
     checkpoint::save(
         path,
         &Checkpoint {
-            format: checkpoint::FORMAT.to_string(),
-            version: checkpoint::VERSION,
             command: T::COMMAND.to_string(),
             settings: task.settings(),
             input,
-            output_bytes,
-            output_format,
+            output: mark,
             state: task.state(),
         },
     )

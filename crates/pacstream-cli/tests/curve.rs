@@ -266,9 +266,31 @@ fn bad_settings_are_usage_errors() {
     );
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("data row 101"),
+        outcome.stderr.contains("far.csv: line 102: a point lies"),
         "{}",
         outcome.stderr
+    );
+    // It is a bad row like any other: skipped and counted on request.
+    let outcome = run(
+        dir.path(),
+        &[
+            "curve",
+            "far.csv",
+            "--columns",
+            "long,lat",
+            "--window",
+            "500",
+            "--on-bad-row",
+            "skip",
+            "--summary",
+            "-",
+        ],
+    );
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stdout.contains("\"bad_rows_skipped\": 1"),
+        "{}",
+        outcome.stdout
     );
     write(dir.path(), "few.csv", "x,y\n1,2\n3,4\n");
     let outcome = run(dir.path(), &["curve", "few.csv"]);

@@ -200,7 +200,11 @@ fn sleeping_experts() {
         ],
     );
     assert_eq!(outcome.code, 2);
-    assert!(outcome.stderr.contains("data row"), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("sleep.csv: line"),
+        "{}",
+        outcome.stderr
+    );
 }
 
 #[test]

@@ -106,6 +106,31 @@ impl Error {
         }
     }
 
+    /// Checks a count parameter against its documented range `[min, max]`: below `min` it is
+    /// refused as `must be >= min`, above `max` as `must be at most max`. Every count a
+    /// learner allocates or loops by has such an upper bound, checked before anything is
+    /// allocated (each family's `limits` module lists them).
+    pub(crate) fn check_count(
+        name: &'static str,
+        value: usize,
+        min: usize,
+        max: usize,
+    ) -> Result<()> {
+        if value < min {
+            return Err(Error::invalid_parameter(
+                name,
+                format!("must be >= {min}, got {value}"),
+            ));
+        }
+        if value > max {
+            return Err(Error::invalid_parameter(
+                name,
+                format!("must be at most {max}, got {value}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The same error, attributed to row `row` of a batch (a no-op for errors without a row).
     #[must_use]
     pub fn at_row(self, row: usize) -> Self {

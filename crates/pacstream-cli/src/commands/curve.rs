@@ -30,7 +30,7 @@ use crate::io::reader::{InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::CommonArgs;
 use crate::plot::{CurveFigure, RowSample, ThinnedSeries, draw_curve};
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream curve`.
@@ -64,7 +64,7 @@ pub struct CurveArgs {
     #[arg(long, value_name = "D", allow_negative_numbers = true)]
     pub delta: Option<f64>,
 
-    /// p, the largest number of segments.
+    /// p, the largest number of segments (1 to 1,000).
     #[arg(long, value_name = "P", default_value_t = 50)]
     pub max_segments: usize,
 
@@ -108,20 +108,20 @@ pub struct CurveArgs {
     #[arg(long, value_name = "A", allow_negative_numbers = true)]
     pub alpha: Option<f64>,
 
-    /// M, the size of a window's local vertex set.
+    /// M, the size of a window's local vertex set (2 to 1,024).
     #[arg(long, value_name = "M", default_value_t = 16)]
     pub local_vertices: usize,
 
-    /// The largest number of candidate curves scored per round.
+    /// The largest number of candidate curves scored per round (1 to 65,536).
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_candidates: usize,
 
-    /// t_0, the rows collected before the first curve.
+    /// t_0, the rows collected before the first curve (2 to 1,000,000).
     #[arg(long, value_name = "T0", default_value_t = 20)]
     pub warmup: usize,
 
-    /// Keep only the last W rows (constant memory and cost per row) instead of all. The
-    /// hindsight curve and the regret need every row and are left out.
+    /// Keep only the last W rows (constant memory and cost per row; 2 to 100,000,000) instead
+    /// of all. The hindsight curve and the regret need every row and are left out.
     #[arg(long, value_name = "W")]
     pub window: Option<usize>,
 
@@ -184,6 +184,15 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
     let axes = super::plot_axes(args.axes.as_deref(), &reader)?;
     let layout = reader.layout().clone();
     let dim = layout.features.len();
+    if config.check_dim(dim).is_err() {
+        return Err(bad_input(format!(
+            "'{}' has {dim} columns to learn from; the principal curve learner takes at most {} \
+             (its cost grows with the square of the number of columns): choose them with \
+             --columns",
+            reader.source_name(),
+            pacstream::curves::limits::MAX_DIM
+        )));
+    }
     let plot = options.plot.is_some();
     let settings = serde_json::json!({
         "radius": match config.radius() { Radius::Auto => Value::from("auto"), Radius::Given(r) => Value::from(r) },
@@ -538,13 +547,8 @@ impl StreamTask for CurveTask {
             .state
             .learner
             .learn_one(row.values)
-            .map_err(|error| match error {
-                // A row the learner cannot take (e.g. far outside the ball): name it.
-                pacstream::Error::InconsistentInput(_) => {
-                    bad_input(format!("data row {}: {error}", row.number))
-                }
-                other => library_error(other),
-            })?;
+            // A row the learner cannot take (e.g. far outside the ball) is a bad row.
+            .map_err(|error| point_fault(error, 0, library_error))?;
         self.state.learn_seconds += started.elapsed().as_secs_f64();
         let totals = self.state.totals.record(&step);
         self.state.last = Some(totals);

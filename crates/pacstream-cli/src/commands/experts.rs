@@ -23,7 +23,7 @@ use pacstream::experts::bounds::{Bounded, Guarantee};
 use pacstream::experts::{
     AdviceRound, Ewa, EwaParams, ExpertLedger, ExpertStep, FollowThePerturbedLeader, FplParams,
     Hedge, HedgeParams, LearningRate, Loss, LossRound, RandomizedWeightedMajority,
-    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams,
+    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams, check_rate, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -36,7 +36,7 @@ use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
 use crate::options::CommonArgs;
 use crate::plot::{ExpertsFigure, draw_experts};
-use crate::stream::{StreamTask, inconsistent, run_stream};
+use crate::stream::{FaultAt, StreamTask, inconsistent, point_fault, row_fault, run_stream};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream experts`.
@@ -74,11 +74,11 @@ pub struct ExpertsArgs {
     #[arg(long, value_name = "B", help_heading = "Learning rate")]
     pub beta: Option<f64>,
 
-    /// A fixed learning rate η > 0.
+    /// A fixed learning rate η > 0 (at most 1e50).
     #[arg(long, value_name = "E", help_heading = "Learning rate")]
     pub eta: Option<f64>,
 
-    /// Tune the rate for a known number of rounds T.
+    /// Tune the rate for a known number of rounds T (1 to 2^53).
     #[arg(long, value_name = "T", help_heading = "Learning rate")]
     pub horizon: Option<u64>,
 
@@ -101,7 +101,7 @@ pub struct ExpertsArgs {
     pub loss: Option<Loss>,
 
     /// The loss range B: every expert's loss lies in [0, B] (with --gradient, the
-    /// linearised losses lie in [−B/2, B/2]).
+    /// linearised losses lie in [−B/2, B/2]); B in [1e-40, 1e200].
     #[arg(long, value_name = "B")]
     pub loss_bound: Option<f64>,
 
@@ -315,7 +315,10 @@ impl Plan {
         let rate = if let Some(beta) = args.beta {
             LearningRate::beta(beta).map_err(|e| bad_input(format!("--beta: {e}")))?
         } else if let Some(eta) = args.eta {
-            LearningRate::Fixed(eta)
+            // Checked as the η given, before weighted majority turns it into β = e^{−η}.
+            let rate = LearningRate::Fixed(eta);
+            check_rate(rate).map_err(|e| library_error(&e))?;
+            rate
         } else if let Some(horizon) = args.horizon {
             LearningRate::Horizon(horizon)
         } else if args.anytime {
@@ -346,6 +349,14 @@ impl Plan {
             LearningRate::Fixed(eta) if binary => Some((-eta).exp()),
             _ => None,
         };
+        if beta == Some(0.0) {
+            return Err(bad_input(format!(
+                "invalid --eta: --rule {} uses β = e^(−η), which is 0 for η above about 745, \
+                 got {}",
+                rule.name(),
+                args.eta.unwrap_or_default()
+            )));
+        }
         Ok(Self {
             rule,
             rate,
@@ -482,7 +493,8 @@ fn plan_columns(args: &ExpertsArgs, first: &FirstRow<'_>) -> anyhow::Result<(Vec
         }
         None => None,
     };
-    let is_mask = |index: usize| names.label(index).ends_with("_awake");
+    let labels: Vec<String> = (0..names.width).map(|i| names.label(i)).collect();
+    let is_mask = |index: usize| labels[index].ends_with("_awake");
     let experts: Vec<usize> = match &args.experts {
         Some(text) => {
             let selectors =
@@ -510,9 +522,15 @@ fn plan_columns(args: &ExpertsArgs, first: &FirstRow<'_>) -> anyhow::Result<(Vec
     }
     let mut features: Vec<usize> = outcome.into_iter().chain(experts.iter().copied()).collect();
     let mut masks = Vec::with_capacity(experts.len());
+    // Each expert's mask by name, in one pass over the header (linear in its width).
+    let mut mask_columns: std::collections::HashMap<&str, usize> = Default::default();
+    for (index, label) in labels.iter().enumerate() {
+        if let Some(expert) = label.strip_suffix("_awake") {
+            mask_columns.entry(expert).or_insert(index);
+        }
+    }
     for &expert in &experts {
-        let wanted = format!("{}_awake", names.label(expert));
-        match (0..names.width).find(|&i| names.label(i) == wanted) {
+        match mask_columns.get(labels[expert].as_str()).copied() {
             Some(index) => {
                 masks.push(Some(features.len()));
                 features.push(index);
@@ -662,10 +680,7 @@ impl ExpertsTask {
             0.0
         };
         if outcome.is_nan() {
-            return Err(bad_input(format!(
-                "data row {}: the outcome is missing",
-                row.number
-            )));
+            return Err(row_fault(FaultAt::Feature(0), "the outcome is missing"));
         }
         self.advice.clear();
         self.advice.extend_from_slice(&row.values[start..start + n]);
@@ -680,10 +695,10 @@ impl ExpertsTask {
                     0.0 => awake = false,
                     _ if flag.is_nan() => awake = false,
                     _ => {
-                        return Err(bad_input(format!(
-                            "data row {}: an <expert>_awake column holds {flag}, not 0 or 1",
-                            row.number
-                        )));
+                        return Err(row_fault(
+                            FaultAt::Feature(position),
+                            format!("an <expert>_awake column holds {flag}, not 0 or 1"),
+                        ));
                     }
                 }
             }
@@ -777,9 +792,11 @@ impl StreamTask for ExpertsTask {
 
     fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
         let (outcome, sleeping) = self.read_row(row)?;
-        let step = self
-            .step(outcome, sleeping)
-            .map_err(|e| bad_input(format!("data row {}: {e}", row.number)))?;
+        let step = self.step(outcome, sleeping).map_err(|e| {
+            point_fault(e, usize::from(self.columns.has_outcome), |e| {
+                library_error(&e)
+            })
+        })?;
         let ledger = self.state.aggregator.ledger();
         let best_loss = ledger.expert_losses()[step.best_expert];
         let bound = self
@@ -870,6 +887,13 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         ));
     }
     options.input.empty_is_missing = true;
+    // Values the library would refuse are refused (or skipped) by the reader, by line and
+    // column: advice and outcomes within ±1e100, losses within ±1e201.
+    options.input.max_magnitude = Some(if args.losses {
+        limits::MAX_LOSS
+    } else {
+        limits::MAX_ADVICE
+    });
     let notes = Notes::new(options.quiet);
     let columns = RefCell::new(Columns::default());
     let plan_columns = |first: &FirstRow<'_>| {

@@ -36,7 +36,7 @@ use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{BadRowPolicy, CommonArgs, RunOptions};
 use crate::plot::{CentreMarks, ClusterFigure, LossCurve, RowSample, ThinnedSeries, draw_clusters};
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
 /// Arguments of `pacstream kmeans`.
@@ -58,7 +58,7 @@ use crate::ui::{Notes, Progress, report_writer};
         pacstream kmeans --k 3 --online data/xclara.csv -o rounds.csv --summary model.json"
 )]
 pub struct KMeansArgs {
-    /// The number of clusters.
+    /// The number of clusters (1 to 10,000).
     #[arg(long, value_name = "K")]
     pub k: usize,
 
@@ -66,12 +66,12 @@ pub struct KMeansArgs {
     #[arg(long, value_enum, default_value = "greedy++", value_name = "METHOD")]
     pub init: InitMethod,
 
-    /// Batch restarts, each from its own seeding; the lowest inertia wins (default 1, or 10
-    /// with --init random).
+    /// Batch restarts, each from its own seeding; the lowest inertia wins (1 to 1,000;
+    /// default 1, or 10 with --init random).
     #[arg(long, value_name = "N", conflicts_with = "online")]
     pub n_init: Option<usize>,
 
-    /// The largest number of Lloyd iterations per restart [default: 300].
+    /// The largest number of Lloyd iterations per restart (1 to 1,000,000) [default: 300].
     #[arg(long, value_name = "M", conflicts_with = "online")]
     pub max_iter: Option<usize>,
 
@@ -98,12 +98,13 @@ pub struct KMeansArgs {
     )]
     pub decay: Option<f64>,
 
-    /// Learn mini-batches of B rows (Sculley's mini-batch k-means) instead of one at a time.
+    /// Learn mini-batches of B rows (Sculley's mini-batch k-means) instead of one at a time
+    /// (1 to 1,000,000).
     #[arg(long, value_name = "B", requires = "online", help_heading = "Online mode",
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub batch_size: Option<u64>,
 
-    /// Rows buffered and fitted before the first update [default: 10·k].
+    /// Rows buffered and fitted before the first update (k to 10,000,000) [default: 10·k].
     #[arg(
         long,
         value_name = "N",
@@ -736,7 +737,7 @@ impl StreamTask for OnlineTask {
                     Some(weight) => self.state.learner.learn_one_weighted(row.values, weight),
                     None => self.state.learner.learn_one(row.values),
                 }
-                .map_err(library_error)?;
+                .map_err(|e| point_fault(e, 0, library_error))?;
                 self.account(&step, row.values, row.number, sink)
             }
             Some(size) => {

@@ -18,7 +18,7 @@ use crate::ui::Notes;
 
 /// What the summary says of the input. The first extra column is the weights column of
 /// the commands that weigh rows, or the labels column of those that compare with labels.
-#[derive(Serialize)]
+#[derive(Debug, Serialize)]
 pub struct InputSummary<'a> {
     source: &'a str,
     columns: &'a [String],

@@ -44,11 +44,11 @@ use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
-use crate::options::{CommonArgs, InputSource, RecordFormat, RunOptions, check_plot_path, resolve};
+use crate::options::{CommonArgs, OtherFiles, RecordFormat, RunOptions, check_plot_path};
 use crate::plot::{
     LineFigure, LossCurve, RowSample, Series, SeriesStyle, ThinnedSeries, draw_clusters, draw_lines,
 };
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, run_stream};
+use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
 use crate::ui::{Notes, Progress, report_writer};
 
 /// Arguments of `pacstream paco`.
@@ -81,7 +81,8 @@ use crate::ui::{Notes, Progress, report_writer};
         --plot-k k.svg --plot-loss loss.svg -o rounds.csv --summary summary.json"
 )]
 pub struct PacoArgs {
-    /// p, the largest number of clusters.
+    /// p, the largest number of clusters (1 to 1,000; p × the number of columns at most
+    /// 10,000,000).
     #[arg(long, value_name = "P", default_value_t = 50)]
     pub max_k: usize,
 
@@ -108,11 +109,13 @@ pub struct PacoArgs {
     #[arg(long)]
     pub scale: bool,
 
-    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales.
+    /// Warm-up rows buffered (not predicted) to fix the centre, R and the scales (up to
+    /// 1,000,000).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub warmup: usize,
 
-    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} [default: the calibrated value].
+    /// η, the prior's price of one cluster: q(k) ∝ e^{−ηk} (0 to 100) [default: the
+    /// calibrated value].
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub eta: Option<f64>,
 
@@ -129,11 +132,12 @@ pub struct PacoArgs {
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
     pub proposal_scale: Option<f64>,
 
-    /// N, the MCMC iterations per round.
+    /// N, the MCMC iterations per round (1 to 1,000,000).
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub iterations: usize,
 
-    /// Keep only the last W rows in memory (constant cost per round; the model forgets).
+    /// Keep only the last W rows in memory (constant cost per round; the model forgets; 1 to
+    /// 100,000,000).
     /// Default: every row (exact memory, the setting of the regret bound).
     #[arg(long, value_name = "W")]
     pub window: Option<usize>,
@@ -174,8 +178,8 @@ pub struct PacoArgs {
     )]
     pub axes: Option<String>,
 
-    /// k-means restarts of the hindsight oracle, per number of clusters (it fits every
-    /// k ≤ p once on the predicted rows, and as few k as the bound needs on every row).
+    /// k-means restarts of the hindsight oracle, per number of clusters (1 to 1,000; it fits
+    /// every k ≤ p once on the predicted rows, and as few k as the bound needs on every row).
     #[arg(long, value_name = "N", default_value_t = 5, help_heading = "Output",
           value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub oracle_restarts: u64,
@@ -205,9 +209,8 @@ impl ProposalArg {
 
 /// Runs `pacstream paco`.
 pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
-    let mut options = args.common.validate()?;
+    let mut options = args.common.validate_with(&extra_plots(args)?)?;
     options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
-    check_extra_plots(args, &options)?;
     if args.batch {
         let checkpoints = &options.checkpoints;
         if checkpoints.save.is_some() || checkpoints.resume.is_some() {
@@ -237,6 +240,10 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let reader = RowReader::open(&options.input, &extra_columns, notes)?;
+    // p × d within bounds before any row is read.
+    config
+        .check_dim(reader.layout().features.len())
+        .map_err(library_error)?;
     let axes = plot_axes(args.axes.as_deref(), &reader)?;
     if args.batch {
         run_batch(&options, &config, reader, axes, notes)
@@ -245,46 +252,17 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
     }
 }
 
-/// `--plot-k` and `--plot-loss` are SVG files distinct from each other and from every other
-/// file of the run (the shared options check the others among themselves).
-fn check_extra_plots(args: &PacoArgs, options: &RunOptions) -> anyhow::Result<()> {
-    let mut files: Vec<(&str, PathBuf)> = Vec::new();
-    if let InputSource::File(path) = &options.input.source {
-        files.push(("the input", path.clone()));
-    }
-    for (name, path) in [
-        ("--output", args.common.output_options.output.as_deref()),
-        ("--summary", args.common.output_options.summary.as_deref()),
-    ] {
-        if let Some(path) = path.filter(|p| *p != "-") {
-            files.push((name, PathBuf::from(path)));
-        }
-    }
-    if let Some(path) = &options.plot {
-        files.push(("--plot", path.clone()));
-    }
-    if let Some(path) = &args.common.checkpoint_options.checkpoint {
-        files.push(("--checkpoint", path.clone()));
-    }
-    let shared = files.len();
+/// `--plot-k` and `--plot-loss` are SVG files; the shared same-file check compares them
+/// with every other file of the run.
+fn extra_plots(args: &PacoArgs) -> anyhow::Result<OtherFiles> {
+    let mut other = OtherFiles::default();
     for (name, path) in [("--plot-k", &args.plot_k), ("--plot-loss", &args.plot_loss)] {
         if let Some(path) = path {
-            check_plot_path(path)?;
-            files.push((name, path.clone()));
+            check_plot_path(name, path)?;
+            other.outputs.push((name, path.clone()));
         }
     }
-    let resolved: Vec<PathBuf> = files.iter().map(|(_, path)| resolve(path)).collect();
-    for i in shared..files.len() {
-        if let Some(j) = (0..i).find(|&j| resolved[j] == resolved[i]) {
-            return Err(bad_input(format!(
-                "{} and {} are the same file '{}'",
-                files[j].0,
-                files[i].0,
-                files[i].1.display()
-            )));
-        }
-    }
-    Ok(())
+    Ok(other)
 }
 
 fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
@@ -590,19 +568,40 @@ impl<T: Serialize> Serialize for Column<T> {
     }
 }
 
-/// Run-length path of a count over rounds: (first round, value) at every change.
+/// Run-length path of a count over rounds: (first round, value) at every change, in bounded
+/// memory: once it holds [`CountPath::LIMIT`] changes, every other one is dropped (the first
+/// and the last kept), so that a long stream whose k̂_t keeps changing keeps a sketch of the
+/// path, not all of it.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct CountPath {
     changes: Vec<(u64, usize)>,
     last_round: u64,
+    /// Every change seen, kept or dropped.
+    total_changes: u64,
 }
 
 impl CountPath {
+    const LIMIT: usize = 20_000;
+
     fn record(&mut self, round: u64, value: usize) {
         if self.changes.last().is_none_or(|&(_, v)| v != value) {
             self.changes.push((round, value));
+            self.total_changes += 1;
+            if self.changes.len() >= Self::LIMIT {
+                let last = self.changes.len() - 1;
+                let mut index = 0;
+                self.changes.retain(|_| {
+                    index += 1;
+                    (index - 1) % 2 == 0 || index - 1 == last
+                });
+            }
         }
         self.last_round = round;
+    }
+
+    /// Whether every change is kept.
+    fn is_complete(&self) -> bool {
+        self.total_changes == self.changes.len() as u64
     }
 
     /// The staircase points (round, value), closed at the last round.
@@ -757,7 +756,7 @@ impl StreamTask for OnlineTask {
             .state
             .learner
             .learn_one(row.values)
-            .map_err(library_error)?;
+            .map_err(|e| point_fault(e, 0, library_error))?;
         self.state.seconds += started.elapsed().as_secs_f64();
         let totals = self.state.totals.record(&step);
         self.state.last = Some(totals);
@@ -909,8 +908,11 @@ struct OnlineSummary<'a> {
     settings: &'a Value,
     n_clusters: Option<usize>,
     centres: Option<Vec<Vec<f64>>>,
-    /// (first round, k̂) at every change of k̂_t.
+    /// (first round, k̂) at every change of k̂_t; past 20,000 changes a sketch of the path
+    /// (every other change dropped each time the limit is reached).
     k_path: &'a [(u64, usize)],
+    /// The number of changes of k̂_t (more than `k_path` holds when it is a sketch).
+    k_path_changes: u64,
     /// (first round, number of distinct labels in memory) at every change, with --labels.
     true_k_path: Option<&'a [(u64, usize)]>,
     totals: OnlineTotals,
@@ -1029,6 +1031,7 @@ fn run_online(
         n_clusters: learner.n_clusters(),
         centres: learner.centres().map(centre_rows),
         k_path: &state.k_path.changes,
+        k_path_changes: state.k_path.total_changes,
         true_k_path: state.true_k_path.as_ref().map(|p| p.changes.as_slice()),
         totals,
         learn_seconds: state.seconds,
@@ -1216,10 +1219,15 @@ fn print_online_report(
     if let Some(k) = learner.n_clusters() {
         writeln!(out, "  clusters (k̂)           {k}")?;
     }
-    let changes = state.k_path.changes.len().saturating_sub(1);
+    let changes = state.k_path.total_changes.saturating_sub(1) as usize;
+    let sketch = if state.k_path.is_complete() {
+        ""
+    } else {
+        ", a sketch of them"
+    };
     writeln!(
         out,
-        "  k̂_t path               {} (see --summary)",
+        "  k̂_t path               {} (see --summary{sketch})",
         plural(changes as u64, "change")
     )?;
     writeln!(

@@ -9,15 +9,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pacstream::curves::PrincipalCurve;
+use pacstream::curves::limits::{MAX_DIM, MAX_SEGMENTS};
 use pacstream::geometry::Part;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{InputSummary, note_skipped, write_summary};
 use crate::failure::{bad_input, cannot_open};
+use crate::io::columns::ColumnSelector;
 use crate::io::reader::RowReader;
 use crate::io::records::RecordSink;
-use crate::options::{CommonArgs, OutputTarget, RecordFormat, RecordOutput};
+use crate::options::{CommonArgs, OtherFiles, OutputTarget, RecordFormat, RecordOutput};
 use crate::ui::{Notes, Progress};
 
 /// Arguments of `pacstream project`.
@@ -27,12 +28,14 @@ use crate::ui::{Notes, Progress};
     long_about = "Project rows on a principal curve: for each row, the projection index (the \
         arc length from the first vertex to the nearest point of the curve), the squared \
         distance, the segment or vertex it falls on, and the nearest point.\n\n\
-        The curve is the `vertices` field of a `pacstream curve --summary` file; the input \
-        must have as many columns as the curve (use --columns as for the fit). Records go to \
-        --output, or to standard output as JSON lines.",
+        The curve is the `vertices` field of a `pacstream curve --summary` file, which also \
+        records the columns it was fitted on: they are found in the input by name (by index \
+        for a curve fitted on a file without a header); --columns, if given, must pick the \
+        same columns in the same order. Records go to --output, or to standard output as \
+        JSON lines.",
     after_help = "Example:\n  \
         pacstream curve --columns long,lat data/quakes.csv --summary curve.json\n  \
-        pacstream project --curve curve.json --columns long,lat data/quakes.csv -o projected.csv"
+        pacstream project --curve curve.json data/quakes.csv -o projected.csv"
 )]
 pub struct ProjectArgs {
     /// The summary file of a `pacstream curve` run.
@@ -98,7 +101,10 @@ struct ProjectSummary<'a> {
 
 /// Runs `pacstream project`.
 pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
-    let mut options = args.common.validate()?;
+    let mut options = args.common.validate_with(&OtherFiles {
+        inputs: vec![("--curve", args.curve.clone())],
+        outputs: Vec::new(),
+    })?;
     options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
     if options.checkpoints.save.is_some() || options.checkpoints.resume.is_some() {
         return Err(bad_input(
@@ -110,16 +116,46 @@ pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
             "--plot does not apply to `project`: draw the curve with `pacstream curve --plot`",
         ));
     }
-    let curve = read_curve(&args.curve)?;
+    let (curve, fitted_on) = read_curve(&args.curve)?;
     let notes = Notes::new(options.quiet);
-    let mut reader = RowReader::open(&options.input, &[], notes)?;
+    // Without --columns, the columns the curve was fitted on, by name (or by index, for a
+    // curve fitted on a file without a header).
+    let given = options.input.columns.is_some();
+    if !given {
+        options.input.columns = Some(fitted_on.iter().map(|name| selector_of(name)).collect());
+    }
+    let mut reader = RowReader::open(&options.input, &[], notes).map_err(|error| {
+        if given {
+            error
+        } else {
+            bad_input(format!(
+                "the curve in '{}' was fitted on the columns {}, which '{}' does not have \
+                 ({error:#}); pick the columns that hold them with --columns, or name them so \
+                 in the header",
+                args.curve.display(),
+                fitted_on.join(", "),
+                options.input.source.display_name()
+            ))
+        }
+    })?;
+    let labels = &reader.layout().feature_labels;
+    if *labels != fitted_on {
+        return Err(bad_input(format!(
+            "the curve in '{}' was fitted on the columns {} (in this order), and --columns \
+             picks {}: the coordinates would be mixed up; pick the same columns in the same \
+             order",
+            args.curve.display(),
+            fitted_on.join(", "),
+            labels.join(", ")
+        )));
+    }
     let dim = reader.layout().features.len();
     if dim != curve.dim() {
         return Err(bad_input(format!(
-            "the curve in '{}' has {} coordinates per vertex, the input {dim} columns: pick \
-             the fitted columns with --columns",
+            "'{}' is not a valid curve summary: its vertices have {} coordinates, its columns {}",
             args.curve.display(),
-            curve.dim()
+            curve.dim(),
+            fitted_on.len()
         )));
     }
     let output = options.output.clone().unwrap_or(RecordOutput {
@@ -166,36 +202,122 @@ pub fn run(args: &ProjectArgs) -> anyhow::Result<()> {
     write_summary(&options, &summary)
 }
 
-/// The curve of a `pacstream curve` summary: its `vertices`.
-fn read_curve(path: &std::path::Path) -> anyhow::Result<PrincipalCurve> {
-    let bytes = std::fs::read(path).map_err(|e| cannot_open(path, &e))?;
+/// The largest curve summary read, in bytes (1 GiB): a summary holds the projection of
+/// every stored row, about 70 bytes each.
+const MAX_SUMMARY_BYTES: u64 = 1 << 30;
+
+/// What `project` reads of a `pacstream curve` summary (the rest, such as the projections of
+/// the stored rows, is skipped as it streams past). Its arrays are read up to the sizes a
+/// curve can have, so that a wrong file cannot fill memory.
+#[derive(serde::Deserialize)]
+struct CurveSummary {
+    vertices: Bounded<Bounded<f64, { MAX_DIM }>, { MAX_SEGMENTS + 1 }>,
+    input: SummaryInput,
+}
+
+#[derive(serde::Deserialize)]
+struct SummaryInput {
+    columns: Bounded<String, { MAX_DIM }>,
+}
+
+/// An array of at most `N` items.
+struct Bounded<T, const N: usize>(Vec<T>);
+
+impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::Deserialize<'de> for Bounded<T, N> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items<T, const N: usize>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for Items<T, N> {
+            type Value = Bounded<T, N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "an array of at most {N} items")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    if items.len() == N {
+                        return Err(serde::de::Error::custom(format!(
+                            "an array of more than {N} items, more than a curve has"
+                        )));
+                    }
+                    items.push(item);
+                }
+                Ok(Bounded(items))
+            }
+        }
+        deserializer.deserialize_seq(Items::<T, N>(std::marker::PhantomData))
+    }
+}
+
+/// A column of the fitted curve, as a selector: its name, or `column N` of a file without a
+/// header as index N.
+fn selector_of(name: &str) -> ColumnSelector {
+    match name
+        .strip_prefix("column ")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Some(index) if index >= 1 => ColumnSelector::Index(index),
+        _ => ColumnSelector::Name(name.to_string()),
+    }
+}
+
+/// The curve of a `pacstream curve` summary (its `vertices`) and the columns it was fitted
+/// on (its `input.columns`). Read as a stream, up to [`MAX_SUMMARY_BYTES`].
+fn read_curve(path: &std::path::Path) -> anyhow::Result<(PrincipalCurve, Vec<String>)> {
+    let file = std::fs::File::open(path).map_err(|e| cannot_open(path, &e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(bad_input(format!(
+            "cannot open '{}': Is a directory",
+            path.display()
+        )));
+    }
     let invalid = |why: &str| {
         bad_input(format!(
             "'{}' is not the summary of `pacstream curve`: {why}",
             path.display()
         ))
     };
-    let summary: Value = serde_json::from_slice(&bytes).map_err(|e| invalid(&e.to_string()))?;
-    let rows = summary
-        .get("vertices")
-        .and_then(Value::as_array)
-        .ok_or_else(|| invalid("it has no `vertices` array"))?;
-    let mut vertices = Vec::new();
-    let mut dim = None;
-    for row in rows {
-        let values: Vec<f64> = row
-            .as_array()
-            .ok_or_else(|| invalid("a vertex is not an array of numbers"))?
-            .iter()
-            .map(|v| {
-                v.as_f64()
-                    .ok_or_else(|| invalid("a coordinate is not a number"))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        if *dim.get_or_insert(values.len()) != values.len() {
-            return Err(invalid("its vertices have different dimensions"));
-        }
-        vertices.extend(values);
+    let reader = std::io::BufReader::new(LimitedRead {
+        inner: file,
+        left: MAX_SUMMARY_BYTES,
+    });
+    let summary: CurveSummary =
+        serde_json::from_reader(reader).map_err(|e| invalid(&e.to_string()))?;
+    let vertices: Vec<Vec<f64>> = summary.vertices.0.into_iter().map(|v| v.0).collect();
+    let columns = summary.input.columns.0;
+    let dim = vertices.first().map_or(0, Vec::len);
+    if vertices.iter().any(|v| v.len() != dim) {
+        return Err(invalid("its vertices have different dimensions"));
     }
-    PrincipalCurve::from_vertices(vertices, dim.unwrap_or(0)).map_err(|e| invalid(&e.to_string()))
+    if columns.len() != dim {
+        return Err(invalid(&format!(
+            "its vertices have {dim} coordinates, but it names {} columns",
+            columns.len()
+        )));
+    }
+    let vertices = vertices.into_iter().flatten().collect();
+    let curve =
+        PrincipalCurve::from_vertices(vertices, dim).map_err(|e| invalid(&e.to_string()))?;
+    Ok((curve, columns))
+}
+
+/// A reader that fails once more than `left` bytes have been read.
+struct LimitedRead<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for LimitedRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(read as u64).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "it is larger than {} MiB, the limit of a curve summary",
+                MAX_SUMMARY_BYTES >> 20
+            ))
+        })?;
+        Ok(read)
+    }
 }

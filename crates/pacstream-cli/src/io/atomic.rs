@@ -4,20 +4,60 @@
 //! The new content goes to a temporary file in the same directory (so that the rename does
 //! not cross file systems), which is flushed to disk (fsync) and renamed over the target;
 //! then the directory is fsynced so that the rename itself survives a power cut.
+//!
+//! Only regular files are replaced. A symlink is followed and its final target replaced (the
+//! link stays); a device, FIFO or socket is written through, as a shell redirection would
+//! ([`super::files::destination`]); checkpoints, which must be replaced atomically to be
+//! safe, refuse them.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::files::{Destination, destination};
 use crate::failure::{bad_input, describe_io, io_failure};
 use crate::options::OutputTarget;
 
 /// The random part of a temporary file's name (`.{name}.XXXXXX.tmp`).
 const TEMPORARY_RANDOM_CHARS: usize = 6;
 
-/// Replaces the file at `path` with `bytes`, atomically.
+/// Writes a document (a summary, a figure) to `path`: atomically over a regular file (or a
+/// symlink's target); through to a device or FIFO, which is never replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let name = path.display().to_string();
+    match destination(path)? {
+        Destination::Replace(target) => replace(&target, path, bytes),
+        Destination::WriteThrough(target) => {
+            let name = path.display();
+            let mut file = OpenOptions::new()
+                .write(true)
+                .open(&target)
+                .map_err(|e| bad_input(format!("cannot open '{name}': {}", describe_io(&e))))?;
+            file.write_all(bytes)
+                .and_then(|()| file.flush())
+                .map_err(|e| io_failure(format!("cannot write to '{name}'"), &e))
+        }
+    }
+}
+
+/// The regular file a checkpoint at `path` is written to (a symlink's target); a device,
+/// FIFO or socket is refused, since a checkpoint must be replaced atomically to survive a
+/// crash.
+pub fn checkpoint_path(path: &Path) -> anyhow::Result<PathBuf> {
+    match destination(path)? {
+        Destination::Replace(target) => Ok(target),
+        Destination::WriteThrough(_) => Err(bad_input(format!(
+            "--checkpoint '{}' is not a regular file: a checkpoint is replaced atomically at \
+             every save, which only a regular file allows",
+            path.display()
+        ))),
+    }
+}
+
+/// Replaces the regular file (or nothing) at `target` with `bytes`, atomically; `shown` is
+/// the name given by the user, for messages.
+pub fn replace(target: &Path, shown: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let path = target;
+    let name = shown.display().to_string();
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

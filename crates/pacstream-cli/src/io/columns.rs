@@ -74,7 +74,8 @@ pub struct ColumnNames<'a> {
 }
 
 impl ColumnNames<'_> {
-    /// The 0-based index of one column.
+    /// The 0-based index of one column. A name must name exactly one column: a header that
+    /// repeats it is ambiguous, and refused rather than resolved to the first.
     pub fn resolve_one(&self, selector: &ColumnSelector) -> Result<usize, String> {
         match selector {
             ColumnSelector::Index(index) => self.check_index(*index),
@@ -82,42 +83,103 @@ impl ColumnNames<'_> {
                 Err(format!("expected one column, got the range {selector}"))
             }
             ColumnSelector::Name(name) => {
-                let Some(header) = self.header else {
-                    return Err(format!(
-                        "{name:?} is not a column index, and '{}' has no header",
-                        self.source
-                    ));
-                };
-                header.iter().position(|h| h == name).ok_or_else(|| {
-                    let known: Vec<String> = header.iter().map(|h| format!("{h:?}")).collect();
-                    format!(
-                        "no column named {name:?} in '{}' (its columns: {})",
-                        self.source,
-                        known.join(", ")
-                    )
-                })
+                let header = self.header_for(name)?;
+                let mut matches = header
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, h)| *h == name)
+                    .map(|(i, _)| i);
+                match (matches.next(), matches.next()) {
+                    (Some(index), None) => Ok(index),
+                    (Some(first), Some(second)) => Err(self.ambiguous(name, first, second)),
+                    (None, _) => Err(self.unknown(name, header)),
+                }
             }
         }
     }
 
-    /// The 0-based indices of a column list, in order; a column may appear only once.
+    fn header_for(&self, name: &str) -> Result<&[String], String> {
+        self.header.ok_or_else(|| {
+            format!(
+                "{name:?} is not a column index, and '{}' has no header",
+                self.source
+            )
+        })
+    }
+
+    fn ambiguous(&self, name: &str, first: usize, second: usize) -> String {
+        format!(
+            "the name {name:?} is ambiguous: columns {} and {} of '{}' both have it (choose \
+             by index, or rename one in the header)",
+            first + 1,
+            second + 1,
+            self.source
+        )
+    }
+
+    fn unknown(&self, name: &str, header: &[String]) -> String {
+        // A wide header is listed in part: the message must stay readable.
+        let shown: Vec<String> = header.iter().take(20).map(|h| format!("{h:?}")).collect();
+        let more = if header.len() > shown.len() {
+            ", ..."
+        } else {
+            ""
+        };
+        format!(
+            "no column named {name:?} in '{}' (its columns: {}{more})",
+            self.source,
+            shown.join(", ")
+        )
+    }
+
+    /// The 0-based indices of a column list, in order; a column may appear only once. Linear
+    /// in the length of the list and of the header.
     pub fn resolve_list(&self, selectors: &[ColumnSelector]) -> Result<Vec<usize>, String> {
+        use std::collections::HashMap;
+        let names = selectors
+            .iter()
+            .filter(|s| matches!(s, ColumnSelector::Name(_)))
+            .count();
+        // Many names: look them up in a map of the header (each name's first two columns).
+        let lookup: Option<HashMap<&str, (usize, Option<usize>)>> =
+            (names > 8).then(|| match self.header {
+                Some(header) => {
+                    let mut map: HashMap<&str, (usize, Option<usize>)> = HashMap::new();
+                    for (index, name) in header.iter().enumerate() {
+                        map.entry(name.as_str())
+                            .and_modify(|e| {
+                                e.1.get_or_insert(index);
+                            })
+                            .or_insert((index, None));
+                    }
+                    map
+                }
+                None => HashMap::new(),
+            });
         let mut indices = Vec::new();
         for selector in selectors {
-            match selector {
-                ColumnSelector::Range(from, to) => {
+            match (selector, &lookup) {
+                (ColumnSelector::Range(from, to), _) => {
                     self.check_index(*to)?;
                     indices.extend(from - 1..*to);
                 }
-                other => indices.push(self.resolve_one(other)?),
+                (ColumnSelector::Name(name), Some(map)) => {
+                    let header = self.header_for(name)?;
+                    match map.get(name.as_str()) {
+                        Some(&(index, None)) => indices.push(index),
+                        Some(&(first, Some(second))) => {
+                            return Err(self.ambiguous(name, first, second));
+                        }
+                        None => return Err(self.unknown(name, header)),
+                    }
+                }
+                (other, _) => indices.push(self.resolve_one(other)?),
             }
         }
-        for (position, index) in indices.iter().enumerate() {
-            if indices[..position].contains(index) {
-                return Err(format!(
-                    "column {} is selected twice",
-                    self.describe(*index)
-                ));
+        let mut seen = vec![false; self.width];
+        for &index in &indices {
+            if std::mem::replace(&mut seen[index], true) {
+                return Err(format!("column {} is selected twice", self.describe(index)));
             }
         }
         Ok(indices)

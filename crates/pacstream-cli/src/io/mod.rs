@@ -1,7 +1,9 @@
-//! Input and output: the streaming reader, record writers, atomic files and checkpoints.
+//! Input and output: the streaming reader, record writers, atomic files, file identities
+//! and checkpoints.
 
 pub mod atomic;
 pub mod checkpoint;
 pub mod columns;
+pub mod files;
 pub mod reader;
 pub mod records;

@@ -24,10 +24,19 @@ use serde::{Deserialize, Serialize};
 use super::columns::{ColumnNames, ColumnSelector};
 use crate::failure::{bad_input, cannot_open, describe_io};
 use crate::options::{BadRowPolicy, HeaderMode, InputOptions, InputSource, extension};
+use crate::stream::FaultAt;
 use crate::ui::Notes;
 
 /// The first line is read whole (up to this many bytes) to guess the delimiter.
 const SNIFF_LIMIT: u64 = 64 * 1024;
+
+/// The longest line of input, in bytes (64 MiB): a row of a million columns fits; a file
+/// with no line ends (`/dev/zero`, a binary file) is refused there instead of filling memory.
+pub const MAX_LINE_BYTES: u64 = 64 << 20;
+
+/// The largest number of columns of an input, 2²⁰ (every cost of reading and choosing
+/// columns is linear in it): a million experts and their outcome fit.
+pub const MAX_COLUMNS: usize = 1 << 20;
 
 /// Skipped rows are described one by one up to this many; after that only counted.
 const SKIP_NOTES: u64 = 10;
@@ -87,6 +96,8 @@ pub struct RowReader {
     source_name: String,
     records: csv::Reader<Box<dyn Read>>,
     header: Option<Vec<String>>,
+    /// The progress before the current record, to give a refused row back.
+    before_row: InputProgress,
     width: usize,
     layout: ColumnLayout,
     /// For each extra column, the option that named it if its values must be ≥ 0.
@@ -169,6 +180,33 @@ impl RowReader {
                     )
                 }
             };
+        Self::from_stream(
+            source_name,
+            raw,
+            total_bytes,
+            tab_by_name,
+            options,
+            extra_columns,
+            notes,
+            plan,
+        )
+    }
+
+    /// [`RowReader::open_with`] on any byte stream (`source_name` names it in messages;
+    /// `total_bytes`, if known, drives the progress bar; `tab_by_name`: the file name asks
+    /// for tabs). The options' `source` is not read.
+    #[allow(clippy::too_many_arguments, reason = "the parts of an opened input")]
+    pub fn from_stream(
+        source_name: String,
+        raw: Box<dyn Read>,
+        total_bytes: Option<u64>,
+        tab_by_name: bool,
+        options: &InputOptions,
+        extra_columns: &[ExtraColumn],
+        notes: Notes,
+        plan: Option<ColumnPlan<'_>>,
+    ) -> anyhow::Result<Self> {
+        let raw: Box<dyn Read> = Box::new(LineLimit::new(raw, MAX_LINE_BYTES));
         let read_error =
             |e: io::Error| bad_input(format!("cannot read '{source_name}': {}", describe_io(&e)));
         let mut buffered = BufReader::with_capacity(64 * 1024, raw);
@@ -194,6 +232,7 @@ impl RowReader {
             source_name,
             records,
             header: None,
+            before_row: InputProgress::default(),
             width: 0,
             layout: ColumnLayout {
                 features: Vec::new(),
@@ -260,6 +299,12 @@ impl RowReader {
             first
         };
         self.width = self.header.as_ref().map_or(data.len(), Vec::len);
+        if self.width > MAX_COLUMNS {
+            return Err(bad_input(format!(
+                "'{}' has {} columns, more than {MAX_COLUMNS}, the most pacstream reads",
+                self.source_name, self.width
+            )));
+        }
         let names = ColumnNames {
             source: &self.source_name,
             header: self.header.as_deref(),
@@ -354,8 +399,23 @@ impl RowReader {
                 features
             }
         };
+        let feature_labels: Vec<String> = features.iter().map(|&i| names.label(i)).collect();
+        // Labels name the columns in records, summaries and figures: two columns read under
+        // one name would be confused there.
+        let mut seen = std::collections::HashMap::with_capacity(features.len());
+        for (position, label) in feature_labels.iter().enumerate() {
+            if let Some(first) = seen.insert(label.as_str(), position) {
+                return Err(bad_input(format!(
+                    "columns {} and {} of '{}' are both named {label:?}: rename one in the \
+                     header, or leave one out with --columns",
+                    features[first] + 1,
+                    features[position] + 1,
+                    self.source_name
+                )));
+            }
+        }
         self.layout = ColumnLayout {
-            feature_labels: features.iter().map(|&i| names.label(i)).collect(),
+            feature_labels,
             features,
             extras,
         };
@@ -411,6 +471,7 @@ impl RowReader {
             }
             match self.parse_record() {
                 Ok(()) => {
+                    self.before_row = self.progress;
                     self.consume_record();
                     return Ok(Some(Row {
                         number: self.progress.rows_consumed,
@@ -425,17 +486,50 @@ impl RowReader {
                     }
                     self.consume_record();
                     self.progress.bad_rows_skipped += 1;
-                    let skipped = self.progress.bad_rows_skipped;
-                    if skipped <= SKIP_NOTES {
-                        self.notes.note(format!("skipping a bad row: {message}"));
-                    }
-                    if skipped == SKIP_NOTES {
-                        self.notes.note(
-                            "further bad rows are skipped without a note; the total is reported at the end",
-                        );
-                    }
+                    self.note_skipped(&message);
                 }
             }
+        }
+    }
+
+    /// Refuses the row last returned by [`RowReader::next_row`], which parsed but which the
+    /// command refuses (`problem`, at `at`): under `--on-bad-row error` it is given back (not
+    /// consumed, so a checkpoint made now resumes at it) and the error names the file, line
+    /// and column; under `skip` it is skipped and counted like any bad row.
+    pub fn refuse_current(&mut self, at: FaultAt, problem: &str) -> anyhow::Result<()> {
+        let line = line_of(&self.record);
+        let names = self.column_names();
+        let place = match at {
+            FaultAt::Row => format!("line {line}"),
+            FaultAt::Feature(position) => match self.layout.features.get(position) {
+                Some(&index) => format!("line {line}, column {}", names.describe(index)),
+                None => format!("line {line}"),
+            },
+            FaultAt::Extra(position) => match self.layout.extras.get(position) {
+                Some(&index) => format!("line {line}, column {}", names.describe(index)),
+                None => format!("line {line}"),
+            },
+        };
+        let message = format!("{}: {place}: {problem}", self.source_name);
+        if self.policy == BadRowPolicy::Error {
+            self.progress = self.before_row;
+            return Err(bad_input(message));
+        }
+        self.progress.bad_rows_skipped += 1;
+        self.note_skipped(&message);
+        Ok(())
+    }
+
+    /// Notes a skipped row (the first few one by one, then only their count).
+    fn note_skipped(&self, message: &str) {
+        let skipped = self.progress.bad_rows_skipped;
+        if skipped <= SKIP_NOTES {
+            self.notes.note(format!("skipping a bad row: {message}"));
+        }
+        if skipped == SKIP_NOTES {
+            self.notes.note(
+                "further bad rows are skipped without a note; the total is reported at the end",
+            );
         }
     }
 
@@ -508,8 +602,8 @@ impl RowReader {
             if let Some(limit) = self.max_magnitude {
                 if value.abs() > limit {
                     return Err(format!(
-                        "line {line}, column {}: {} is too large: coordinates must lie within \
-                         ±{limit:e}, so that squared distances stay finite",
+                        "line {line}, column {}: {} is too large: values must lie within \
+                         ±{limit:e}, so that losses stay finite",
                         names.describe(index),
                         quote(field)
                     ));
@@ -545,6 +639,47 @@ impl RowReader {
             };
             bad_input(format!("cannot read '{}': {detail}", self.source_name))
         })
+    }
+}
+
+/// A reader that refuses a line longer than its limit (a file with no line ends), so that
+/// the CSV reader never buffers more than that for one record.
+struct LineLimit<R> {
+    inner: R,
+    limit: u64,
+    /// Bytes since the last line end.
+    run: u64,
+}
+
+impl<R> LineLimit<R> {
+    fn new(inner: R, limit: u64) -> Self {
+        Self {
+            inner,
+            limit,
+            run: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for LineLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        let chunk = &buf[..read];
+        self.run = match chunk.iter().rposition(|&b| b == b'\n') {
+            Some(last) => (read - last - 1) as u64,
+            None => self.run + read as u64,
+        };
+        if self.run > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a line is longer than {} MiB, the most pacstream reads (is it a CSV or TSV \
+                     file?)",
+                    self.limit >> 20
+                ),
+            ));
+        }
+        Ok(read)
     }
 }
 

@@ -1,14 +1,18 @@
 //! Per-round (or per-row) records, written as they come: JSON lines or delimited text.
 //!
-//! The sink counts the bytes it has written, so that a checkpoint can record the length of
-//! the output at that moment and a resumed run can cut the file back to it and append.
+//! The sink counts the bytes and records it has written and hashes them (SHA-256), so that a
+//! checkpoint can record what the output held at that moment ([`OutputMark`]) and a resumed
+//! run can check that the file still holds exactly that before it cuts the file back to it
+//! and appends ([`RecordSink::resume`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use anyhow::Context;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
+use super::checkpoint::{OutputMark, hex};
 use crate::failure::{bad_input, describe_io, io_failure};
 use crate::options::{OutputTarget, RecordFormat, RecordOutput};
 
@@ -24,6 +28,9 @@ struct Sink {
     format: Format,
     /// Whether [`RecordSink::write_fields`] must still write the header row.
     header_pending: bool,
+    /// Records written since the start of the file (before a resume, too).
+    records: u64,
+    record_format: RecordFormat,
 }
 
 /// One value of a record written by [`RecordSink::write_fields`].
@@ -67,8 +74,8 @@ impl Serialize for Fields<'_> {
 
 #[derive(Debug)]
 enum Format {
-    Jsonl(BufWriter<Counting>),
-    Delimited(Box<csv::Writer<Counting>>),
+    Jsonl(BufWriter<CountingWriter>),
+    Delimited(Box<csv::Writer<CountingWriter>>),
 }
 
 impl RecordSink {
@@ -79,17 +86,6 @@ impl RecordSink {
 
     /// Opens `--output` for a new run (the file is created or truncated).
     pub fn create(output: Option<&RecordOutput>) -> anyhow::Result<Self> {
-        Self::open(output, None)
-    }
-
-    /// Opens `--output` for a resumed run: the file is cut back to `length` bytes, its length
-    /// at the checkpoint, and appended to. An output file shorter than that was changed
-    /// since, and is refused.
-    pub fn resume(output: Option<&RecordOutput>, length: u64) -> anyhow::Result<Self> {
-        Self::open(output, Some(length))
-    }
-
-    fn open(output: Option<&RecordOutput>, resume_length: Option<u64>) -> anyhow::Result<Self> {
         let Some(output) = output else {
             return Ok(Self::disabled());
         };
@@ -97,54 +93,107 @@ impl RecordSink {
             OutputTarget::Stdout => (Target::Stdout(io::stdout()), "<stdout>".to_string()),
             OutputTarget::File(path) => {
                 let name = path.display().to_string();
-                let cannot = |e: io::Error| {
+                let file = File::create(path).map_err(|e| {
                     bad_input(format!("cannot create '{name}': {}", describe_io(&e)))
-                };
-                let file = match resume_length {
-                    None => File::create(path).map_err(cannot)?,
-                    Some(length) => {
-                        let mut file = OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .create(length == 0)
-                            .truncate(false)
-                            .open(path)
-                            .map_err(|e| {
-                                bad_input(format!(
-                                    "cannot reopen the output '{name}' to continue it: {}",
-                                    describe_io(&e)
-                                ))
-                            })?;
-                        let current = file
-                            .metadata()
-                            .with_context(|| format!("cannot read the length of '{name}'"))?
-                            .len();
-                        if current < length {
-                            return Err(bad_input(format!(
-                                "the output '{name}' has {current} bytes, fewer than the {length} \
-                                 it had at the checkpoint: it was changed, so the run cannot \
-                                 continue it"
-                            )));
-                        }
-                        file.set_len(length)
-                            .with_context(|| format!("cannot truncate '{name}'"))?;
-                        file.seek(SeekFrom::Start(length))
-                            .with_context(|| format!("cannot seek in '{name}'"))?;
-                        file
-                    }
-                };
-                // Only regular files are fsynced: /dev/null or a named pipe refuse it.
-                let regular = file.metadata().is_ok_and(|m| m.is_file());
-                (Target::File { file, regular }, name)
+                })?;
+                (Target::file(file), name)
             }
         };
-        let counting = Counting {
-            target,
-            bytes: resume_length.unwrap_or(0),
+        Ok(Self::with(output, target, name, Counting::new()))
+    }
+
+    /// Opens `--output` for a resumed run whose checkpoint recorded `mark`. A regular file
+    /// must hold exactly what the checkpoint says the run wrote: at least `mark.bytes` bytes,
+    /// whose SHA-256 is `mark.sha256`, ending on a record boundary after `mark.records`
+    /// records (and the header row of delimited text). Only then is it cut back to that
+    /// length and appended to; otherwise it is refused, untouched. On standard output, a
+    /// FIFO or a device, which cannot be read back, only the records after the checkpoint
+    /// are written.
+    pub fn resume(output: Option<&RecordOutput>, mark: &OutputMark) -> anyhow::Result<Self> {
+        let Some(output) = output else {
+            return Ok(Self::disabled());
         };
+        let path = match &output.target {
+            OutputTarget::File(path) if !is_special(path) => path,
+            _ => return Self::create(Some(output)),
+        };
+        let name = path.display().to_string();
+        let refuse = |why: String| {
+            bad_input(format!(
+                "the output '{name}' {why}: it is not the output the checkpoint recorded (it \
+                 was changed, or the run wrote another file), so the run cannot continue it; \
+                 resume with the run's own --output, or start a new run"
+            ))
+        };
+        let counting = match File::open(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && mark.bytes == 0 => Counting::new(),
+            Err(e) => {
+                return Err(bad_input(format!(
+                    "cannot reopen the output '{name}' to continue it: {}",
+                    describe_io(&e)
+                )));
+            }
+            Ok(file) => {
+                let current = file
+                    .metadata()
+                    .with_context(|| format!("cannot read the length of '{name}'"))?
+                    .len();
+                if current < mark.bytes {
+                    return Err(refuse(format!(
+                        "has {current} bytes, fewer than the {} it had at the checkpoint",
+                        mark.bytes
+                    )));
+                }
+                let prefix = Prefix::read(file, mark.bytes)
+                    .map_err(|e| io_failure(format!("cannot read '{name}'"), &e))?;
+                if hex(&prefix.hasher.clone().finalize()) != mark.sha256 {
+                    return Err(refuse(format!(
+                        "differs in its first {} bytes from what the run wrote",
+                        mark.bytes
+                    )));
+                }
+                let header = u64::from(
+                    matches!(output.format, RecordFormat::Delimited(_)) && mark.records > 0,
+                );
+                if prefix.last != Some(b'\n') && mark.bytes > 0
+                    || prefix.lines != mark.records + header
+                {
+                    return Err(refuse(format!(
+                        "does not end its first {} bytes after {} records",
+                        mark.bytes, mark.records
+                    )));
+                }
+                Counting {
+                    bytes: mark.bytes,
+                    records: mark.records,
+                    hasher: prefix.hasher,
+                }
+            }
+        };
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(mark.bytes == 0)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| {
+                bad_input(format!(
+                    "cannot reopen the output '{name}' to continue it: {}",
+                    describe_io(&e)
+                ))
+            })?;
+        file.set_len(mark.bytes)
+            .with_context(|| format!("cannot truncate '{name}'"))?;
+        file.seek(SeekFrom::Start(mark.bytes))
+            .with_context(|| format!("cannot seek in '{name}'"))?;
+        Ok(Self::with(output, Target::file(file), name, counting))
+    }
+
+    fn with(output: &RecordOutput, target: Target, name: String, counting: Counting) -> Self {
         // A header row only at the start of the file: a resumed file already has one (a
         // checkpoint is made after at least one record, or records nothing).
-        let write_header = resume_length.unwrap_or(0) == 0;
+        let write_header = counting.bytes == 0;
+        let records = counting.records;
+        let counting = CountingWriter { target, counting };
         let format = match output.format {
             RecordFormat::Jsonl => Format::Jsonl(BufWriter::with_capacity(64 * 1024, counting)),
             RecordFormat::Delimited(delimiter) => Format::Delimited(Box::new(
@@ -155,13 +204,15 @@ impl RecordSink {
                     .from_writer(counting),
             )),
         };
-        Ok(Self {
+        Self {
             inner: Some(Sink {
                 name,
                 format,
                 header_pending: write_header,
+                records,
+                record_format: output.format,
             }),
-        })
+        }
     }
 
     /// Whether records are written anywhere.
@@ -175,6 +226,7 @@ impl RecordSink {
         let Some(sink) = &mut self.inner else {
             return Ok(());
         };
+        sink.records += 1;
         // Errors become io::Error where they are one, so that a closed pipe is recognised.
         let result = match &mut sink.format {
             Format::Jsonl(writer) => serde_json::to_writer(&mut *writer, record)
@@ -197,6 +249,7 @@ impl RecordSink {
             return Ok(());
         };
         debug_assert_eq!(names.len(), cells.len());
+        sink.records += 1;
         let result = match &mut sink.format {
             Format::Jsonl(writer) => serde_json::to_writer(&mut *writer, &Fields { names, cells })
                 .map_err(io::Error::from)
@@ -225,15 +278,15 @@ impl RecordSink {
         result.map_err(|e| write_error(&sink.name, e))
     }
 
-    /// Flushes the records to the file and makes them durable (fsync); returns the output's
-    /// length in bytes (`None` without `--output`). Called before a checkpoint, which must
+    /// Flushes the records to the file and makes them durable (fsync); returns what the
+    /// output holds (`None` without `--output`). Called before a checkpoint, which must
     /// never describe output that a crash could lose.
-    pub fn sync(&mut self) -> anyhow::Result<Option<u64>> {
+    pub fn sync(&mut self) -> anyhow::Result<Option<OutputMark>> {
         let Some(sink) = &mut self.inner else {
             return Ok(None);
         };
         let name = &sink.name;
-        let counting = match &mut sink.format {
+        let writer = match &mut sink.format {
             Format::Jsonl(writer) => {
                 writer.flush().map_err(|e| write_error(name, e))?;
                 writer.get_ref()
@@ -243,8 +296,14 @@ impl RecordSink {
                 writer.get_ref()
             }
         };
-        counting.target.sync().map_err(|e| write_error(name, e))?;
-        Ok(Some(counting.bytes))
+        writer.target.sync().map_err(|e| write_error(name, e))?;
+        let counting = &writer.counting;
+        Ok(Some(OutputMark {
+            bytes: counting.bytes,
+            sha256: hex(&counting.hasher.clone().finalize()),
+            records: sink.records,
+            format: sink.record_format.name().to_string(),
+        }))
     }
 
     /// Flushes and closes the output.
@@ -258,23 +317,96 @@ fn write_error(name: &str, error: io::Error) -> anyhow::Error {
     io_failure(format!("cannot write to '{name}'"), &error)
 }
 
-/// A writer that counts the bytes that pass through it.
-#[derive(Debug)]
+/// What the file holds from its start: bytes, records (the writer passes bytes on, the
+/// sink counts records) and the bytes' SHA-256.
+#[derive(Clone)]
 struct Counting {
-    target: Target,
     bytes: u64,
+    records: u64,
+    hasher: Sha256,
 }
 
-impl Write for Counting {
+impl Counting {
+    fn new() -> Self {
+        Self {
+            bytes: 0,
+            records: 0,
+            hasher: Sha256::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counting")
+            .field("bytes", &self.bytes)
+            .field("records", &self.records)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A writer that counts and hashes the bytes that pass through it.
+#[derive(Debug)]
+struct CountingWriter {
+    target: Target,
+    counting: Counting,
+}
+
+impl Write for CountingWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let written = self.target.write(buf)?;
-        self.bytes += written as u64;
+        self.counting.bytes += written as u64;
+        self.counting.hasher.update(&buf[..written]);
         Ok(written)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         self.target.flush()
     }
+}
+
+/// The first bytes of an existing output: their hash, line count and last byte.
+struct Prefix {
+    hasher: Sha256,
+    lines: u64,
+    last: Option<u8>,
+}
+
+impl Prefix {
+    /// Reads the first `length` bytes of `file` (which has at least that many).
+    fn read(file: File, length: u64) -> io::Result<Self> {
+        let mut prefix = Self {
+            hasher: Sha256::new(),
+            lines: 0,
+            last: None,
+        };
+        let mut reader = BufReader::with_capacity(1 << 20, file.take(length));
+        let mut read = 0u64;
+        loop {
+            let chunk = reader.fill_buf()?;
+            if chunk.is_empty() {
+                break;
+            }
+            prefix.hasher.update(chunk);
+            prefix.lines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            prefix.last = chunk.last().copied();
+            let n = chunk.len();
+            read += n as u64;
+            reader.consume(n);
+        }
+        if read != length {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file became shorter while it was read",
+            ));
+        }
+        Ok(prefix)
+    }
+}
+
+/// Whether `path` names a FIFO, device or socket (which cannot be read back or cut).
+fn is_special(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 #[derive(Debug)]
@@ -288,6 +420,12 @@ enum Target {
 }
 
 impl Target {
+    fn file(file: File) -> Self {
+        // Only regular files are fsynced: /dev/null or a named pipe refuse it.
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        Target::File { file, regular }
+    }
+
     /// Makes what was written durable: fsync for a file (data, and the length it grew to).
     fn sync(&self) -> io::Result<()> {
         match self {
@@ -342,7 +480,7 @@ mod tests {
         };
         let mut sink = RecordSink::create(Some(&output)).unwrap();
         sink.write(&Record { t: 1, loss: None }).unwrap();
-        let length = sink.sync().unwrap().unwrap();
+        let mark = sink.sync().unwrap().unwrap();
         sink.write(&Record {
             t: 2,
             loss: Some(0.5),
@@ -353,19 +491,60 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "t,loss\n1,\n2,0.5\n"
         );
-        assert_eq!(length, 10);
-        let mut sink = RecordSink::resume(Some(&output), length).unwrap();
+        assert_eq!((mark.bytes, mark.records), (10, 1));
+        assert_eq!(
+            mark.sha256,
+            super::super::checkpoint::sha256_hex(b"t,loss\n1,\n")
+        );
+        let mut sink = RecordSink::resume(Some(&output), &mark).unwrap();
         sink.write(&Record {
             t: 2,
             loss: Some(0.25),
         })
         .unwrap();
+        let after = sink.sync().unwrap().unwrap();
         sink.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "t,loss\n1,\n2,0.25\n");
+        // The hash and the count go on from the checkpoint's.
+        assert_eq!(after.records, 2);
         assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "t,loss\n1,\n2,0.25\n"
+            after.sha256,
+            super::super::checkpoint::sha256_hex(text.as_bytes())
         );
-        assert!(RecordSink::resume(Some(&output), 1000).is_err());
+        // Whatever the file no longer holds as recorded is refused, and left as it is.
+        for (name, bad) in [
+            (
+                "longer",
+                OutputMark {
+                    bytes: 1000,
+                    ..mark.clone()
+                },
+            ),
+            (
+                "other hash",
+                OutputMark {
+                    sha256: "00".repeat(32),
+                    ..mark.clone()
+                },
+            ),
+            (
+                "other count",
+                OutputMark {
+                    records: 2,
+                    ..mark.clone()
+                },
+            ),
+        ] {
+            assert!(RecordSink::resume(Some(&output), &bad).is_err(), "{name}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{name}");
+        }
+        // A cut inside a record.
+        let mut cut = mark.clone();
+        cut.bytes = 8;
+        cut.sha256 = super::super::checkpoint::sha256_hex(b"t,loss\n1");
+        assert!(RecordSink::resume(Some(&output), &cut).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     }
 
     #[test]

@@ -33,6 +33,16 @@ pub const RUN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60)
 
 /// Runs `pacstream args...` in `dir` with `stdin` piped in.
 pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Outcome {
+    run_within(dir, args, stdin, RUN_DEADLINE)
+}
+
+/// [`run_with_stdin`], failing the test if the run takes longer than `deadline` (a hang).
+pub fn run_within(
+    dir: &Path,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+    deadline: std::time::Duration,
+) -> Outcome {
     let mut child = pacstream()
         .args(args)
         .current_dir(dir)
@@ -77,10 +87,10 @@ pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Outcom
         if let Some(status) = child.try_wait().expect("the child can be polled") {
             break status;
         }
-        if started.elapsed() > RUN_DEADLINE {
+        if started.elapsed() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("pacstream {args:?} did not finish within {RUN_DEADLINE:?}");
+            panic!("pacstream {args:?} did not finish within {deadline:?}");
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     };

@@ -275,7 +275,10 @@ impl PrincipalCurveLearner {
     fn check_input(&self, point: &[f64]) -> Result<()> {
         match self.dim {
             Some(dim) => check_point(point, dim)?,
-            None => check_first_point(point)?,
+            None => {
+                check_first_point(point)?;
+                self.config.check_dim(point.len())?;
+            }
         }
         if let Some(fitted) = &self.fitted {
             let lattice = &fitted.state.lattice;
@@ -488,6 +491,9 @@ impl PrincipalCurveLearner {
     fn validate_snapshot(&self) -> Result<()> {
         let invalid = |what: &str| Err(Error::InvalidSnapshot(format!("principal curve: {what}")));
         self.config.validate()?;
+        if let Some(dim) = self.dim {
+            self.config.check_dim(dim)?;
+        }
         match (&self.fitted, self.dim) {
             (None, None) => {
                 if self.n_rounds != 0 || !self.warmup.is_empty() {

@@ -84,5 +84,7 @@ pub use comparator::HindsightCurve;
 pub use lattice::{Lattice, MAX_BALL_RADII, MAX_LATTICE_STEPS};
 pub use learner::{Phase, PrincipalCurveLearner, PrincipalCurveReport, PrincipalCurveStep};
 pub use model::PrincipalCurve;
-pub use params::{Estimator, Feedback, Memory, PrincipalCurveConfig, PrincipalCurveParams, Radius};
+pub use params::{
+    Estimator, Feedback, Memory, PrincipalCurveConfig, PrincipalCurveParams, Radius, limits,
+};
 pub use scoring::learning_rate;

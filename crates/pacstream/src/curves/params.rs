@@ -7,6 +7,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// The documented upper bounds of the count parameters and of the dimension, checked before
+/// anything is allocated (the counts by `check()` and on restoring a snapshot, the dimension
+/// when the first point arrives). The command line takes the same bounds.
+pub mod limits {
+    /// The largest p, the number of segments.
+    pub const MAX_SEGMENTS: usize = 1_000;
+    /// The largest M, the size of a window's local vertex set (the m = 2 candidates are the
+    /// pairs of it: M² of them per window).
+    pub const MAX_LOCAL_VERTICES: usize = 1_024;
+    /// The largest number of candidates per round.
+    pub const MAX_CANDIDATES: usize = 65_536;
+    /// The largest warm-up t_0, in points.
+    pub const MAX_WARMUP: usize = 1_000_000;
+    /// The largest window W, in points.
+    pub const MAX_WINDOW: usize = 100_000_000;
+    /// The largest dimension d: each window's principal direction comes from a d × d
+    /// covariance matrix (its cost per point grows like d², its eigenvectors like d³), so
+    /// the learner is for low-dimensional data.
+    pub const MAX_DIM: usize = 100;
+}
+
+use limits::{MAX_CANDIDATES, MAX_DIM, MAX_LOCAL_VERTICES, MAX_SEGMENTS, MAX_WARMUP, MAX_WINDOW};
+
 /// R, the radius of the data: points are assumed in B(μ_0, √d R).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Radius {
@@ -252,12 +275,7 @@ impl PrincipalCurveParams {
                 }
             }
         }
-        if self.max_segments == 0 {
-            return Err(Error::invalid_parameter(
-                "max_segments",
-                "must be >= 1, got 0",
-            ));
-        }
+        Error::check_count("max_segments", self.max_segments, 1, MAX_SEGMENTS)?;
         if self.max_length.is_nan() || self.max_length <= 0.0 {
             return Err(Error::invalid_parameter(
                 "max_length",
@@ -285,31 +303,11 @@ impl PrincipalCurveParams {
                 ));
             }
         }
-        if self.local_vertices < 2 {
-            return Err(Error::invalid_parameter(
-                "local_vertices",
-                format!("must be >= 2, got {}", self.local_vertices),
-            ));
-        }
-        if self.max_candidates == 0 {
-            return Err(Error::invalid_parameter(
-                "max_candidates",
-                "must be >= 1, got 0",
-            ));
-        }
-        if self.warmup < 2 {
-            return Err(Error::invalid_parameter(
-                "warmup",
-                format!("must be >= 2, got {}", self.warmup),
-            ));
-        }
+        Error::check_count("local_vertices", self.local_vertices, 2, MAX_LOCAL_VERTICES)?;
+        Error::check_count("max_candidates", self.max_candidates, 1, MAX_CANDIDATES)?;
+        Error::check_count("warmup", self.warmup, 2, MAX_WARMUP)?;
         if let Memory::Window(size) = self.memory {
-            if size < 2 {
-                return Err(Error::invalid_parameter(
-                    "window",
-                    format!("must be >= 2, got {size}"),
-                ));
-            }
+            Error::check_count("window", size, 2, MAX_WINDOW)?;
         }
         Ok(PrincipalCurveConfig {
             radius: self.radius,
@@ -331,8 +329,10 @@ impl PrincipalCurveParams {
     }
 }
 
-/// Validated parameters; [`PrincipalCurveConfig::build`] makes the learner.
+/// Validated parameters; [`PrincipalCurveConfig::build`] makes the learner. A config read
+/// from JSON is checked again, like one made by [`PrincipalCurveParams::check`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct PrincipalCurveConfig {
     pub(crate) radius: Radius,
     pub(crate) delta: Option<f64>,
@@ -353,7 +353,21 @@ pub struct PrincipalCurveConfig {
     pub(crate) seed: u64,
 }
 
+validated_snapshot!(PrincipalCurveConfig);
+
 impl PrincipalCurveConfig {
+    /// Checks the dimension of the data against [`limits::MAX_DIM`]; run when the first
+    /// point arrives, before anything of that size is allocated.
+    pub fn check_dim(&self, dim: usize) -> Result<()> {
+        if dim > MAX_DIM {
+            return Err(Error::InconsistentInput(format!(
+                "the principal curve learner takes points of at most {MAX_DIM} coordinates, \
+                 got {dim}"
+            )));
+        }
+        Ok(())
+    }
+
     /// R.
     pub fn radius(&self) -> Radius {
         self.radius
@@ -413,6 +427,10 @@ impl PrincipalCurveConfig {
     /// The seed.
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    fn validate_snapshot(&self) -> Result<()> {
+        self.validate()
     }
 
     /// Re-checks a config read from a snapshot.

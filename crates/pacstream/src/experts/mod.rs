@@ -36,8 +36,8 @@ pub use loss::Loss;
 pub use majority::{RandomizedWeightedMajority, WeightedMajority};
 pub use oracle::{ConvexCombinationOracle, ExpertLedger};
 pub use params::{
-    Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
-    WeightedMajorityParams,
+    CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
+    WeightedMajorityParams, check_rate, limits,
 };
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
 pub use schedule::LearningRate;

@@ -13,9 +13,40 @@ use crate::error::{Error, Result};
 
 /// Parameters that passed their `check()`: the only thing a learner can be built from.
 ///
-/// It dereferences to the parameters, so every setting can be read back.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// It dereferences to the parameters, so every setting can be read back. Read from a
+/// snapshot, the parameters are checked again: a snapshot cannot smuggle in a setting that
+/// `check()` refuses.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Checked<P>(P);
+
+/// The parameters of a rule, which `check()` validates.
+pub trait CheckParams: Sized {
+    /// [`WeightedMajorityParams::check`] and its siblings.
+    fn check_params(self) -> Result<Checked<Self>>;
+}
+
+impl<'de, P> Deserialize<'de> for Checked<P>
+where
+    P: Deserialize<'de> + CheckParams + Clone + PartialEq,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let raw = P::deserialize(deserializer)?;
+        let checked = raw
+            .clone()
+            .check_params()
+            .map_err(<D::Error as serde::de::Error>::custom)?;
+        // `check()` is idempotent on valid parameters: a difference means the snapshot's
+        // derived values contradict the ones they derive from.
+        if checked.0 != raw {
+            return Err(serde::de::Error::custom(
+                "invalid snapshot: the rule's parameters contradict themselves",
+            ));
+        }
+        Ok(checked)
+    }
+}
 
 impl<P> std::ops::Deref for Checked<P> {
     type Target = P;
@@ -24,19 +55,70 @@ impl<P> std::ops::Deref for Checked<P> {
     }
 }
 
+/// The documented bounds of the aggregators' settings and inputs, checked before anything
+/// is allocated (the settings by `check()` and on restoring a snapshot, the values by every
+/// `learn_one`). They keep every cumulative loss, and η times it, finite over any stream a
+/// u64 can count, so that no weight or regret can become NaN. The command line takes the
+/// same bounds.
+pub mod limits {
+    /// The largest number of experts N.
+    pub const MAX_EXPERTS: usize = 1_000_000;
+    /// The largest fixed learning rate η (in units of 1/loss).
+    pub const MAX_ETA: f64 = 1e50;
+    /// The largest horizon T (beyond 2⁵³, T is not exact in the rate's formula).
+    pub const MAX_HORIZON: u64 = 1 << 53;
+    /// The loss range B must lie in [`MIN_LOSS_BOUND`, `MAX_LOSS_BOUND`]: the tuned rates
+    /// are ∝ 1/B, and stay below [`MAX_ETA`] when B does not go below this.
+    pub const MIN_LOSS_BOUND: f64 = 1e-40;
+    /// See [`MIN_LOSS_BOUND`].
+    pub const MAX_LOSS_BOUND: f64 = 1e200;
+    /// The largest absolute value of an advice or an outcome: a square loss stays below
+    /// 4·10²⁰⁰, and a cumulative loss over 2⁶⁴ rounds below 10²²⁰.
+    pub const MAX_ADVICE: f64 = 1e100;
+    /// The largest absolute value of a loss given directly ([`super::super::LossRound`]):
+    /// above the square loss of any advice and outcome within ±[`MAX_ADVICE`] (4·10²⁰⁰), and
+    /// a cumulative loss over 2⁶⁴ rounds, times [`MAX_ETA`], stays below 10²⁷¹.
+    pub const MAX_LOSS: f64 = 1e201;
+}
+
+use limits::{MAX_ETA, MAX_EXPERTS, MAX_HORIZON, MAX_LOSS_BOUND, MIN_LOSS_BOUND};
+
 fn check_n_experts(n_experts: usize) -> Result<()> {
-    if n_experts == 0 {
-        return Err(Error::invalid_parameter("n_experts", "must be >= 1, got 0"));
+    Error::check_count("n_experts", n_experts, 1, MAX_EXPERTS)
+}
+
+/// Checks a schedule's own values and their limits (η ≤ [`limits::MAX_ETA`], T ≤
+/// [`limits::MAX_HORIZON`]), as every rule's `check()` does.
+///
+/// ```
+/// use pacstream::experts::{LearningRate, check_rate};
+/// assert!(check_rate(LearningRate::Fixed(0.5)).is_ok());
+/// assert!(check_rate(LearningRate::Fixed(-1.0)).is_err());
+/// assert!(check_rate(LearningRate::Fixed(1e308)).is_err());
+/// ```
+pub fn check_rate(rate: LearningRate) -> Result<()> {
+    rate.check()?;
+    match rate {
+        LearningRate::Fixed(eta) if eta > MAX_ETA => Err(Error::invalid_parameter(
+            "eta",
+            format!("must be at most {MAX_ETA:e}, got {eta:e}"),
+        )),
+        LearningRate::Horizon(horizon) if horizon > MAX_HORIZON => Err(Error::invalid_parameter(
+            "horizon",
+            format!("must be at most {MAX_HORIZON}, got {horizon}"),
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn check_loss_bound(loss_bound: Option<f64>, required: bool) -> Result<Option<f64>> {
     match loss_bound {
-        Some(b) if !(b.is_finite() && b > 0.0) => Err(Error::invalid_parameter(
-            "loss_bound",
-            format!("must be finite and > 0, got {b}"),
-        )),
+        Some(b) if !(b.is_finite() && (MIN_LOSS_BOUND..=MAX_LOSS_BOUND).contains(&b)) => {
+            Err(Error::invalid_parameter(
+                "loss_bound",
+                format!("must be in [{MIN_LOSS_BOUND:e}, {MAX_LOSS_BOUND:e}], got {b}"),
+            ))
+        }
         None if required => Err(Error::invalid_parameter(
             "loss_bound",
             "the loss range B is required by this schedule and loss (give B, or use AdaHedge)",
@@ -57,6 +139,13 @@ fn check_prior(prior: &Option<Vec<f64>>, n_experts: usize) -> Result<()> {
             return Err(Error::invalid_parameter(
                 "prior",
                 format!("prior weights must be finite and > 0, got {bad}"),
+            ));
+        }
+        // They are normalised by their sum, which must not overflow (only ratios matter).
+        if !prior.iter().sum::<f64>().is_finite() {
+            return Err(Error::invalid_parameter(
+                "prior",
+                "the prior weights' sum overflows: scale them down (only their ratios matter)",
             ));
         }
     }
@@ -143,7 +232,7 @@ impl RandomizedWeightedMajorityParams {
         if let Some(beta) = self.beta {
             self.rate = LearningRate::beta(beta)?;
         }
-        self.rate.check()?;
+        check_rate(self.rate)?;
         if matches!(self.rate, LearningRate::Anytime | LearningRate::AdaHedge) {
             return Err(Error::invalid_parameter(
                 "learning_rate",
@@ -216,7 +305,7 @@ impl HedgeParams {
     /// Validates the parameters.
     pub fn check(self) -> Result<Checked<Self>> {
         check_n_experts(self.n_experts)?;
-        self.rate.check()?;
+        check_rate(self.rate)?;
         check_loss_bound(self.loss_bound, self.rate != LearningRate::AdaHedge)?;
         check_prior(&self.prior, self.n_experts)?;
         Ok(Checked(self))
@@ -288,7 +377,7 @@ impl EwaParams {
     pub fn check(self) -> Result<Checked<Self>> {
         check_n_experts(self.n_experts)?;
         self.loss.check()?;
-        self.rate.check()?;
+        check_rate(self.rate)?;
         if self.gradient && !self.loss.is_convex() {
             return Err(Error::invalid_parameter(
                 "gradient",
@@ -353,7 +442,7 @@ impl FplParams {
     pub fn check(self) -> Result<Checked<Self>> {
         check_n_experts(self.n_experts)?;
         check_loss_bound(self.loss_bound, true)?;
-        self.rate.check()?;
+        check_rate(self.rate)?;
         if !matches!(self.rate, LearningRate::Fixed(_) | LearningRate::Horizon(_)) {
             return Err(Error::invalid_parameter(
                 "learning_rate",
@@ -361,5 +450,35 @@ impl FplParams {
             ));
         }
         Ok(Checked(self))
+    }
+}
+
+impl CheckParams for WeightedMajorityParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        self.check()
+    }
+}
+
+impl CheckParams for RandomizedWeightedMajorityParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        self.check()
+    }
+}
+
+impl CheckParams for HedgeParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        self.check()
+    }
+}
+
+impl CheckParams for EwaParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        self.check()
+    }
+}
+
+impl CheckParams for FplParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        self.check()
     }
 }

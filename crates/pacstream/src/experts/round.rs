@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::check_finite;
+use super::params::limits::{MAX_ADVICE, MAX_LOSS};
 use crate::error::{Error, Result};
 use crate::online::Step;
 
@@ -39,19 +39,31 @@ impl<'a> AdviceRound<'a> {
         }
     }
 
-    /// Checks sizes and values: N advice values (finite where awake), a finite outcome, a
-    /// mask of N flags with at least one expert awake.
+    /// Checks sizes and values: N advice values (finite and within ±[`MAX_ADVICE`] where
+    /// awake), an outcome within ±[`MAX_ADVICE`], a mask of N flags with at least one expert
+    /// awake.
     pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
         self.check_shape(n_experts)?;
-        check_awake_values(self.advice, self.awake, "advice")
+        check_awake_values(self.advice, self.awake, "advice", MAX_ADVICE)
     }
 
-    /// [`AdviceRound::check`] but for the advice values (a fused pass checks those).
+    /// [`AdviceRound::check`] but for the advice values' finiteness (a fused pass checks
+    /// that): their magnitude is checked here.
     pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
         check_sizes(self.advice.len(), self.awake, n_experts)?;
+        if exceeds(self.advice, MAX_ADVICE) {
+            check_awake_values(self.advice, self.awake, "advice", MAX_ADVICE)?;
+        }
         if !self.outcome.is_finite() {
             return Err(Error::InconsistentInput(format!(
                 "the outcome {} is not finite",
+                self.outcome
+            )));
+        }
+        if self.outcome.abs() > MAX_ADVICE {
+            return Err(Error::InconsistentInput(format!(
+                "the outcome {:e} is too large: outcomes and advice must lie within \
+                 ±{MAX_ADVICE:e}, so that losses stay finite",
                 self.outcome
             )));
         }
@@ -70,13 +82,41 @@ impl<'a> LossRound<'a> {
 
     pub(crate) fn check(&self, n_experts: usize) -> Result<()> {
         self.check_shape(n_experts)?;
-        check_awake_values(self.losses, self.awake, "loss")
+        check_awake_values(self.losses, self.awake, "loss", MAX_LOSS)
     }
 
-    /// [`LossRound::check`] but for the loss values (a fused pass checks those).
+    /// [`LossRound::check`] but for the losses' finiteness (a fused pass checks that): their
+    /// magnitude is checked here.
     pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
-        check_sizes(self.losses.len(), self.awake, n_experts)
+        check_sizes(self.losses.len(), self.awake, n_experts)?;
+        if exceeds(self.losses, MAX_LOSS) {
+            check_awake_values(self.losses, self.awake, "loss", MAX_LOSS)?;
+        }
+        Ok(())
     }
+}
+
+/// Whether some |v_i| exceeds `limit` (NaN does not: the finiteness checks catch it). A count
+/// rather than `any`, so that the loop vectorises (compiled for the CPU's vector width by
+/// [`crate::kernels::dispatch`]): a small fraction of a fused round.
+fn exceeds(values: &[f64], limit: f64) -> bool {
+    struct Exceeds<'a> {
+        values: &'a [f64],
+        limit: f64,
+    }
+    impl crate::kernels::Kernel for Exceeds<'_> {
+        type Output = bool;
+        #[inline(always)]
+        fn run(self) -> bool {
+            let over: usize = self
+                .values
+                .iter()
+                .map(|&v| usize::from(v.abs() > self.limit))
+                .sum();
+            over > 0
+        }
+    }
+    crate::kernels::dispatch(Exceeds { values, limit })
 }
 
 fn check_sizes(values: usize, awake: Option<&[bool]>, n_experts: usize) -> Result<()> {
@@ -103,17 +143,46 @@ fn check_sizes(values: usize, awake: Option<&[bool]>, n_experts: usize) -> Resul
     Ok(())
 }
 
-fn check_awake_values(values: &[f64], awake: Option<&[bool]>, what: &str) -> Result<()> {
-    match awake {
-        None => check_finite(values),
-        Some(awake) => match (0..values.len()).find(|&i| awake[i] && !values[i].is_finite()) {
-            Some(i) => Err(Error::InconsistentInput(format!(
-                "the {what} of awake expert {i} is {}, not a finite number",
-                values[i]
-            ))),
-            None => Ok(()),
-        },
+/// The values of the awake experts must be finite and within ±`limit`.
+fn check_awake_values(
+    values: &[f64],
+    awake: Option<&[bool]>,
+    what: &str,
+    limit: f64,
+) -> Result<()> {
+    let is_awake = |i: usize| awake.is_none_or(|awake| awake[i]);
+    // One vectorised pass for the usual all-awake, all-fine round; the position only for
+    // the error message.
+    if awake.is_none()
+        && crate::kernels::all_finite_any_length(values)
+        && values.iter().all(|v| v.abs() <= limit)
+    {
+        return Ok(());
     }
+    for (i, &value) in values.iter().enumerate() {
+        if !is_awake(i) {
+            continue;
+        }
+        if !value.is_finite() {
+            return Err(match awake {
+                None => Error::NonFinite {
+                    row: None,
+                    column: i,
+                    value,
+                },
+                Some(_) => Error::InconsistentInput(format!(
+                    "the {what} of awake expert {i} is {value}, not a finite number"
+                )),
+            });
+        }
+        if value.abs() > limit {
+            return Err(Error::InconsistentInput(format!(
+                "the {what} of expert {i} is {value:e}, too large: it must lie within \
+                 ±{limit:e}, so that cumulative losses stay finite"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Owned storage for an [`AdviceRound`] (tests, examples, buffered input).

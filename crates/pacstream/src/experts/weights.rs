@@ -54,6 +54,13 @@ impl ExpWeights {
                     ));
                 }
                 let total: f64 = prior.iter().sum();
+                if !total.is_finite() {
+                    return Err(Error::invalid_parameter(
+                        "prior",
+                        "the prior weights' sum overflows: scale them down (only their ratios \
+                         matter)",
+                    ));
+                }
                 Some(prior.iter().map(|p| (p / total).ln()).collect())
             }
         };

@@ -37,7 +37,7 @@ pub use centres::Centres;
 pub use init::seed_indices;
 pub use params::{
     Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
-    Stopping,
+    Stopping, limits,
 };
 pub use sequential::{SequentialKMeans, SequentialKMeansReport, SequentialKMeansStep};
 pub use stats::CentreStats;

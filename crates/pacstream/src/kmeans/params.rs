@@ -9,6 +9,25 @@ use serde::{Deserialize, Serialize};
 use super::centres::Centres;
 use crate::error::{Error, Result};
 
+/// The documented upper bounds of the count parameters, checked by `check()` before anything
+/// is allocated (and again when a snapshot is restored), so that no setting can exhaust
+/// memory or run without end. The command line takes the same bounds.
+pub mod limits {
+    /// The largest number of clusters k: Hamerly's bounds keep k × k distances between
+    /// centres, which stays under a gigabyte.
+    pub const MAX_CLUSTERS: usize = 10_000;
+    /// The largest number of restarts of batch k-means.
+    pub const MAX_N_INIT: usize = 1_000;
+    /// The largest number of Lloyd iterations per restart.
+    pub const MAX_ITER: usize = 1_000_000;
+    /// The largest number of candidates greedy k-means++ draws per step.
+    pub const MAX_LOCAL_TRIALS: usize = 1_000;
+    /// The largest warm-up of sequential k-means, in points (the buffer grows as they come).
+    pub const MAX_INIT_SIZE: usize = 10_000_000;
+}
+
+use limits::{MAX_CLUSTERS, MAX_INIT_SIZE, MAX_ITER, MAX_LOCAL_TRIALS, MAX_N_INIT};
+
 /// How the first centres are chosen.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Init {
@@ -40,11 +59,8 @@ impl Init {
     pub(crate) fn check(&self, n_clusters: usize) -> Result<()> {
         match self {
             Init::GreedyKMeansPlusPlus {
-                n_local_trials: Some(0),
-            } => Err(Error::invalid_parameter(
-                "n_local_trials",
-                "must be >= 1, got 0",
-            )),
+                n_local_trials: Some(trials),
+            } => Error::check_count("n_local_trials", *trials, 1, MAX_LOCAL_TRIALS),
             Init::Given(centres) if centres.n_centres() != n_clusters => {
                 Err(Error::invalid_parameter(
                     "init",
@@ -198,24 +214,17 @@ impl KMeansParams {
         self
     }
 
-    /// Validates the parameters.
+    /// Validates the parameters (counts within [`limits`]).
     pub fn check(self) -> Result<KMeansConfig> {
-        if self.n_clusters == 0 {
-            return Err(Error::invalid_parameter(
-                "n_clusters",
-                "must be >= 1, got 0",
-            ));
-        }
+        Error::check_count("n_clusters", self.n_clusters, 1, MAX_CLUSTERS)?;
         self.init.check(self.n_clusters)?;
         let n_init = match (self.n_init, &self.init) {
-            (Some(0), _) => return Err(Error::invalid_parameter("n_init", "must be >= 1, got 0")),
             (Some(n), _) => n,
             (None, Init::Random) => 10,
             (None, _) => 1,
         };
-        if self.max_iter == 0 {
-            return Err(Error::invalid_parameter("max_iter", "must be >= 1, got 0"));
-        }
+        Error::check_count("n_init", n_init, 1, MAX_N_INIT)?;
+        Error::check_count("max_iter", self.max_iter, 1, MAX_ITER)?;
         if !(self.tol.is_finite() && self.tol >= 0.0) {
             return Err(Error::invalid_parameter(
                 "tol",
@@ -235,8 +244,10 @@ impl KMeansParams {
     }
 }
 
-/// Validated parameters of batch k-means; [`KMeansConfig::fit`] runs it.
+/// Validated parameters of batch k-means; [`KMeansConfig::fit`] runs it. A config read from
+/// JSON is checked again, like one made by [`KMeansParams::check`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct KMeansConfig {
     pub(crate) n_clusters: usize,
     pub(crate) init: Init,
@@ -249,7 +260,22 @@ pub struct KMeansConfig {
     pub(crate) seed: u64,
 }
 
+validated_snapshot!(KMeansConfig);
+
 impl KMeansConfig {
+    fn validate_snapshot(&self) -> Result<()> {
+        let checked = KMeansParams::new(self.n_clusters)
+            .init(self.init.clone())
+            .n_init(self.n_init)
+            .max_iter(self.max_iter)
+            .tol(self.tol)
+            .algorithm(self.algorithm)
+            .seed(self.seed)
+            .check()?;
+        debug_assert_eq!(&checked, self);
+        Ok(())
+    }
+
     /// The number of clusters k.
     pub fn n_clusters(&self) -> usize {
         self.n_clusters
@@ -361,15 +387,11 @@ impl SequentialKMeansParams {
         self
     }
 
-    /// Validates the parameters.
+    /// Validates the parameters (counts within [`limits`]).
     pub fn check(self) -> Result<SequentialKMeansConfig> {
-        if self.n_clusters == 0 {
-            return Err(Error::invalid_parameter(
-                "n_clusters",
-                "must be >= 1, got 0",
-            ));
-        }
+        Error::check_count("n_clusters", self.n_clusters, 1, MAX_CLUSTERS)?;
         self.init.check(self.n_clusters)?;
+        // 10·k ≤ 10·MAX_CLUSTERS cannot overflow once k is checked.
         let init_size = self.init_size.unwrap_or(10 * self.n_clusters);
         if init_size < self.n_clusters {
             return Err(Error::invalid_parameter(
@@ -380,6 +402,7 @@ impl SequentialKMeansParams {
                 ),
             ));
         }
+        Error::check_count("init_size", init_size, 1, MAX_INIT_SIZE)?;
         let decay = match self.decay_half_life {
             None => None,
             Some(h) if h.is_finite() && h > 0.0 => Some((0.5f64.ln() / h).exp()),
@@ -409,8 +432,10 @@ impl SequentialKMeansParams {
 }
 
 /// Validated parameters of sequential k-means; [`SequentialKMeansConfig::build`] makes the
-/// learner.
+/// learner. A config read from JSON is checked again, like one made by
+/// [`SequentialKMeansParams::check`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SequentialKMeansConfig {
     pub(crate) n_clusters: usize,
     pub(crate) init_size: usize,
@@ -422,7 +447,34 @@ pub struct SequentialKMeansConfig {
     pub(crate) seed: u64,
 }
 
+validated_snapshot!(SequentialKMeansConfig);
+
 impl SequentialKMeansConfig {
+    /// Checks the counts of a config against [`limits`] (a config made by `check()` always
+    /// passes).
+    pub(crate) fn check_limits(&self) -> Result<()> {
+        Error::check_count("n_clusters", self.n_clusters, 1, MAX_CLUSTERS)?;
+        self.init.check(self.n_clusters)?;
+        Error::check_count("init_size", self.init_size, self.n_clusters, MAX_INIT_SIZE)
+    }
+
+    fn validate_snapshot(&self) -> Result<()> {
+        let mut params = SequentialKMeansParams::new(self.n_clusters)
+            .init_size(self.init_size)
+            .init(self.init.clone())
+            .reassignment_ratio(self.reassignment_ratio)
+            .seed(self.seed);
+        if let Some(half_life) = self.decay_half_life {
+            params = params.decay_half_life(half_life);
+        }
+        if params.check()? != *self {
+            return Err(Error::InvalidSnapshot(
+                "sequential k-means settings: the decay factor contradicts the half-life".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The number of clusters k.
     pub fn n_clusters(&self) -> usize {
         self.n_clusters

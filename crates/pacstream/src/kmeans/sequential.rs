@@ -501,7 +501,7 @@ impl SequentialKMeans {
         };
         let config = &self.config;
         let k = config.n_clusters;
-        if k == 0 || config.init_size < k {
+        if config.check_limits().is_err() {
             return invalid("n_clusters and init_size are out of range");
         }
         if config.decay.is_some_and(|a| !(a > 0.0 && a < 1.0))

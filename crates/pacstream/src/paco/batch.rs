@@ -81,6 +81,7 @@ impl PacoConfig {
     pub fn fit(&self, data: ArrayView2<'_, f64>) -> Result<PacoFit> {
         let points = Points::from_array(data)?;
         let dim = points.dim();
+        self.check_dim(dim)?;
         let frame = Frame::from_points(points.as_slice(), dim, self)?;
         let mut memory = PointMemory::new(dim, Memory::Exact);
         let mut internal = vec![0.0; dim];

@@ -202,7 +202,10 @@ impl Paco {
     fn check_input(&self, point: &[f64]) -> Result<()> {
         match self.dim {
             Some(dim) => check_point(point, dim),
-            None => check_first_point(point),
+            None => {
+                check_first_point(point)?;
+                self.config.check_dim(point.len())
+            }
         }
     }
 
@@ -416,6 +419,7 @@ impl Paco {
         if dim == 0 {
             return invalid("the dimension is 0");
         }
+        config.check_dim(dim)?;
         self.history.validate(Some(dim), config.max_k)?;
         match &self.frame {
             None => {

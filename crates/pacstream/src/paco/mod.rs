@@ -114,7 +114,7 @@ pub use learner::{Paco, PacoReport, PacoStep};
 pub use means::ProposalMeans;
 pub use params::{
     DEFAULT_COEFF, DEFAULT_ETA, Memory, PacoConfig, PacoParams, ProposalScale, Radius,
-    default_proposal_scale,
+    default_proposal_scale, limits,
 };
 #[doc(hidden)]
 pub use proposal::{student_draw, student_log_density};

@@ -13,6 +13,30 @@ use crate::error::{Error, Result};
 /// The smallest radius: R² (and λ's R² in the denominator) must stay a normal number.
 pub(crate) const MIN_RADIUS: f64 = 1e-150;
 
+/// The documented upper bounds of PACBO's count parameters (and of η), checked by `check()`
+/// before anything is allocated and again when a snapshot is restored. The command line
+/// takes the same bounds.
+pub mod limits {
+    /// The largest p = K_max.
+    pub const MAX_K: usize = 1_000;
+    /// The largest p × d: a clustering of p centres in d dimensions, and the proposal means
+    /// kept for each k ≤ p, stay within a few hundred megabytes. Checked when the dimension
+    /// is known (the first point, or the batch).
+    pub const MAX_MODEL_VALUES: usize = 10_000_000;
+    /// The largest number of MCMC iterations per round.
+    pub const MAX_ITERATIONS: usize = 1_000_000;
+    /// The largest warm-up, in points.
+    pub const MAX_WARMUP: usize = 1_000_000;
+    /// The largest window W, in points.
+    pub const MAX_WINDOW: usize = 100_000_000;
+    /// The largest η: the prior's odds of one more cluster, e^{−η}, are below 10⁻⁴³ already
+    /// at η = 100, and e^{−ηk} must not underflow for every k (the prior is normalised over
+    /// k ≤ p).
+    pub const MAX_ETA: f64 = 100.0;
+}
+
+use limits::{MAX_ETA, MAX_ITERATIONS, MAX_K, MAX_MODEL_VALUES, MAX_WARMUP, MAX_WINDOW};
+
 /// The radius R that bounds the centred data, ‖x_t − μ_0‖ ≤ R.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Radius {
@@ -241,9 +265,7 @@ impl PacoParams {
 
     /// Validates the parameters.
     pub fn check(self) -> Result<PacoConfig> {
-        if self.max_k == 0 {
-            return Err(Error::invalid_parameter("max_k", "must be >= 1, got 0"));
-        }
+        Error::check_count("max_k", self.max_k, 1, MAX_K)?;
         if let Radius::Given(radius) = self.radius {
             // Centres live in the ball of radius 2R, and every centre must be a valid
             // coordinate vector (within ±MAX_COORDINATE); R² must stay a normal number.
@@ -272,10 +294,11 @@ impl PacoParams {
                 "must be >= 1 when the radius, the centre or the scales come from the data, got 0",
             ));
         }
-        if !(self.eta.is_finite() && self.eta >= 0.0) {
+        Error::check_count("warmup", self.warmup, 0, MAX_WARMUP)?;
+        if !(self.eta.is_finite() && (0.0..=MAX_ETA).contains(&self.eta)) {
             return Err(Error::invalid_parameter(
                 "eta",
-                format!("must be finite and >= 0, got {:?}", self.eta),
+                format!("must be in [0, {MAX_ETA}], got {:?}", self.eta),
             ));
         }
         let proposal_scale = self
@@ -290,14 +313,9 @@ impl PacoParams {
                 ));
             }
         }
-        if self.iterations == 0 {
-            return Err(Error::invalid_parameter(
-                "iterations",
-                "must be >= 1, got 0",
-            ));
-        }
-        if self.memory == Memory::Window(0) {
-            return Err(Error::invalid_parameter("window", "must be >= 1, got 0"));
+        Error::check_count("iterations", self.iterations, 1, MAX_ITERATIONS)?;
+        if let Memory::Window(window) = self.memory {
+            Error::check_count("window", window, 1, MAX_WINDOW)?;
         }
         Ok(PacoConfig {
             max_k: self.max_k,
@@ -320,6 +338,7 @@ impl PacoParams {
 /// Validated parameters of PACBO: [`PacoConfig::build`] makes the online learner,
 /// [`PacoConfig::fit`] runs the batch chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct PacoConfig {
     pub(crate) max_k: usize,
     pub(crate) radius: Radius,
@@ -337,7 +356,34 @@ pub struct PacoConfig {
     pub(crate) seed: u64,
 }
 
+// A config read from JSON is checked again, like one made by `PacoParams::check`.
+validated_snapshot!(PacoConfig);
+
 impl PacoConfig {
+    /// Checks that p clusters in `dim` dimensions fit [`limits::MAX_MODEL_VALUES`]; run when
+    /// the dimension is known, before anything of that size is allocated.
+    pub fn check_dim(&self, dim: usize) -> Result<()> {
+        match self.max_k.checked_mul(dim) {
+            Some(size) if size <= MAX_MODEL_VALUES => Ok(()),
+            _ => {
+                let largest = MAX_MODEL_VALUES / dim.max(1);
+                let remedy = if largest >= 1 {
+                    format!("lower p to at most {largest}, or use fewer columns")
+                } else {
+                    format!("use at most {MAX_MODEL_VALUES} columns")
+                };
+                Err(Error::invalid_parameter(
+                    "max_k",
+                    format!(
+                        "p × d must be at most {MAX_MODEL_VALUES}: p = {} clusters in d = {dim} \
+                         dimensions is too large ({remedy})",
+                        self.max_k
+                    ),
+                ))
+            }
+        }
+    }
+
     /// p = K_max.
     pub fn max_k(&self) -> usize {
         self.max_k
