@@ -2,9 +2,19 @@
 //!
 //! An [`Assigner`] labels every point with its nearest centre (ties: the lowest index) and,
 //! in the same pass, accumulates the per-cluster weighted sums of the next update step
-//! (reading each point once instead of twice). Every kernel uses the same
-//! [`squared_distance`] and the same fixed chunks, so wherever two kernels pick the same
-//! labels they produce the same sums, the same centres and the same run, bit for bit.
+//! (reading each point once instead of twice). Every kernel computes each distance with the
+//! arithmetic of [`squared_distance`] (the same operations in the same order, whether one
+//! distance at a time, four centres side by side or four points side by side) over the same
+//! fixed chunks, so wherever two kernels pick the same labels they produce the same sums,
+//! the same centres and the same run, bit for bit.
+//!
+//! At d ≤ 16 one distance is too short to fill an AVX2 vector of four f64, so plain Lloyd
+//! puts four consecutive points in the lanes and scans the centres in order (each lane keeps
+//! its own running minimum: no reduction across lanes), and Hamerly's per-point
+//! recomputations put four centres in the lanes. On the 1,000,000 × 2 benchmark (k = 8)
+//! this cut plain Lloyd's pass from 179 to 99 instructions per point (callgrind). Distance
+//! blocks as matrix products (‖x‖² − 2x·c + ‖c‖² through a matrix-multiply crate), which
+//! would pay where d is large, are not built.
 
 use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, quad_dispatched, with_const_dim};
 use crate::data::Weights;
