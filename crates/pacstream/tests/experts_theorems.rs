@@ -463,6 +463,37 @@ fn prior_bounds_hold_where_the_uniform_ones_break() {
     }
 }
 
+/// A prior whose light expert leads while the heavy one falls more than ~700/η behind: with
+/// the weights shifted to the leader's loss alone, both weights underflowed (the light one
+/// weighs e^−714 by its prior, the heavy one e^−1000 by its loss) and the round's loss was
+/// NaN. Found by fuzzing `learn_one`. The weights must put all the mass on the leader.
+#[test]
+fn a_far_prior_with_a_trailing_favourite_keeps_finite_weights() {
+    for rate in [LearningRate::Fixed(1.0), LearningRate::Fixed(0.8)] {
+        let mut hedge = HedgeParams::new(2)
+            .learning_rate(rate)
+            .loss_bound(2000.0)
+            .prior(vec![1e-310, 1.0])
+            .check()
+            .unwrap()
+            .build();
+        for round in 0..3 {
+            let step = hedge.learn_one(LossRound::new(&[0.0, 1000.0])).unwrap();
+            assert!(
+                step.loss.is_finite(),
+                "{rate:?} round {round}: {}",
+                step.loss
+            );
+        }
+        let weights = hedge.weights();
+        assert!(
+            weights[0] > 1.0 - 1e-12 && weights.iter().all(|w| w.is_finite()),
+            "{rate:?}: {weights:?}"
+        );
+        assert!(hedge.ledger().regret().is_finite());
+    }
+}
+
 /// The anytime, doubling and AdaHedge bounds are reached to a stated fraction, so that a
 /// bound inflated by a constant, or a learner that does worse than its analysis, fails:
 /// anytime against the halves adversary (each round's mixture loss exceeds its mix loss by

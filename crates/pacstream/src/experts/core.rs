@@ -287,14 +287,14 @@ impl Core {
     }
 
     /// Keeps the canonical weights of the next round just written with the shift
-    /// `self.shift` (their sum `total`), unless they must be re-shifted to the new least
-    /// loss: when every weight underflowed (the losses moved by more than ~700/η), or some
+    /// `self.shift` (their sum `total`), unless they must be re-shifted (to the new least
+    /// loss, or with a prior to where the largest weight is 1): when every weight underflowed (the losses moved by more than ~700/η), or some
     /// exponent is above 700 (negative linearised losses pulled C below the shift), where
     /// the exponential would saturate.
     fn prepare(&mut self, next_eta: f64, mut total: f64) {
         let largest_exponent = next_eta * (self.shift - self.weights.least());
         if largest_exponent > 700.0 || total <= 1e-250 || !total.is_finite() {
-            self.shift = self.weights.least();
+            self.shift = self.weights.reshift(next_eta);
             total = self
                 .weights
                 .canonical_weights(next_eta, self.shift, &mut self.probabilities);

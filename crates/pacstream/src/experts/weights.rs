@@ -61,7 +61,21 @@ impl ExpWeights {
                          matter)",
                     ));
                 }
-                Some(prior.iter().map(|p| (p / total).ln()).collect())
+                // ln(π_i / Σπ) directly unless the ratio underflows (a prior spanning more
+                // than ~308 orders of magnitude), where ln π_i − ln Σπ keeps it finite.
+                Some(
+                    prior
+                        .iter()
+                        .map(|p| {
+                            let ratio = p / total;
+                            if ratio >= f64::MIN_POSITIVE {
+                                ratio.ln()
+                            } else {
+                                p.ln() - total.ln()
+                            }
+                        })
+                        .collect(),
+                )
             }
         };
         Ok(Self {
@@ -117,6 +131,26 @@ impl ExpWeights {
     #[inline]
     pub(crate) fn least(&self) -> f64 {
         self.least
+    }
+
+    /// The shift that makes the largest canonical weight exactly 1 at rate `eta`: min C for
+    /// the uniform prior; with a prior, the s with max_i (ln π_i − η (C_i − s)) = 0. Shifting
+    /// to min C alone is not enough with a prior: when the experts that carry the prior's
+    /// mass trail the leader by more than ~700/η while the leader's own prior weight is below
+    /// e^−700, every weight would underflow and the round's normaliser would be 0.
+    pub(crate) fn reshift(&self, eta: f64) -> f64 {
+        let least = self.least;
+        let Some(log_prior) = &self.log_prior else {
+            return least;
+        };
+        let largest = log_prior
+            .iter()
+            .zip(&self.charged)
+            .map(|(log_prior, charged)| log_prior - eta * (charged - least))
+            .fold(f64::NEG_INFINITY, f64::max);
+        // largest ≤ 0, so the shift is ≥ min C.
+        let shift = least - largest / eta;
+        if shift.is_finite() { shift } else { least }
     }
 
     /// The canonical weights of a round where every expert is awake and η is finite:
@@ -863,6 +897,19 @@ mod tests {
         // p = 1/(1 + e^{−1}) moves by at most p(1 − p) ≤ ¼ times the relative error of the
         // exponential (≤ 1e−13), plus rounding.
         assert!((p[1] - expected).abs() < 0.25e-13 + 1e-15, "{p:?}");
+    }
+
+    /// A prior whose ratio underflows (1e−315 against 1e167) keeps a finite log prior.
+    #[test]
+    fn a_prior_spanning_many_orders_of_magnitude_stays_finite() {
+        let weights = ExpWeights::new(2, Some(&[2.7e-315, 2.3e167])).unwrap();
+        let expected = 2.7e-315f64.ln() - 2.3e167f64.ln();
+        assert!(
+            (weights.log_prior(0) - expected).abs() < 1e-9,
+            "{}",
+            weights.log_prior(0)
+        );
+        assert_eq!(weights.log_prior(1), 0.0);
     }
 
     /// Random inputs for a fused pass over `n` experts.
