@@ -9,7 +9,8 @@ over the same seeds of
 - scikit-learn-intelex's KMeans (Intel oneDAL; same settings),
 - faiss's Kmeans (float32, BLAS distance matrices, random seeding; `nredo` = n_init, its
   default 25 iterations, every point used: no subsampling),
-- `pacstream kmeans` (greedy k-means++, Lloyd to convergence, f64),
+- `pacstream kmeans` (greedy k-means++, f64, Lloyd until at most a fraction 1e-4 of the
+  points change cluster in a pass: its default stopping rule, not scikit-learn's),
 
 the ratio of each peer's time to pacstream's (> 1: pacstream is faster), and the median and
 best inertia of each. Every inertia is computed here, in f64, from the returned centres on the

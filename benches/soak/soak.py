@@ -4,7 +4,7 @@
 Each command reads a stream generated on the fly into its standard input (10^5, 10^6 and
 10^7 rows by default), writes its per-round records to a file that is discarded, saves a
 checkpoint every 100,000 rows and a summary at the end; the script records the wall time and
-the peak resident set size of the process (its own `ru_maxrss`, from `wait4`). In window
+the peak resident set size of the process (its VmHWM, polled from /proc while it runs). In window
 mode memory must not grow with the stream: the three peaks should agree.
 
 Usage (from the repository root, after `cargo build --release -p pacstream-cli`):
@@ -76,6 +76,23 @@ COMMANDS = {
 }
 
 
+def high_water_kib(pid):
+    """The peak resident set of process `pid` so far (VmHWM, KiB), 0 once it has gone.
+
+    Read from /proc while the process runs, not from `wait4`: the `ru_maxrss` of a child
+    started from Python includes the resident set of the Python process it was forked from
+    (Linux carries the high-water mark across `exec`), which would hide the command's own.
+    """
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def soak(command, rows, seed=1):
     make_pool, args = COMMANDS[command]
     rng = random.Random(seed)
@@ -90,6 +107,7 @@ def soak(command, rows, seed=1):
         ]
         started = time.monotonic()
         child = subprocess.Popen(argv, stdin=subprocess.PIPE)
+        peak = 0
         child.stdin.write((header + "\n").encode())
         left = rows
         while left > 0:
@@ -100,13 +118,15 @@ def soak(command, rows, seed=1):
             out = os.path.join(scratch, "rounds.csv")
             if os.path.exists(out) and os.path.getsize(out) > (1 << 30):
                 os.truncate(out, 0)
+            peak = max(peak, high_water_kib(child.pid))
         child.stdin.close()
-        _, status, usage = os.wait4(child.pid, 0)
+        while child.poll() is None:
+            peak = max(peak, high_water_kib(child.pid))
+            time.sleep(0.01)
         seconds = time.monotonic() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
         if child.returncode != 0:
             sys.exit(f"{command} on {rows} rows failed with {child.returncode}")
-        return seconds, usage.ru_maxrss
+        return seconds, peak
 
 
 def main():

@@ -93,7 +93,12 @@ fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
         .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
         .collect();
     let k_at = |t: u64| k_path.iter().rev().find(|p| p.0 <= t).unwrap().1;
-    assert_eq!(k_at(400), 2, "{k_path:?}");
+    // Before the change, k̂ = 2 in most rounds (measured: 277 of the 301 rounds 100..=400).
+    // Not in every round: a third centre that holds no point has posterior odds 3e^{−η}
+    // ≈ 0.055 against k = 2 (its prior density cancels against the volume it roams), and the
+    // chain visits such states for a round or two.
+    let at_two = (100..=400).filter(|&t| k_at(t) == 2).count();
+    assert!(at_two >= 256, "k̂ = 2 in {at_two} of 301 rounds: {k_path:?}");
     assert!(k_at(700) >= 4, "{k_path:?}");
     assert_eq!(summary["n_clusters"].as_u64(), Some(k_at(700)));
     // The regret against the best fixed clustering in hindsight, for every k ≤ p, and the

@@ -3,10 +3,12 @@
 //! copy of that learner (not timed) and learns the next 100 points, so the time is the cost
 //! per point at t. Both feedback modes, all points kept or a window of the last 1000.
 //!
-//! The target (slpc spec §9): the cost per point stays flat as t grows in window mode; with
-//! every point kept it grows with the number of stored points near the curve's changes.
-//! Feeding 10⁵ points to a learner that keeps every point takes many minutes (its cost per
-//! point grows with t), so those two cases run only with `SLPC_BENCH_ALL=1`.
+//! The targets: the cost per point stays flat as t grows in window mode (slpc spec §9); with
+//! every point kept, the stored points are merged into at most 1024 atoms (bins that double
+//! when they outnumber it), so the cost per point at t = 10⁵ should stay within about twice
+//! the cost at t = 10³ (growth exponent ≤ 0.2; measured in docs/slpc-calibration.md: 2.4× and
+//! 0.19 with bandit feedback, 3.0× and 0.24 with full). Feeding the learners 10⁵ points first takes
+//! a few minutes.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -29,7 +31,6 @@ fn noisy_arc(n: usize, seed: u64) -> Vec<f64> {
 }
 
 fn learn_one(c: &mut Criterion) {
-    let everything = std::env::var_os("SLPC_BENCH_ALL").is_some();
     let mut group = c.benchmark_group("curves_learn_one");
     const BATCH: usize = 100;
     group.throughput(Throughput::Elements(BATCH as u64));
@@ -40,9 +41,6 @@ fn learn_one(c: &mut Criterion) {
     for (mode, feedback) in [("bandit", Feedback::Bandit), ("full", Feedback::Full)] {
         for (memory_name, memory) in [("all", Memory::All), ("window1000", Memory::Window(1000))] {
             for t in [1_000usize, 10_000, 100_000] {
-                if t == 100_000 && memory == Memory::All && !everything {
-                    continue;
-                }
                 let mut learner = PrincipalCurveParams::new()
                     .feedback(feedback)
                     .memory(memory)

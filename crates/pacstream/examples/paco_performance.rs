@@ -19,16 +19,25 @@
 //!   iteration, and the number and mean fraction of the early rejections. Data: 4 Gaussian
 //!   clusters with means uniform on [−10, 10]^d. The learner reaches t by buffering t − 8
 //!   warm-up points, then plays 8 rounds, then `--rounds M` (20) measured rounds.
-//! - `long`: a whole online run of `--horizon T` (10,000) points in d = 5, exact memory,
-//!   N = 500, default settings, with the elapsed time and the mean cost of a round at every
-//!   tenth of the run.
+//! - `long`: a whole online run of `--horizon T` (10,000) points in `--dims d` (5), exact
+//!   memory, N = 500, default settings, with the elapsed time and the mean cost of a round at
+//!   every tenth of the run, and the CPU time of the whole run; S_t summed point by point,
+//!   then with the default (`--summation auto`: the index where it pays) — or only one of
+//!   them with `--summation linear|auto`.
+//! - `crossover`: the CPU time of a round with S_t summed point by point and on the index
+//!   (forced), side by side, for `--t 250,..,8000` and `--dims 2,5,20`; `--svg FILE` draws
+//!   the cost per round against t.
+//! - `profile`: the set-up of `rounds` for one case, then `--rounds M` rounds in one
+//!   function, for instruction counts under callgrind.
+//!
+//! Not in the default set: `crossover`, `profile`.
 
 // A report program: its output is the tables on stdout.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::time::Instant;
 
-use pacstream::paco::{Memory, PacoParams, Radius};
+use pacstream::paco::{Memory, PacoParams, Radius, Summation};
 use pacstream::{OnlineLearner, StreamRng};
 
 /// `n` points (row-major) from `k` unit-variance Gaussian clusters whose means are uniform
@@ -144,9 +153,10 @@ fn rounds(args: &[String]) {
     println!("## One round: N = 500, 4 clusters, {measured} measured rounds per case\n");
     println!(
         "| t | d | memory | rounds/s | ms/round | k̂ | acceptance | data summed per \
-         iteration | early rejections per round | data summed by an early rejection |"
+         iteration | early rejections per round | data summed by an early rejection | summed \
+         one by one | nodes per evaluation |"
     );
-    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &t in &ts {
         for &dim in &dims {
             let points = mixture(t + measured, 4, dim, dim as u64);
@@ -166,6 +176,8 @@ fn rounds(args: &[String]) {
                 let mut early = 0.0;
                 let mut early_fraction = 0.0;
                 let mut acceptance = 0.0;
+                let mut direct = 0.0;
+                let mut nodes = 0.0;
                 let started = Instant::now();
                 for point in rows.by_ref().take(measured) {
                     let step = learner.learn_one(point).expect("valid point");
@@ -174,18 +186,22 @@ fn rounds(args: &[String]) {
                     early += report.early_rejections as f64;
                     early_fraction += report.early_rejection_fraction;
                     acceptance += report.acceptance_rate;
+                    direct += report.direct_fraction;
+                    nodes += report.nodes_per_evaluation;
                 }
                 let seconds = started.elapsed().as_secs_f64() / measured as f64;
                 let m = measured as f64;
                 println!(
-                    "| {t} | {dim} | {name} | {:.1} | {:.2} | {} | {:.3} | {:.3} | {:.0} | {:.3} |",
+                    "| {t} | {dim} | {name} | {:.1} | {:.2} | {} | {:.3} | {:.3} | {:.0} | {:.3} | {:.3} | {:.1} |",
                     1.0 / seconds,
                     1e3 * seconds,
                     learner.n_clusters().unwrap_or(0),
                     acceptance / m,
                     fraction / m,
                     early / m,
-                    early_fraction / m
+                    early_fraction / m,
+                    direct / m,
+                    nodes / m
                 );
             }
         }
@@ -193,50 +209,291 @@ fn rounds(args: &[String]) {
     println!();
 }
 
-fn long(args: &[String]) {
-    let horizon: usize = option(args, "--horizon").map_or(10_000, |s| s.parse().expect("a number"));
-    let dim = 5;
-    let points = mixture(horizon, 4, dim, 77);
+/// `crossover --t 250,500,.. --dims 2,5,.. --rounds M`: the CPU time of a round, S_t summed
+/// point by point and on the index (forced, [`Summation::Index`]), side by side for each
+/// (t, d), with the ratio. The learners reach t by buffering t − 8 warm-up points and
+/// playing 8 rounds.
+fn crossover(args: &[String]) {
+    let ts = option(args, "--t").map_or(vec![250, 500, 1000, 2000, 4000, 8000], |s| list(&s));
+    let dims = option(args, "--dims").map_or(vec![2, 5, 20], |s| list(&s));
+    let measured: usize = option(args, "--rounds").map_or(30, |s| s.parse().expect("a number"));
+    let svg_path = option(args, "--svg");
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    println!("## CPU time of a round: N = 500, 4 clusters, {measured} rounds per case\n");
+    println!(
+        "| t | d | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for &dim in &dims {
+        for &t in &ts {
+            let points = mixture(t + measured, 4, dim, dim as u64);
+            let mut costs = Vec::new();
+            let mut nodes = 0.0;
+            for summation in [Summation::PointByPoint, Summation::Index] {
+                let mut learner = PacoParams::new()
+                    .warmup(t - 8)
+                    .seed(1)
+                    .summation(summation)
+                    .check()
+                    .expect("valid settings")
+                    .build();
+                let mut rows = points.chunks_exact(dim);
+                for point in rows.by_ref().take(t) {
+                    learner.learn_one(point).expect("valid point");
+                }
+                let started = cpu_seconds();
+                nodes = 0.0;
+                for point in rows.by_ref().take(measured) {
+                    let step = learner.learn_one(point).expect("valid point");
+                    nodes += step.sampler.map_or(0.0, |r| r.nodes_per_evaluation);
+                }
+                costs.push(1e3 * (cpu_seconds() - started) / measured as f64);
+            }
+            for (name, cost) in [("point by point", costs[0]), ("index", costs[1])] {
+                let label = format!("d = {dim}, {name}");
+                match series.iter_mut().find(|(l, _)| *l == label) {
+                    Some((_, values)) => values.push((t as f64, cost)),
+                    None => series.push((label, vec![(t as f64, cost)])),
+                }
+            }
+            println!(
+                "| {t} | {dim} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                costs[0],
+                costs[1],
+                costs[0] / costs[1],
+                nodes / measured as f64,
+                load()
+            );
+        }
+    }
+    println!();
+    if let Some(path) = svg_path {
+        std::fs::write(&path, log_log_svg(&series)).expect("a writable path");
+        println!("(figure written to {path})\n");
+    }
+}
+
+/// A log-log line chart of (t, ms per round) series, as a self-contained SVG: dashed lines
+/// for the point-by-point series, solid for the index, one colour per d.
+fn log_log_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
+    let (width, height, left, right, top, bottom) = (720.0, 440.0, 70.0, 200.0, 20.0, 50.0);
+    let all = series.iter().flat_map(|(_, v)| v.iter().copied());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for (x, y) in all.filter(|(_, y)| *y > 0.0) {
+        x0 = x0.min(x.log10());
+        x1 = x1.max(x.log10());
+        y0 = y0.min(y.log10());
+        y1 = y1.max(y.log10());
+    }
+    let (y0, y1) = (y0.floor(), y1.ceil());
+    let px = |x: f64| left + (x.log10() - x0) / (x1 - x0).max(1e-9) * (width - left - right);
+    let py =
+        |y: f64| height - bottom - (y.log10() - y0) / (y1 - y0).max(1e-9) * (height - top - bottom);
+    let colours = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"];
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    let mut decade = y0;
+    while decade <= y1 {
+        let y = py(10f64.powf(decade));
+        out += &format!(
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\n\
+             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{} ms</text>\n",
+            width - right,
+            left - 6.0,
+            y + 4.0,
+            10f64.powf(decade)
+        );
+        decade += 1.0;
+    }
+    if let Some((_, first)) = series.first() {
+        for (t, _) in first {
+            let x = px(*t);
+            out += &format!(
+                "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{t}</text>\n",
+                height - bottom + 18.0
+            );
+        }
+    }
+    out += &format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">t, points in memory (log scale)</text>\n\
+         <text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">CPU ms per round (N = 500)</text>\n",
+        (left + width - right) / 2.0,
+        height - 10.0,
+        height / 2.0,
+        height / 2.0
+    );
+    for (i, (label, values)) in series.iter().enumerate() {
+        let colour = colours[(i / 2) % colours.len()];
+        let dash = if label.ends_with("point by point") {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
+        let points: Vec<String> = values
+            .iter()
+            .filter(|(_, y)| *y > 0.0)
+            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+            .collect();
+        out += &format!(
+            "<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n\
+             <line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"2\"{dash}/>\n\
+             <text x=\"{}\" y=\"{}\">{label}</text>\n",
+            points.join(" "),
+            width - right + 10.0,
+            width - right + 40.0,
+            top + 10.0 + 20.0 * i as f64,
+            top + 10.0 + 20.0 * i as f64,
+            width - right + 46.0,
+            top + 14.0 + 20.0 * i as f64
+        );
+    }
+    out + "</svg>\n"
+}
+
+/// The rounds measured by `profile`, kept out of line so that
+/// `valgrind --tool=callgrind --collect-atstart=no --toggle-collect=*measured_rounds*`
+/// counts their instructions alone.
+#[inline(never)]
+fn measured_rounds(learner: &mut pacstream::paco::Paco, points: &[f64], dim: usize) -> usize {
+    let mut accepted = 0;
+    for point in points.chunks_exact(dim) {
+        let step = learner.learn_one(point).expect("valid point");
+        accepted += step.sampler.map_or(0, |report| report.accepted);
+    }
+    accepted
+}
+
+/// `profile --t T --dims D --rounds M`: the set-up of `rounds` for one case, then M rounds
+/// in [`measured_rounds`] (for instruction counts under callgrind).
+fn profile(args: &[String]) {
+    let t: usize = option(args, "--t").map_or(10_000, |s| s.parse().expect("a number"));
+    let dim: usize = option(args, "--dims").map_or(5, |s| s.parse().expect("a number"));
+    let measured: usize = option(args, "--rounds").map_or(5, |s| s.parse().expect("a number"));
+    let points = mixture(t + measured, 4, dim, dim as u64);
     let mut learner = PacoParams::new()
-        .seed(77)
+        .warmup(t - 8)
+        .seed(1)
         .check()
         .expect("valid settings")
         .build();
-    println!("## A whole run: T = {horizon}, d = 5, 4 clusters, N = 500, exact memory, defaults\n");
-    println!(
-        "| rounds | elapsed (s) | ms per round over the last tenth | data summed per iteration | k̂ |"
-    );
-    println!("|---:|---:|---:|---:|---:|");
-    let tenth = (horizon / 10).max(1);
-    let started = Instant::now();
-    let mut last = 0.0;
-    let mut fraction = 0.0;
-    let mut chains = 0;
-    for (t, point) in points.chunks_exact(dim).enumerate() {
-        let step = learner.learn_one(point).expect("valid point");
-        if let Some(report) = step.sampler {
-            fraction += report.data_fraction;
-            chains += 1;
-        }
-        if (t + 1) % tenth == 0 || t + 1 == horizon {
-            let elapsed = started.elapsed().as_secs_f64();
-            println!(
-                "| {} | {:.2} | {:.2} | {:.3} | {} |",
-                t + 1,
-                elapsed,
-                1e3 * (elapsed - last) / tenth as f64,
-                fraction / f64::from(chains.max(1)),
-                learner.n_clusters().unwrap_or(0)
-            );
-            last = elapsed;
-            fraction = 0.0;
-            chains = 0;
-        }
+    for point in points[..t * dim].chunks_exact(dim) {
+        learner.learn_one(point).expect("valid point");
     }
+    let accepted = measured_rounds(&mut learner, &points[t * dim..], dim);
+    println!("{measured} rounds at t = {t}, d = {dim}: {accepted} moves accepted");
+}
+
+/// The load average of the machine (the first field of /proc/loadavg), for the record.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The CPU time of this process so far, in seconds: the sum over its threads of the time
+/// each spent on a CPU (/proc/self/task/*/schedstat, in nanoseconds; the rayon workers, which
+/// run the chain, persist for the whole run). On a loaded machine it is closer to the time
+/// the run would take alone than the wall time is. Falls back to the user + system time of
+/// /proc/self/stat (clock ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let from_tasks = std::fs::read_dir("/proc/self/task").ok().and_then(|tasks| {
+        let mut total = 0u64;
+        for task in tasks {
+            let path = task.ok()?.path().join("schedstat");
+            let text = std::fs::read_to_string(path).ok()?;
+            total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+        Some(total as f64 * 1e-9)
+    });
+    from_tasks.unwrap_or_else(|| {
+        std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|text| {
+                // The fields after the parenthesised command name: utime and stime are the
+                // 12th and 13th.
+                let after = text.rsplit_once(')')?.1;
+                let fields: Vec<&str> = after.split_whitespace().collect();
+                let user: f64 = fields.get(11)?.parse().ok()?;
+                let system: f64 = fields.get(12)?.parse().ok()?;
+                Some((user + system) / 100.0)
+            })
+            .unwrap_or(f64::NAN)
+    })
+}
+
+fn long(args: &[String]) {
+    let horizon: usize = option(args, "--horizon").map_or(10_000, |s| s.parse().expect("a number"));
+    let dim: usize = option(args, "--dims").map_or(5, |s| s.parse().expect("a number"));
+    let summations: Vec<(&str, Summation)> = match option(args, "--summation").as_deref() {
+        Some("auto") => vec![("index (auto)", Summation::Auto)],
+        Some("linear") => vec![("point by point", Summation::PointByPoint)],
+        _ => vec![
+            ("point by point", Summation::PointByPoint),
+            ("index (auto)", Summation::Auto),
+        ],
+    };
+    let points = mixture(horizon, 4, dim, 77);
     println!(
-        "\nTotal: {:.2} s for {horizon} rounds\n",
-        started.elapsed().as_secs_f64()
+        "## A whole run: T = {horizon}, d = {dim}, 4 clusters, N = 500, exact memory, defaults\n"
     );
+    let mut totals = Vec::new();
+    for (name, summation) in summations {
+        let mut learner = PacoParams::new()
+            .seed(77)
+            .summation(summation)
+            .check()
+            .expect("valid settings")
+            .build();
+        println!("### S_t summed {name} (load {} at the start)\n", load());
+        println!(
+            "| rounds | elapsed (s) | ms per round over the last tenth | data summed one by one per iteration | k̂ | load |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|");
+        let tenth = (horizon / 10).max(1);
+        let started = Instant::now();
+        let cpu_started = cpu_seconds();
+        let mut last = 0.0;
+        let mut direct = 0.0;
+        let mut chains = 0;
+        for (t, point) in points.chunks_exact(dim).enumerate() {
+            let step = learner.learn_one(point).expect("valid point");
+            if let Some(report) = step.sampler {
+                direct += report.direct_fraction;
+                chains += 1;
+            }
+            if (t + 1) % tenth == 0 || t + 1 == horizon {
+                let elapsed = started.elapsed().as_secs_f64();
+                println!(
+                    "| {} | {:.2} | {:.3} | {:.4} | {} | {} |",
+                    t + 1,
+                    elapsed,
+                    1e3 * (elapsed - last) / tenth as f64,
+                    direct / f64::from(chains.max(1)),
+                    learner.n_clusters().unwrap_or(0),
+                    load()
+                );
+                last = elapsed;
+                direct = 0.0;
+                chains = 0;
+            }
+        }
+        let total = started.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu_started;
+        println!(
+            "\nTotal: {total:.2} s wall, {cpu:.2} s CPU for {horizon} rounds ({name}; load {} at the end)\n",
+            load()
+        );
+        totals.push((name, cpu));
+    }
+    if let [(_, linear), (_, index)] = totals[..] {
+        println!(
+            "Ratio of the CPU times, point by point / index: {:.1}×\n",
+            linear / index
+        );
+    }
 }
 
 fn main() {
@@ -246,6 +503,8 @@ fn main() {
         Some("r-example") => r_example(&args),
         Some("rounds") => rounds(&args),
         Some("long") => long(&args),
+        Some("profile") => profile(&args),
+        Some("crossover") => crossover(&args),
         None => {
             r_example(&args);
             rounds(&args);

@@ -494,6 +494,39 @@ fn a_far_prior_with_a_trailing_favourite_keeps_finite_weights() {
     }
 }
 
+/// AdaHedge after a mixability gap of 1e−307 (a first round with an expert asleep, then a
+/// loss of 2e−307): η = ln 2 / Δ ≈ 6e306, so η C_i overflows though the weights are plain
+/// (C_0 = C_1). The weights of the next round were NaN. Found by fuzzing `learn_one`.
+#[test]
+fn adahedge_after_a_tiny_gap_keeps_finite_weights() {
+    let mut hedge = HedgeParams::new(2)
+        .learning_rate(LearningRate::AdaHedge)
+        .loss_bound(200.0)
+        .prior(vec![1.0, 1.0])
+        .check()
+        .unwrap()
+        .build();
+    let awake = [true, false];
+    hedge
+        .learn_one(LossRound {
+            losses: &[150.0, 0.0],
+            awake: Some(&awake),
+        })
+        .unwrap();
+    hedge.learn_one(LossRound::new(&[0.0, 2.3e-307])).unwrap();
+    let weights = hedge.weights();
+    assert!(
+        weights.iter().all(|w| w.is_finite()) && (weights.iter().sum::<f64>() - 1.0).abs() < 1e-12,
+        "{weights:?}"
+    );
+    let step = hedge.learn_one(LossRound::new(&[1.0, 0.0])).unwrap();
+    assert!(
+        step.loss.is_finite() && (0.0..=1.0).contains(&step.loss),
+        "{}",
+        step.loss
+    );
+}
+
 /// The anytime, doubling and AdaHedge bounds are reached to a stated fraction, so that a
 /// bound inflated by a constant, or a learner that does worse than its analysis, fails:
 /// anytime against the halves adversary (each round's mixture loss exceeds its mix loss by

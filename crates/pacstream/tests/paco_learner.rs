@@ -646,3 +646,44 @@ fn the_hindsight_report_names_what_it_bounds() {
     assert!(reason.contains("beyond R"), "{reason}");
     assert!(!report.fits.is_empty(), "the regret is still measured");
 }
+
+/// The conformance suite on the spatial index (forced from the first points with
+/// `Summation::Index`), in exact and window memory: snapshots taken mid-stream restore the
+/// index, the proposal means' assignments and the robust covers' stable parts, and the run
+/// continues bit for bit; the same in a 1-thread and a 3-thread pool.
+#[test]
+fn conformance_on_the_index() {
+    use pacstream::paco::Summation;
+    // Two groups, then four: the proposal means move after the first trees are built.
+    let mut stream = mixture(&[vec![0.0, 0.0, 0.0], vec![8.0, 0.0, 1.0]], 200, 1.0, 11);
+    stream.extend(mixture(
+        &[
+            vec![0.0, 0.0, 0.0],
+            vec![8.0, 0.0, 1.0],
+            vec![0.0, 8.0, -1.0],
+            vec![8.0, 8.0, 0.0],
+        ],
+        220,
+        1.0,
+        12,
+    ));
+    for memory in [Memory::Exact, Memory::Window(150)] {
+        let make = |seed| {
+            PacoParams::new()
+                .warmup(20)
+                .iterations(40)
+                .max_k(6)
+                .memory(memory)
+                .summation(Summation::Index)
+                .seed(seed)
+                .check()
+                .unwrap()
+                .build()
+        };
+        Conformance::new(make, &stream)
+            .invalid_inputs(&invalid_after_first())
+            .cuts(&[0, 19, 20, 21, 63, 64, 65, 149, 150, 151, 257, 419])
+            .check_all()
+            .unwrap();
+    }
+}

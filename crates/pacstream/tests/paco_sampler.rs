@@ -508,6 +508,358 @@ fn student_proposal_follows_its_law() {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// The learner's moves (the paper's jump with a defensive mixture per slot, births and
+// deaths of one centre, random-walk steps of one centre): the same statistical tests, and
+// the recovery from a state the jump alone cannot leave.
+
+use pacstream::paco::testing::{MoveMix, ToyMoves, run_toy_chain_with};
+
+/// The histogram of the final k of independent chains (over-dispersed starts) with the
+/// given moves.
+fn final_k_histogram_with(
+    target: &ToyTarget,
+    means: &ToyMeans,
+    moves: ToyMoves,
+    defect: Defect,
+    iterations: usize,
+    seed: u64,
+) -> Vec<usize> {
+    let mut counts = vec![0usize; target.max_k];
+    for chain in 0..CHAINS {
+        let mut rng = StreamRng::seed_from(seed).child(chain);
+        let k = 1 + rng.index_below(target.max_k);
+        let start: Vec<f64> = (0..k * target.dim)
+            .map(|_| {
+                2.0 * target.radius * (2.0 * rng.next_f64() - 1.0) / (target.dim as f64).sqrt()
+            })
+            .collect();
+        let run = run_toy_chain_with(
+            target,
+            ToyChain {
+                proposal: ProposalScale::Laplace,
+                multiplier: 1.0,
+                iterations,
+                full_evaluation: false,
+                defect,
+            },
+            moves,
+            means,
+            start,
+            &mut rng,
+        );
+        counts[run.n_clusters - 1] += 1;
+    }
+    counts
+}
+
+fn check_moves_against_posterior(
+    target: &ToyTarget,
+    means: &ToyMeans,
+    moves: ToyMoves,
+    defect: Defect,
+    iterations: usize,
+    seed: u64,
+) -> f64 {
+    let exact = exact_posterior(target, 1600);
+    let counts = final_k_histogram_with(target, means, moves, defect, iterations, seed);
+    let statistic = chi_square(&counts, &exact);
+    eprintln!(
+        "p = {}, {:?}, {defect:?}: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}",
+        target.max_k, moves.moves
+    );
+    statistic
+}
+
+/// Births, deaths and random-walk steps alone (no jump), and the jump with its defensive
+/// mixture alone.
+fn births_and_walks() -> ToyMoves {
+    ToyMoves {
+        moves: MoveMix {
+            jump: 0.0,
+            birth_death: 0.5,
+            random_walk: 0.5,
+        },
+        defensive_weight: 0.0,
+    }
+}
+
+fn defensive_jump() -> ToyMoves {
+    ToyMoves {
+        moves: MoveMix::JUMP_ONLY,
+        defensive_weight: 0.2,
+    }
+}
+
+#[test]
+fn every_move_follows_the_posterior() {
+    let target = tiny_target(3);
+    let cases = [
+        (
+            "learner, good means",
+            ToyMoves::learner(),
+            ToyMeans::Fixed(good_means(3)),
+            150,
+        ),
+        (
+            "learner, bad means",
+            ToyMoves::learner(),
+            ToyMeans::Fixed(bad_means(&target)),
+            1000,
+        ),
+        (
+            "learner, k-means",
+            ToyMoves::learner(),
+            ToyMeans::KMeans { round: 3 },
+            150,
+        ),
+        (
+            "births and walks",
+            births_and_walks(),
+            ToyMeans::Fixed(bad_means(&target)),
+            400,
+        ),
+        (
+            "defensive jump, bad means",
+            defensive_jump(),
+            ToyMeans::Fixed(bad_means(&target)),
+            1000,
+        ),
+    ];
+    for (seed, (name, moves, means, iterations)) in cases.into_iter().enumerate() {
+        let statistic = check_moves_against_posterior(
+            &target,
+            &means,
+            moves,
+            Defect::None,
+            iterations,
+            20 + seed as u64,
+        );
+        assert!(statistic < critical(2), "{name}: chi2 = {statistic}");
+    }
+    // The boundaries: p = 2 (births impossible at k = 2) and p = 5 beyond the distinct
+    // points (surplus centres; births drawn from the prior when k + 1 has no mean).
+    let small = tiny_target(2);
+    let statistic = check_moves_against_posterior(
+        &small,
+        &ToyMeans::Fixed(bad_means(&small)),
+        ToyMoves::learner(),
+        Defect::None,
+        400,
+        30,
+    );
+    assert!(statistic < critical(1), "p = 2: chi2 = {statistic}");
+    let large = tiny_target(5);
+    for (seed, moves) in [ToyMoves::learner(), births_and_walks()]
+        .into_iter()
+        .enumerate()
+    {
+        let statistic = check_moves_against_posterior(
+            &large,
+            &ToyMeans::KMeans { round: 3 },
+            moves,
+            Defect::None,
+            300,
+            31 + seed as u64,
+        );
+        assert!(statistic < critical(4), "p = 5: chi2 = {statistic}");
+    }
+}
+
+/// The test can fail: births and deaths without the proposal density h, or without the
+/// probabilities of choosing a birth or a death, are caught. (On the tiny problem h is
+/// close to the prior's U, which would hide the first defect: here the prior's ball is
+/// wider and λ smaller, so that h/U is large near the means, and the correct moves pass.)
+#[test]
+fn defective_births_and_deaths_are_caught() {
+    let target = ToyTarget {
+        lambda: 0.2,
+        radius: 40.0,
+        eta: 0.0,
+        ..tiny_target(3)
+    };
+    let means = ToyMeans::KMeans { round: 3 };
+    let statistic =
+        check_moves_against_posterior(&target, &means, births_and_walks(), Defect::None, 400, 40);
+    assert!(statistic < critical(2), "chi2 = {statistic}");
+    for (seed, defect) in [Defect::NoBirthDensity, Defect::NoBirthDeathChoice]
+        .into_iter()
+        .enumerate()
+    {
+        let statistic = check_moves_against_posterior(
+            &target,
+            &means,
+            births_and_walks(),
+            defect,
+            400,
+            41 + seed as u64,
+        );
+        assert!(
+            statistic > 3.0 * critical(2),
+            "{defect:?}: chi2 = {statistic}"
+        );
+    }
+}
+
+/// The same chain on the spatial index: three locations repeated 100 times each (300
+/// points, enough for the index), with λ and η scaled so that the posterior over k is the
+/// tiny problem's. The learner's moves against the exact posterior.
+#[test]
+fn the_index_path_follows_the_posterior() {
+    let tiny = tiny_target(3);
+    let copies = 100;
+    let mut points = Vec::new();
+    let mut predicted = Vec::new();
+    let mut weights = Vec::new();
+    for _ in 0..copies {
+        points.extend_from_slice(&tiny.points);
+        predicted.extend_from_slice(&tiny.predicted_losses);
+        weights.extend_from_slice(&tiny.variance_weights);
+    }
+    // λ S over the copies equals the tiny problem's λ S when λ is divided by the copies
+    // (the variance weights are part of S, so they are kept).
+    let target = ToyTarget {
+        points,
+        predicted_losses: predicted,
+        variance_weights: weights,
+        lambda: tiny.lambda / copies as f64,
+        ..tiny.clone()
+    };
+    let exact = exact_posterior(&tiny, 1600);
+    let counts = final_k_histogram_with(
+        &target,
+        &ToyMeans::Fixed(bad_means(&tiny)),
+        ToyMoves::learner(),
+        Defect::None,
+        400,
+        50,
+    );
+    let statistic = chi_square(&counts, &exact);
+    eprintln!("index path: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}");
+    assert!(statistic < critical(2), "chi2 = {statistic}");
+}
+
+const N_DEAD: usize = 2000;
+const DEAD_DIM: usize = 5;
+
+/// A chain started with one centre far from every point (‖c‖ = 1.9 R, in the prior's ball
+/// of radius 2R) beside centres on the three clusters recovers — the far centre removed,
+/// one centre per cluster — within 300 iterations with the learner's moves, for each of 10
+/// seeds. d = 5, the dimension of the stuck run of `docs/paco-calibration.md` ("Mixing").
+///
+/// The control: the paper's jump alone (the sampler before this change: t₃ proposals, no
+/// births, deaths or random-walk steps) must pay the far centre's g = log U − log t₃
+/// ≈ 10 nats to leave (d = 5, σ_j ≈ 0.42, 28 from its mean, 2R = 30), less η = 6 and
+/// ln 4!/3! for the target's side: an exit costs about e^{−5.5}, a jump to k − 1 is proposed
+/// a third of the time, so over 300 iterations ≈ 0.4 exits are expected and the jump
+/// recovers in about a third of the runs (measured: 3 of 10). It recovers in at most 5 of 10
+/// (a binomial(10, 1/3) exceeds 5 with probability 0.08; the draws are seeded, so the test
+/// is deterministic): the start is a trap for the old sampler, not for the new one.
+///
+/// η = 6 here: a centre that holds no point costs only e^{−η} (k + 1) in posterior odds
+/// (its prior density is cancelled by the volume it can roam), so with a smaller η the
+/// target itself keeps such centres part of the time.
+#[test]
+fn a_dead_centre_is_removed() {
+    let target = ToyTarget {
+        eta: 6.0,
+        ..clustered_target(N_DEAD, DEAD_DIM, 61)
+    };
+    // The clusters of `clustered_target` in d dimensions: coordinate i of cluster c is
+    // c[i % 2].
+    let centres: Vec<Vec<f64>> = [[-6.0, 0.0], [6.0, 1.0], [0.0, 7.0]]
+        .iter()
+        .map(|c| (0..DEAD_DIM).map(|i| c[i % 2]).collect())
+        .collect();
+    let direction: Vec<f64> = (0..DEAD_DIM)
+        .map(|i| if i % 2 == 0 { -0.6 } else { -0.8 })
+        .collect();
+    let norm = direction.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let dead: Vec<f64> = direction
+        .iter()
+        .map(|v| v / norm * 1.9 * target.radius)
+        .collect();
+    let start: Vec<f64> = centres
+        .iter()
+        .chain(std::iter::once(&dead))
+        .flat_map(|c| c.iter().copied())
+        .collect();
+    let recovered = |run: &ChainRun| {
+        run.n_clusters == 3
+            && run.centres.chunks_exact(DEAD_DIM).all(|c| {
+                centres
+                    .iter()
+                    .any(|m| c.iter().zip(m).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() < 12.25)
+            })
+    };
+    let mut recoveries = [0, 0];
+    for seed in 0..10 {
+        for (slot, moves) in [ToyMoves::learner(), ToyMoves::jump_only()]
+            .into_iter()
+            .enumerate()
+        {
+            let mut rng = StreamRng::seed_from(70 + seed);
+            let run = run_toy_chain_with(
+                &target,
+                ToyChain {
+                    proposal: ProposalScale::Laplace,
+                    multiplier: 1.0,
+                    iterations: 300,
+                    full_evaluation: false,
+                    defect: Defect::None,
+                },
+                moves,
+                &ToyMeans::KMeans { round: 1 },
+                start.clone(),
+                &mut rng,
+            );
+            recoveries[slot] += usize::from(recovered(&run));
+        }
+    }
+    eprintln!(
+        "recovered within 300 iterations: learner {}/10, jump alone {}/10",
+        recoveries[0], recoveries[1]
+    );
+    assert_eq!(recoveries[0], 10);
+    assert!(recoveries[1] <= 5);
+}
+
+/// Early rejection decides as full evaluation with the learner's moves too, on the index
+/// (the memories below are large enough for it).
+#[test]
+fn early_rejection_decides_as_full_evaluation_with_every_move() {
+    for (n, dim, seed) in [(5000, 2, 12), (12_000, 3, 13)] {
+        let target = clustered_target(n, dim, seed);
+        let run = |full_evaluation: bool| -> ChainRun {
+            let mut rng = StreamRng::seed_from(seed);
+            run_toy_chain_with(
+                &target,
+                ToyChain {
+                    proposal: ProposalScale::Laplace,
+                    multiplier: 1.0,
+                    iterations: 400,
+                    full_evaluation,
+                    defect: Defect::None,
+                },
+                ToyMoves::learner(),
+                &ToyMeans::KMeans { round: n as u64 },
+                target.points[..dim].to_vec(),
+                &mut rng,
+            )
+        };
+        let full = run(true);
+        let early = run(false);
+        assert_eq!(full.decisions, early.decisions, "n = {n}");
+        assert_eq!(full.centres, early.centres);
+        assert_eq!(
+            full.cumulative_loss.to_bits(),
+            early.cumulative_loss.to_bits()
+        );
+        assert!(full.decisions.iter().any(|&a| a) && full.decisions.iter().any(|&a| !a));
+        assert!(early.report.early_rejections > 0);
+    }
+}
+
 /// The chains' final states: `CHAINS` independent chains from over-dispersed starts (k
 /// uniform on 1..p, centres uniform on the prior's ball, in d dimensions).
 fn final_states(

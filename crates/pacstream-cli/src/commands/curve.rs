@@ -3,8 +3,8 @@
 //! The rows stream through [`PrincipalCurveLearner`] one at a time; `--output` gets one
 //! record per round (t, loss, cumulative loss, K, phase, candidates, whether the curve
 //! changed), `--summary` the final vertices, the projection index of every stored point, the
-//! hindsight comparator and the regret against it (a lower estimate), and the time spent
-//! learning; `--plot` draws the data with the curve (and a few earlier curves, faded), K over
+//! two hindsight comparators and the regrets against them (lower estimates), and the time
+//! spent learning and searching the comparators; `--plot` draws the data with the curve (and a few earlier curves, faded), K over
 //! time and the cumulative regret. Runs can be checkpointed and resumed.
 
 use std::io::Write;
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use pacstream::curves::{
-    Estimator, Feedback, HindsightCurve, Memory, Phase, PrincipalCurveConfig,
+    Comparator, Estimator, Feedback, HindsightCurve, Memory, Phase, PrincipalCurveConfig,
     PrincipalCurveLearner, PrincipalCurveParams, PrincipalCurveReport, PrincipalCurveStep, Radius,
 };
 use pacstream::eval::{Prequential, Totals};
@@ -46,9 +46,12 @@ use crate::ui::{Notes, report_writer};
         neighbour under follow the perturbed leader.\n\n\
         --output gets one record per round: t, loss, cumulative_loss, segments, phase, \
         candidates, changed (loss and segments are empty during the warm-up). --summary gets \
-        the final vertices, the projection index of every stored row, and the regret against \
-        a hindsight curve (a lower estimate: that curve is a local optimum). Project new \
-        points on the curve with `pacstream project --curve SUMMARY.json`.",
+        the final vertices, the projection index of every stored row, and the regrets \
+        against two hindsight curves: the curve minimising the squared distances plus \
+        κ·c_1·K/η_T (the objective follow the perturbed leader targets at the last round T), \
+        and the best curve with the learner's final number of segments; both are local \
+        optima, so both regrets are lower estimates. Project new points on the curve with \
+        `pacstream project --curve SUMMARY.json`.",
     after_help = "Examples:\n  \
         pacstream curve --columns long,lat data/quakes.csv --plot quakes.svg --summary curve.json\n  \
         pacstream curve --feedback bandit --window 5000 big.csv -o rounds.csv"
@@ -72,11 +75,14 @@ pub struct CurveArgs {
     #[arg(long, value_name = "L", allow_negative_numbers = true)]
     pub max_length: Option<f64>,
 
-    /// κ, the multiplier of the penalty per segment (0: no penalty).
+    /// κ, the multiplier of the penalty per segment (0: no penalty). Curves are ranked by
+    /// η·reward − penalty, so --eta-scale divides its weight: with the default 1000, κ = 1
+    /// acts as κ = 0.001 would at the theory's learning rate [default: 1].
     #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub penalty: Option<f64>,
 
-    /// The multiplier of the learning rate η_t.
+    /// e_mult, the multiplier of the learning rate η_t (it also divides the weight of the
+    /// penalty and of the perturbations) [default: 1000].
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub eta_scale: Option<f64>,
 
@@ -124,6 +130,18 @@ pub struct CurveArgs {
     /// of all. The hindsight curve and the regret need every row and are left out.
     #[arg(long, value_name = "W")]
     pub window: Option<usize>,
+
+    /// With every row kept, rows of one kind (exploration, exploitation, warm-up) within a
+    /// cube of side F·δ are merged into one summary (count, mean, scatter), so that the cost
+    /// per row stops growing with the stream; 0 keeps every row apart (exact scores).
+    #[arg(long, value_name = "F", default_value_t = pacstream::curves::DEFAULT_BIN_SIDE,
+          allow_negative_numbers = true)]
+    pub bin_side: f64,
+
+    /// With every row kept, the largest number of row summaries: beyond it the cubes double
+    /// in side and merge, so that the cost per row stays bounded (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = pacstream::curves::DEFAULT_MAX_ATOMS)]
+    pub max_atoms: usize,
 
     /// The two columns drawn by --plot (default: the first two columns learned).
     #[arg(
@@ -209,6 +227,8 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         "max_candidates": config.max_candidates(),
         "warmup": config.warmup(),
         "window": match config.memory() { Memory::All => None, Memory::Window(w) => Some(w) },
+        "bin_side": config.bin_side(),
+        "max_atoms": config.max_atoms(),
         "seed": config.seed(),
         "columns": layout.features.iter().map(|i| i + 1).collect::<Vec<_>>(),
         "on_bad_row": options.input.on_bad_row,
@@ -249,10 +269,19 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             config.warmup()
         )));
     };
-    // The comparator needs every row of the stream: only with all rows kept.
-    let hindsight = matches!(config.memory(), Memory::All)
-        .then(|| learner.hindsight())
-        .flatten();
+    // The comparators need every row of the stream: only with all rows kept. Each is a
+    // local search started from the final curve, which costs a few of the learner's
+    // exploration rounds (the unpenalised search to p segments is left to the library).
+    let comparators_started = Instant::now();
+    let (penalised, hindsight) = if matches!(config.memory(), Memory::All) {
+        (
+            learner.hindsight(Comparator::Penalised),
+            learner.hindsight(Comparator::SameSegments),
+        )
+    } else {
+        (None, None)
+    };
+    let comparator_seconds = comparators_started.elapsed().as_secs_f64();
     let stored = learner.stored_points();
     let mut projections = Vec::with_capacity(stored.len());
     let mut stored_loss = 0.0;
@@ -284,14 +313,11 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         stored_points: stored.len(),
         mean_squared_distance: stored_loss / stored.len().max(1) as f64,
     };
-    let comparator = hindsight.as_ref().map(|h| ComparatorSummary {
-        vertices: h.curve.vertex_rows().map(<[f64]>::to_vec).collect(),
-        segments: h.curve.n_segments(),
-        loss: h.loss,
-        regret: cumulative_loss - h.loss,
-        iterations: h.iterations,
-        converged: h.converged,
-    });
+    let comparators: Vec<ComparatorSummary> = [&penalised, &hindsight]
+        .into_iter()
+        .flatten()
+        .map(|h| ComparatorSummary::new(h, cumulative_loss))
+        .collect();
     let lattice = learner.lattice().expect("a curve has a lattice");
     let total_seconds = started.elapsed().as_secs_f64();
     if !options.quiet {
@@ -301,8 +327,9 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             &reader,
             learner,
             &totals,
-            comparator.as_ref(),
+            &comparators,
             state.learn_seconds,
+            comparator_seconds,
         )?;
     }
     let summary = CurveSummary {
@@ -318,9 +345,10 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
             spacing: lattice.spacing(),
         },
         totals,
-        comparator,
+        comparators,
         report: learner.report(),
         learn_seconds: state.learn_seconds,
+        comparator_seconds,
         total_seconds,
         projections,
     };
@@ -354,6 +382,8 @@ fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
         .local_vertices(args.local_vertices)
         .max_candidates(args.max_candidates)
         .warmup(args.warmup)
+        .bin_side(args.bin_side)
+        .max_atoms(args.max_atoms)
         .seed(seed);
     if let Some(delta) = args.delta {
         params = params.delta(delta);
@@ -595,16 +625,51 @@ struct LatticeSummary<'a> {
     spacing: f64,
 }
 
+/// A hindsight comparator and the regret against it.
 #[derive(Serialize)]
 struct ComparatorSummary {
+    /// `penalised` or `same-segments`.
+    comparator: Comparator,
+    /// What the comparator minimises, in words.
+    objective_minimised: &'static str,
     vertices: Vec<Vec<f64>>,
     segments: usize,
     /// Σ_s Δ(f*, x_s) over the scored rounds.
     loss: f64,
-    /// cumulative_loss − loss: a lower estimate of the regret (f* is a local optimum).
+    /// h(f*)/η_T (0 for `same-segments`).
+    penalty: f64,
+    /// loss + penalty.
+    objective: f64,
+    /// η_T, for `penalised`.
+    learning_rate: Option<f64>,
+    /// κ c_1/η_T, for `penalised`.
+    penalty_per_segment: f64,
+    max_segments: usize,
+    /// cumulative_loss − objective: a lower estimate of the regret against the best curve
+    /// of the class (f* is a local optimum).
     regret: f64,
-    iterations: usize,
+    moves: usize,
     converged: bool,
+}
+
+impl ComparatorSummary {
+    fn new(h: &HindsightCurve, cumulative_loss: f64) -> Self {
+        Self {
+            comparator: h.comparator,
+            objective_minimised: h.comparator.objective(),
+            vertices: h.curve.vertex_rows().map(<[f64]>::to_vec).collect(),
+            segments: h.curve.n_segments(),
+            loss: h.loss,
+            penalty: h.penalty,
+            objective: h.objective,
+            learning_rate: h.learning_rate,
+            penalty_per_segment: h.penalty_per_segment,
+            max_segments: h.max_segments,
+            regret: h.regret(cumulative_loss),
+            moves: h.moves,
+            converged: h.converged,
+        }
+    }
 }
 
 /// The projection of a stored row on the final curve.
@@ -629,11 +694,15 @@ struct CurveSummary<'a> {
     length: f64,
     lattice: LatticeSummary<'a>,
     totals: CurveTotals,
-    /// The hindsight curve and the regret against it (only when every row is kept).
-    comparator: Option<ComparatorSummary>,
+    /// The hindsight comparators and the regrets against them (only when every row is
+    /// kept): the penalised objective of follow the perturbed leader, and the best curve
+    /// with the learner's number of segments.
+    comparators: Vec<ComparatorSummary>,
     report: &'a PrincipalCurveReport,
     /// Wall time spent in the learner over the whole stream, in seconds.
     learn_seconds: f64,
+    /// Wall time spent searching the hindsight comparators, in seconds.
+    comparator_seconds: f64,
     /// Wall time of the command (reading, learning, comparator, outputs), in seconds.
     total_seconds: f64,
     projections: Vec<ProjectionRecord>,
@@ -644,8 +713,9 @@ fn print_report(
     reader: &RowReader,
     learner: &PrincipalCurveLearner,
     totals: &CurveTotals,
-    comparator: Option<&ComparatorSummary>,
+    comparators: &[ComparatorSummary],
     learn_seconds: f64,
+    comparator_seconds: f64,
 ) -> anyhow::Result<()> {
     let labels = &reader.layout().feature_labels;
     let curve = learner.curve().expect("a curve exists");
@@ -673,20 +743,70 @@ fn print_report(
         human_number(totals.cumulative_loss),
         plural(totals.scored_rounds, "scored round")
     )?;
-    if let Some(c) = comparator {
+    // Each regret says what it is measured against; both comparators are local optima, so
+    // both regrets are lower estimates. No bound is printed: the local search has none.
+    for c in comparators {
+        match c.comparator {
+            Comparator::Penalised => {
+                writeln!(
+                    out,
+                    "  regret, penalised      {} = cumulative loss − min over curves f of \
+                     [loss(f) + κ·c_1·K(f)/η_T] (lower estimate: the minimum is searched locally)",
+                    human_number(c.regret)
+                )?;
+                writeln!(
+                    out,
+                    "    best f found         {}, loss {} + penalty {} ({} per segment, \
+                     η_T = {}) = {}",
+                    plural(c.segments as u64, "segment"),
+                    human_number(c.loss),
+                    human_number(c.penalty),
+                    human_number(c.penalty_per_segment),
+                    human_number(c.learning_rate.unwrap_or(f64::NAN)),
+                    human_number(c.objective)
+                )?;
+            }
+            _ => {
+                writeln!(
+                    out,
+                    "  regret, same K         {} = cumulative loss − min over curves f with at \
+                     most {} of loss(f) (lower estimate: the minimum is searched locally)",
+                    human_number(c.regret),
+                    plural(c.max_segments as u64, "segment")
+                )?;
+                writeln!(
+                    out,
+                    "    best f found         {}, loss {}",
+                    plural(c.segments as u64, "segment"),
+                    human_number(c.loss)
+                )?;
+            }
+        }
+    }
+    if comparators.is_empty() {
         writeln!(
             out,
-            "  regret (lower est.)    {} against a hindsight curve of {} (loss {})",
-            human_number(c.regret),
-            plural(c.segments as u64, "segment"),
-            human_number(c.loss)
+            "  regret                 not computed: with --window the rows the comparators \
+             need are forgotten"
         )?;
     }
+    writeln!(
+        out,
+        "  regret bound           none: this local search has no guarantee (the bounds of \
+         Li & Guedj 2021 are for follow the perturbed leader over every curve on the lattice)"
+    )?;
     writeln!(
         out,
         "  learning time          {}",
         human_seconds(learn_seconds)
     )?;
+    if !comparators.is_empty() {
+        writeln!(
+            out,
+            "  hindsight searches     {}",
+            human_seconds(comparator_seconds)
+        )?;
+    }
     let report = learner.report();
     writeln!(
         out,

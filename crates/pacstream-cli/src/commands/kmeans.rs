@@ -82,8 +82,8 @@ pub struct KMeansArgs {
     #[arg(long, value_name = "M", conflicts_with = "online")]
     pub max_iter: Option<usize>,
 
-    /// Stop when the total squared centre shift is at most T × the mean per-feature variance
-    /// [default: 1e-4].
+    /// Stop Lloyd's iterations once at most a fraction T of the points (by weight) changed
+    /// cluster in a pass; 0: until no label changes [default: 1e-4].
     #[arg(
         long,
         value_name = "T",

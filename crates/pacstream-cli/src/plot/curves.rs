@@ -1,5 +1,6 @@
 //! A principal curve over its data, with the number of segments over time and the
-//! cumulative regret against the hindsight curve.
+//! cumulative regret against the best curve found in hindsight with the learner's final
+//! number of segments.
 
 use super::draw_error;
 use plotters::coord::Shift;
@@ -22,11 +23,12 @@ pub struct CurveFigure {
     pub curve: Vec<[f64; 2]>,
     /// Earlier curves, (round, vertices), drawn faded.
     pub earlier: Vec<(u64, Vec<[f64; 2]>)>,
-    /// The hindsight curve, dashed, if computed.
+    /// The hindsight curve (the best found with K ≤ the final K), dashed, if computed.
     pub hindsight: Option<Vec<[f64; 2]>>,
     /// K(f̂_t) against t.
     pub segments: Vec<(f64, f64)>,
-    /// Cumulative regret against the hindsight curve, against t (a lower estimate).
+    /// Cumulative regret against the hindsight curve, against t (a lower estimate: that
+    /// curve is a local optimum).
     pub regret: Option<Vec<(f64, f64)>>,
     /// Cumulative loss against t (drawn when there is no regret).
     pub cumulative_loss: Vec<(f64, f64)>,
@@ -54,7 +56,7 @@ pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
             Some(regret) => draw_series(
                 &bottom,
                 "cumulative regret (lower estimate)",
-                "regret vs hindsight curve",
+                "regret vs best curve found with the final K",
                 regret,
                 cluster_colour(3),
                 false,
@@ -134,7 +136,7 @@ fn draw_data(
                 BLACK.mix(0.6).stroke_width(1),
             ))
             .map_err(draw_error)?
-            .label("hindsight curve")
+            .label("hindsight curve, same K")
             .legend(|(x, y)| PathElement::new([(x - 8, y), (x + 8, y)], BLACK.mix(0.6)));
     }
     let colour = cluster_colour(1);

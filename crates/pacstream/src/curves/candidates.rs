@@ -5,7 +5,9 @@
 //! 1. **The neighbourhood.** N_t is the set of stored points in U(x) (the cells of the
 //!    window's vertices and of the segments between them); x̄ is their mean, D their diameter
 //!    (two-pass farthest-point estimate from the oldest of them), and u their first principal
-//!    direction.
+//!    direction. With points merged into atoms (`super::partition`), x̄ and u are still those
+//!    of the points (from the atoms' counts, means and scatters); D and the extreme
+//!    projections are those of the atoms' means, within a bin's diameter of the points'.
 //! 2. **The local vertex set** Q_{δ,t} (at most M points, more only if the fixed points below
 //!    already exceed M): the vertices of W; the lattice point nearest to x̄; the lattice
 //!    points nearest to the two extreme projections of N_t on x̄ + s·u; then lattice points
@@ -27,7 +29,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use super::evaluate::Window;
 use super::partition::CurveState;
-use super::pca::{first_component, mean_of};
+use super::pca::top_eigenvector;
 use crate::geometry::squared_distance;
 use crate::rng::StreamRng;
 
@@ -47,21 +49,21 @@ pub(crate) struct Neighbourhood {
 }
 
 impl Neighbourhood {
+    /// From the atoms of U(x): the mean and the first principal direction of their points
+    /// (from the atoms' counts, means and scatters), the diameter and the extreme projections
+    /// of their means (exact when every atom is one point).
     pub(crate) fn new(state: &CurveState, window: Window) -> Self {
         let dim = state.dim;
-        let mut rounds: Vec<u64> = window
+        let mut ids: Vec<u64> = window
             .neighbourhood_cells(state)
             .into_iter()
             .flat_map(|cell| state.members(cell).iter().copied())
             .collect();
         // In stored order, so that sums do not depend on the order of the cells.
-        rounds.sort_unstable();
-        let mut points = Vec::with_capacity(rounds.len() * dim);
-        for &round in &rounds {
-            points.extend_from_slice(state.point(state.index(round)));
-        }
+        ids.sort_unstable();
+        let atoms: Vec<usize> = ids.iter().map(|&id| state.atom_index(id)).collect();
         let mut mean = vec![0.0; dim];
-        if rounds.is_empty() {
+        if atoms.is_empty() {
             // No stored point in U(x): centre on the window's vertices.
             for i in window.first..=window.last {
                 for (m, v) in mean.iter_mut().zip(state.vertex(i)) {
@@ -77,27 +79,63 @@ impl Neighbourhood {
                 extremes: None,
             };
         }
-        mean_of(&points, dim, &mut mean);
-        let rows = || points.chunks_exact(dim);
-        // The index of the row farthest from `origin` (the first on a tie) and the squared
-        // distance to it.
+        let mut total = 0.0;
+        for &a in &atoms {
+            let count = state.atom_count(a);
+            total += count;
+            for (m, x) in mean.iter_mut().zip(state.atom_mean(a)) {
+                *m += count * x;
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= total);
+        // The index of the atom whose mean is farthest from `origin` (the first on a tie)
+        // and the squared distance to it.
         let farthest_from = |origin: &[f64]| {
-            let mut best = (0.0, 0);
-            for (index, row) in rows().enumerate() {
-                let d = squared_distance(row, origin);
+            let mut best = (0.0, atoms[0]);
+            for &a in &atoms {
+                let d = squared_distance(state.atom_mean(a), origin);
                 if d > best.0 {
-                    best = (d, index);
+                    best = (d, a);
                 }
             }
             best
         };
-        let (_, a) = farthest_from(&points[..dim]);
-        let (diameter2, _) = farthest_from(&points[a * dim..(a + 1) * dim]);
-        let direction = first_component(&points, dim, &mean);
+        let (_, far) = farthest_from(state.atom_mean(atoms[0]));
+        let (diameter2, _) = farthest_from(state.atom_mean(far));
+        let mut covariance = vec![0.0; dim * dim];
+        let mut centred = vec![0.0; dim];
+        for &a in &atoms {
+            let count = state.atom_count(a);
+            for ((c, x), m) in centred.iter_mut().zip(state.atom_mean(a)).zip(&mean) {
+                *c = x - m;
+            }
+            for r in 0..dim {
+                for c in r..dim {
+                    covariance[r * dim + c] += count * centred[r] * centred[c];
+                }
+            }
+            if state.merges_points() {
+                let scatter = state.atom_scatter(a);
+                let mut slot = 0;
+                for r in 0..dim {
+                    for c in r..dim {
+                        covariance[r * dim + c] += scatter[slot];
+                        slot += 1;
+                    }
+                }
+            }
+        }
+        for r in 0..dim {
+            for c in 0..r {
+                covariance[r * dim + c] = covariance[c * dim + r];
+            }
+        }
+        let direction = top_eigenvector(&mut covariance, dim);
         let extremes = direction.as_ref().map(|u| {
             let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
-            for row in rows() {
-                let s: f64 = row
+            for &a in &atoms {
+                let s: f64 = state
+                    .atom_mean(a)
                     .iter()
                     .zip(&mean)
                     .zip(u)

@@ -16,7 +16,10 @@
 //!   without a scan.
 //!
 //! Every other point keeps its distance, so a candidate's reward (or loss) is the current
-//! one plus the change over those points. Ties between parts are broken as on a fresh
+//! one plus the change over those points. The learner scores *atoms* rather than points
+//! (`super::partition`: a point, or the points of one small bin summarised by count, mean and
+//! scatter): "point" below means an atom's mean, weighted by the atom's mass, and an atom's
+//! loss on a part is its mean's plus a spread term. Ties between parts are broken as on a fresh
 //! projection (first along the new curve), so applying the change gives the same partition,
 //! bit for bit, as projecting every point afresh.
 //!
@@ -27,7 +30,7 @@
 //! squared length ([`super::partition::interior`]): scoring a candidate costs a few
 //! operations per point, whatever the dimension.
 
-use super::partition::{CellKey, CurveState, interior};
+use super::partition::{CellKey, CurveState, interior, trace};
 use crate::geometry::{Part, squared_distance};
 
 /// A window: the consecutive vertices v_first..=v_last that candidates replace.
@@ -175,9 +178,8 @@ impl Pool {
         self.points.len() / self.dim
     }
 
-    /// The window the pool belongs to.
-    pub(crate) fn window(&self) -> Window {
-        self.window
+    fn point(&self, p: usize) -> &[f64] {
+        &self.points[p * self.dim..(p + 1) * self.dim]
     }
 
     /// The new parts of the candidate that puts the local vertices `order` (indices into
@@ -229,23 +231,26 @@ pub(crate) struct Pieces {
     n_new: usize,
 }
 
-/// A stored point whose distance a candidate of the window may change.
+/// An atom whose distance a candidate of the window may change.
 #[derive(Clone, Copy, Debug)]
 struct Row {
+    /// The atom's index.
     index: usize,
     /// For a point of a modified cell: its nearest unchanged part.
     rest: Option<(f64, Order)>,
 }
 
-/// The points a window's candidates may change and their distances to the pool, laid out
+/// The atoms a window's candidates may change and their distances to the pool, laid out
 /// by columns so that scoring a candidate is a few vectorised passes over the rows.
 #[derive(Debug)]
 pub(crate) struct Table {
     rows: Vec<Row>,
-    /// d_cur(x) of each row.
+    /// The mass of each row (count × weight of its atom).
+    mass: Vec<f64>,
+    /// d_cur of each row.
     current: Vec<f64>,
     /// The distance a row keeps if no new part comes nearer: the nearest unchanged part for
-    /// a point of a modified cell, d_cur(x) for the others.
+    /// an atom of a modified cell, d_cur for the others.
     base: Vec<f64>,
     /// pool × rows: column p holds the squared distances from the rows to pool point p.
     columns: Vec<f64>,
@@ -256,22 +261,46 @@ pub(crate) struct Table {
     segment_columns: Vec<f64>,
     /// For each ordered pool pair (a, b), the index of its column, or `NOT_COMPUTED`.
     segment_slot: Vec<u32>,
+    /// Rows `0..n_single` are atoms of one point (no spread term), scored by the plain
+    /// kernel; the others by the kernel with spreads.
+    n_single: usize,
+    /// With merged points: the spread terms of rows `n_single..` (see [`Spreads`]).
+    spreads: Option<Spreads>,
+}
+
+/// The spread terms of the rows of a table that are atoms of several points: an atom's loss
+/// on a part is mass × (its mean's squared distance) + spread, with spread tr C on a vertex
+/// and tr C − uᵀCu on a segment of direction u. Indexed from the first such row.
+#[derive(Debug)]
+struct Spreads {
+    /// The packed scatter matrices, slot by slot: entry s of every row, then entry s + 1.
+    scatter: Vec<f64>,
+    /// tr C of each row: the spread on any vertex.
+    trace: Vec<f64>,
+    /// The spread on the row's current part.
+    current: Vec<f64>,
+    /// The spread on the part that gives `base`.
+    base: Vec<f64>,
+    /// Columns of spreads on pool segments, in the slots of `segment_slot`.
+    segment_columns: Vec<f64>,
+    /// Scratch: the spread on the nearest new part of a candidate.
+    nearest: Vec<f64>,
 }
 
 const NOT_COMPUTED: u32 = u32::MAX;
 
 impl Table {
-    /// The table of `pool`'s window over the stored points for which `keep(index)` holds.
+    /// The table of `pool`'s window over the atoms for which `keep(index)` holds.
     pub(crate) fn new(state: &CurveState, pool: &Pool, keep: impl Fn(usize) -> bool) -> Self {
         let window = pool.window;
         let modified = window.modified_cells(state);
         let k = state.n_segments();
         let mut rows = Vec::new();
         for &cell in &modified {
-            for &round in state.members(cell) {
-                let index = state.index(round);
+            for &id in state.members(cell) {
+                let index = state.atom_index(id);
                 if keep(index) {
-                    let rest = rest_of_curve(state, window, k, state.point(index));
+                    let rest = rest_of_curve(state, window, k, state.atom_mean(index));
                     rows.push(Row {
                         index,
                         rest: Some(rest),
@@ -280,12 +309,26 @@ impl Table {
             }
         }
         state.for_each_reachable(&pool.centre, pool.radius, |index| {
-            if keep(index) && !modified.contains(&state.cell(index)) {
+            if keep(index) && !modified.contains(&state.atom_cell(index)) {
                 rows.push(Row { index, rest: None });
             }
         });
+        // Atoms of one point first (a stable partition: the order stays a function of the
+        // state): most atoms while bins are sparsely filled, and they need no spread terms.
+        let n_single = if state.merges_points() {
+            let (single, merged): (Vec<Row>, Vec<Row>) = rows
+                .into_iter()
+                .partition(|r| state.atom_count(r.index) == 1.0);
+            let n_single = single.len();
+            rows = single;
+            rows.extend(merged);
+            n_single
+        } else {
+            rows.len()
+        };
         let n_rows = rows.len();
-        let current: Vec<f64> = rows.iter().map(|r| state.distance(r.index)).collect();
+        let mass = rows.iter().map(|r| state.atom_mass(r.index)).collect();
+        let current: Vec<f64> = rows.iter().map(|r| state.atom_distance(r.index)).collect();
         let base = rows
             .iter()
             .zip(&current)
@@ -295,17 +338,51 @@ impl Table {
         for p in pool.points.chunks_exact(pool.dim) {
             columns.extend(
                 rows.iter()
-                    .map(|r| squared_distance(state.point(r.index), p)),
+                    .map(|r| squared_distance(state.atom_mean(r.index), p)),
             );
         }
+        let spreads = (n_single < n_rows).then(|| {
+            let dim = state.dim;
+            let merged = &rows[n_single..];
+            let packed = dim * (dim + 1) / 2;
+            let mut scatter = Vec::with_capacity(merged.len() * packed);
+            for slot in 0..packed {
+                scatter.extend(merged.iter().map(|r| state.atom_scatter(r.index)[slot]));
+            }
+            let current: Vec<f64> = merged.iter().map(|r| state.atom_spread(r.index)).collect();
+            let base = merged
+                .iter()
+                .zip(&current)
+                .map(|(r, c)| match r.rest {
+                    // No unchanged part (the window is the whole curve): never selected.
+                    Some((rest, _)) if rest == f64::INFINITY => 0.0,
+                    Some((_, order)) => state.spread_on(r.index, unchanged_part(order)),
+                    None => *c,
+                })
+                .collect();
+            Spreads {
+                trace: merged
+                    .iter()
+                    .map(|r| trace(state.atom_scatter(r.index), dim))
+                    .collect(),
+                scatter,
+                current,
+                base,
+                segment_columns: Vec::new(),
+                nearest: vec![0.0; merged.len()],
+            }
+        });
         Self {
             rows,
+            mass,
             current,
             base,
             columns,
             nearest: vec![0.0; n_rows],
             segment_columns: Vec::new(),
             segment_slot: vec![NOT_COMPUTED; pool.len() * pool.len()],
+            n_single,
+            spreads,
         }
     }
 
@@ -338,45 +415,93 @@ impl Table {
     }
 
     /// The change of the weighted sums of rewards and losses from the current curve to the
-    /// candidate with new parts `pieces`.
-    pub(crate) fn change(&mut self, pool: &Pool, pieces: &Pieces, scoring: Scoring) -> Change {
+    /// candidate with new parts `pieces`; `loss_bound` is c_0 (rewards are max(0, c_0 − Δ)).
+    pub(crate) fn change(&mut self, pool: &Pool, pieces: &Pieces, loss_bound: f64) -> Change {
         let n_pool = pool.len();
         let n_rows = self.rows.len();
+        let dim = pool.dim;
         for (piece, _) in &pieces.pieces {
             if let Piece::Segment(a, b) = *piece {
                 if self.segment_slot[a * n_pool + b] == NOT_COMPUTED {
                     let slot = self.segment_columns.len() / n_rows.max(1);
                     self.segment_slot[a * n_pool + b] = slot as u32;
                     let start = self.segment_columns.len();
+                    if start == 0 {
+                        // Room for every segment between pool points, so that the columns
+                        // are never copied as they come (only the pages written are used).
+                        self.segment_columns.reserve(n_pool * n_pool * n_rows);
+                    }
                     self.segment_columns.resize(start + n_rows, 0.0);
                     let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
+                    let length2 = pool.lengths2[a * n_pool + b];
                     crate::kernels::dispatch(SegmentColumn {
                         to_a: &columns[a * n_rows..(a + 1) * n_rows],
                         to_b: &columns[b * n_rows..(b + 1) * n_rows],
-                        length2: pool.lengths2[a * n_pool + b],
+                        length2,
                         out: &mut segment_columns[start..],
                     });
+                    if let Some(spreads) = &mut self.spreads {
+                        // tr C − (b − a)ᵀC(b − a)/‖b − a‖², the quadratic form as a fixed
+                        // combination of the scatter's entries.
+                        let (pa, pb) = (pool.point(a), pool.point(b));
+                        let mut weights = Vec::with_capacity(dim * (dim + 1) / 2);
+                        for r in 0..dim {
+                            let dr = pb[r] - pa[r];
+                            weights.push(dr * dr / length2);
+                            for c in r + 1..dim {
+                                weights.push(2.0 * dr * (pb[c] - pa[c]) / length2);
+                            }
+                        }
+                        let n_merged = spreads.trace.len();
+                        let start = spreads.segment_columns.len();
+                        if start == 0 {
+                            spreads.segment_columns.reserve(n_pool * n_pool * n_merged);
+                        }
+                        spreads.segment_columns.resize(start + n_merged, 0.0);
+                        crate::kernels::dispatch(SpreadColumn {
+                            scatter: &spreads.scatter,
+                            trace: &spreads.trace,
+                            weights: &weights,
+                            out: &mut spreads.segment_columns[start..],
+                        });
+                    }
                 }
             }
         }
+        let n_single = self.n_single;
         let mut nearest = std::mem::take(&mut self.nearest);
-        let (reward, loss) = crate::kernels::dispatch(ScoreCandidate {
+        let (mut reward, mut loss) = crate::kernels::dispatch(ScoreCandidate {
             table: self,
+            rows: 0..n_single,
             pool,
             pieces,
-            nearest: &mut nearest,
-            loss_bound: scoring.loss_bound,
+            nearest: &mut nearest[..n_single],
+            loss_bound,
         });
-        self.nearest = nearest;
-        Change {
-            reward: scoring.weight * reward,
-            loss: scoring.weight * loss,
+        if let Some(mut spreads) = self.spreads.take() {
+            let mut nearest_spread = std::mem::take(&mut spreads.nearest);
+            let (r, l) = crate::kernels::dispatch(ScoreMerged {
+                table: self,
+                spreads: &spreads,
+                rows: n_single..n_rows,
+                pool,
+                pieces,
+                nearest: &mut nearest[n_single..],
+                nearest_spread: &mut nearest_spread,
+                loss_bound,
+            });
+            reward += r;
+            loss += l;
+            spreads.nearest = nearest_spread;
+            self.spreads = Some(spreads);
         }
+        self.nearest = nearest;
+        Change { reward, loss }
     }
 
-    /// The new distance and part (of the new curve) of every point of the table that the
-    /// candidate changes, for [`CurveState::replace`]; the table must hold every stored
-    /// point of the modified cells.
+    /// The new distance and part (of the new curve) of every atom of the table that the
+    /// candidate changes, for [`CurveState::replace`]; the table must hold every atom of the
+    /// modified cells.
     pub(crate) fn updates(
         &self,
         state: &CurveState,
@@ -401,7 +526,8 @@ impl Table {
                     // before keeps it. A point that stays keeps its cell: cells are named by
                     // vertex identities.
                     let current = self.current[r];
-                    let after = state.part_of(state.cell(row.index)).rank() > 2 * window.last + 1;
+                    let after =
+                        state.part_of(state.atom_cell(row.index)).rank() > 2 * window.last + 1;
                     if d_new < current || (d_new == current && after) {
                         changes.push((row.index, d_new, pieces.pieces[j].1));
                     }
@@ -413,10 +539,12 @@ impl Table {
 }
 
 /// Scores one candidate over a table: the distance from every row to the nearest new part,
-/// piece by piece over whole columns, then the sums of the changes of reward and loss over
-/// 16 lanes combined in a fixed order (the same bits on every CPU).
+/// piece by piece over whole columns, then the sums of the mass-weighted changes of reward
+/// and loss over 16 lanes combined in a fixed order (the same bits on every CPU).
 struct ScoreCandidate<'a> {
     table: &'a Table,
+    /// The rows scored (a range of the table's).
+    rows: std::ops::Range<usize>,
     pool: &'a Pool,
     pieces: &'a Pieces,
     nearest: &'a mut [f64],
@@ -432,13 +560,14 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
         let nearest = self.nearest;
         nearest.fill(f64::INFINITY);
         let n_pool = self.pool.len();
-        let n_rows = nearest.len();
+        let n_rows = table.rows.len();
+        let rows = self.rows;
         for (piece, _) in &self.pieces.pieces {
             let column = match *piece {
-                Piece::Vertex(a) => table.column(a),
+                Piece::Vertex(a) => &table.column(a)[rows.clone()],
                 Piece::Segment(a, b) => {
                     let slot = table.segment_slot[a * n_pool + b] as usize;
-                    &table.segment_columns[slot * n_rows..(slot + 1) * n_rows]
+                    &table.segment_columns[slot * n_rows..(slot + 1) * n_rows][rows.clone()]
                 }
             };
             // Distances are never NaN (nor −0), so `min` is exact and order-free.
@@ -450,28 +579,178 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
         let bound = self.loss_bound;
         let mut reward = [0.0f64; LANES];
         let mut loss = [0.0f64; LANES];
-        let change = |nearest: f64, base: f64, old: f64| {
+        let change = |nearest: f64, base: f64, old: f64, mass: f64| {
             let new = nearest.min(base);
-            ((bound - new).max(0.0) - (bound - old).max(0.0), new - old)
+            (
+                mass * ((bound - new).max(0.0) - (bound - old).max(0.0)),
+                mass * (new - old),
+            )
         };
+        let base = &table.base[rows.clone()];
+        let current = &table.current[rows.clone()];
+        let mass = &table.mass[rows];
         let mut chunks = nearest
             .chunks_exact(LANES)
-            .zip(table.base.chunks_exact(LANES))
-            .zip(table.current.chunks_exact(LANES));
-        for ((near, base), old) in &mut chunks {
+            .zip(base.chunks_exact(LANES))
+            .zip(current.chunks_exact(LANES))
+            .zip(mass.chunks_exact(LANES));
+        for (((near, base), old), mass) in &mut chunks {
             for lane in 0..LANES {
-                let (r, l) = change(near[lane], base[lane], old[lane]);
+                let (r, l) = change(near[lane], base[lane], old[lane], mass[lane]);
                 reward[lane] += r;
                 loss[lane] += l;
             }
         }
         let tail = nearest.len() - nearest.len() % LANES;
         for (lane, r) in (tail..nearest.len()).enumerate() {
-            let (dr, dl) = change(nearest[r], table.base[r], table.current[r]);
+            let (dr, dl) = change(nearest[r], base[r], current[r], mass[r]);
             reward[lane] += dr;
             loss[lane] += dl;
         }
         (combine(reward), combine(loss))
+    }
+}
+
+/// [`ScoreCandidate`] for atoms that merge points: the nearest part (by the mean's distance,
+/// the first piece on a tie, the unchanged part on a tie with it) brings its spread term.
+/// An atom of several points lies inside the ball, where rewards are not clipped, so its
+/// reward change is minus its loss change; an atom outside the ball is one point with no
+/// spread, clipped as a point.
+struct ScoreMerged<'a> {
+    table: &'a Table,
+    spreads: &'a Spreads,
+    /// The rows scored: those of the spreads.
+    rows: std::ops::Range<usize>,
+    pool: &'a Pool,
+    pieces: &'a Pieces,
+    nearest: &'a mut [f64],
+    nearest_spread: &'a mut [f64],
+    loss_bound: f64,
+}
+
+impl crate::kernels::Kernel for ScoreMerged<'_> {
+    type Output = (f64, f64);
+
+    #[inline(always)]
+    fn run(self) -> (f64, f64) {
+        let table = self.table;
+        let spreads = self.spreads;
+        let nearest = self.nearest;
+        let nearest_spread = self.nearest_spread;
+        nearest.fill(f64::INFINITY);
+        nearest_spread.fill(0.0);
+        let n_pool = self.pool.len();
+        let n_table = table.rows.len();
+        let rows = self.rows;
+        let n_rows = rows.len();
+        for (piece, _) in &self.pieces.pieces {
+            let (column, spread) = match *piece {
+                Piece::Vertex(a) => (&table.column(a)[rows.clone()], spreads.trace.as_slice()),
+                Piece::Segment(a, b) => {
+                    let slot = table.segment_slot[a * n_pool + b] as usize;
+                    (
+                        &table.segment_columns[slot * n_table..(slot + 1) * n_table][rows.clone()],
+                        &spreads.segment_columns[slot * n_rows..(slot + 1) * n_rows],
+                    )
+                }
+            };
+            for ((best, best_spread), (&d, &s)) in nearest
+                .iter_mut()
+                .zip(nearest_spread.iter_mut())
+                .zip(column.iter().zip(spread))
+            {
+                let closer = d < *best;
+                *best = if closer { d } else { *best };
+                *best_spread = if closer { s } else { *best_spread };
+            }
+        }
+        const LANES: usize = 16;
+        let bound = self.loss_bound;
+        let mut reward = [0.0f64; LANES];
+        let mut loss = [0.0f64; LANES];
+        let base = &table.base[rows.clone()];
+        let current = &table.current[rows.clone()];
+        let mass = &table.mass[rows];
+        #[inline(always)]
+        fn change(
+            bound: f64,
+            (nearest, nearest_spread): (f64, f64),
+            (base, base_spread): (f64, f64),
+            (old, old_spread): (f64, f64),
+            mass: f64,
+        ) -> (f64, f64) {
+            let new_part = nearest < base;
+            let d = if new_part { nearest } else { base };
+            let s = if new_part {
+                nearest_spread
+            } else {
+                base_spread
+            };
+            let spread = s - old_spread;
+            (
+                mass * ((bound - d).max(0.0) - (bound - old).max(0.0)) - spread,
+                mass * (d - old) + spread,
+            )
+        }
+        let whole = n_rows - n_rows % LANES;
+        for start in (0..whole).step_by(LANES) {
+            let r = start..start + LANES;
+            let (near, near_s) = (&nearest[r.clone()], &nearest_spread[r.clone()]);
+            let (base, base_s) = (&base[r.clone()], &spreads.base[r.clone()]);
+            let (old, old_s) = (&current[r.clone()], &spreads.current[r.clone()]);
+            let mass = &mass[r];
+            for lane in 0..LANES {
+                let (dr, dl) = change(
+                    bound,
+                    (near[lane], near_s[lane]),
+                    (base[lane], base_s[lane]),
+                    (old[lane], old_s[lane]),
+                    mass[lane],
+                );
+                reward[lane] += dr;
+                loss[lane] += dl;
+            }
+        }
+        for (lane, r) in (whole..n_rows).enumerate() {
+            let (dr, dl) = change(
+                bound,
+                (nearest[r], nearest_spread[r]),
+                (base[r], spreads.base[r]),
+                (current[r], spreads.current[r]),
+                mass[r],
+            );
+            reward[lane] += dr;
+            loss[lane] += dl;
+        }
+        (combine(reward), combine(loss))
+    }
+}
+
+/// The spread terms of the merged rows on one pool segment, tr C − uᵀCu (as
+/// [`segment_spread`], clamped at 0), as a weighted sum of the scatter's entry columns
+/// accumulated entry by entry (a fixed order).
+struct SpreadColumn<'a> {
+    scatter: &'a [f64],
+    trace: &'a [f64],
+    weights: &'a [f64],
+    out: &'a mut [f64],
+}
+
+impl crate::kernels::Kernel for SpreadColumn<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let n = self.out.len();
+        self.out.fill(0.0);
+        for (entries, &weight) in self.scatter.chunks_exact(n).zip(self.weights) {
+            for (out, &c) in self.out.iter_mut().zip(entries) {
+                *out += weight * c;
+            }
+        }
+        for (out, &trace) in self.out.iter_mut().zip(self.trace) {
+            *out = (trace - *out).max(0.0);
+        }
     }
 }
 
@@ -541,6 +820,16 @@ fn rest_of_curve(state: &CurveState, window: Window, k: usize, point: &[f64]) ->
     best
 }
 
+/// The part of the current curve at `order` (an unchanged part: its old rank).
+fn unchanged_part(order: Order) -> Part {
+    let index = order.1 / 2;
+    if order.1 % 2 == 0 {
+        Part::Vertex(index)
+    } else {
+        Part::Segment(index)
+    }
+}
+
 /// The part of the new curve that the unchanged old part at `order` becomes.
 fn shifted(order: Order, window: Window, n_new: usize) -> Part {
     let index = order.1 / 2;
@@ -553,23 +842,6 @@ fn shifted(order: Order, window: Window, n_new: usize) -> Part {
         Part::Vertex(index)
     } else {
         Part::Segment(index)
-    }
-}
-
-/// Which stored points count, and how much, in a sum of rewards or losses.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Scoring {
-    /// Count only the points observed in exploration rounds.
-    pub(crate) explored_only: bool,
-    /// The weight of each counted point (1/ε for the label-efficient estimator).
-    pub(crate) weight: f64,
-    /// c_0: rewards are max(0, c_0 − Δ).
-    pub(crate) loss_bound: f64,
-}
-
-impl Scoring {
-    pub(crate) fn counts(&self, state: &CurveState, index: usize) -> bool {
-        !self.explored_only || state.explored(index)
     }
 }
 

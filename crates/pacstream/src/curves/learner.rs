@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 use super::candidates::{
     Candidate, Limits, Neighbourhood, fingerprint, local_vertices, window_candidates,
 };
-use super::comparator::{HindsightCurve, hindsight_fit};
-use super::evaluate::{Pieces, Pool, Scoring, Table, Window};
+use super::comparator::{Comparator, HindsightCurve, Objective, hindsight_fit};
+use super::evaluate::{Pieces, Pool, Table, Window};
 use super::init::initial_curve;
 use super::lattice::{Lattice, MAX_BALL_RADII};
 use super::model::PrincipalCurve;
 use super::params::{Estimator, Feedback, Memory, PrincipalCurveConfig};
-use super::partition::CurveState;
+use super::partition::{CurveState, StateSettings};
 use super::scoring::{Corrections, learning_rate};
 use crate::data::{check_first_point, check_point};
 use crate::error::{Error, Result};
@@ -107,10 +107,10 @@ struct Fitted {
 ///
 /// # Example
 ///
-/// The regret against the hindsight comparator, on points near a line:
+/// The regret against the hindsight comparators, on points near a line:
 ///
 /// ```
-/// use pacstream::curves::PrincipalCurveParams;
+/// use pacstream::curves::{Comparator, PrincipalCurveParams};
 /// use pacstream::{OnlineLearner, StreamRng};
 ///
 /// let mut rng = StreamRng::seed_from(7);
@@ -125,10 +125,15 @@ struct Fitted {
 /// assert_eq!(learner.report().initialised_at, Some(20));
 /// let lattice = learner.lattice().unwrap();
 /// assert_eq!(lattice.spacing(), 2.0 * 2f64.sqrt() * lattice.radius() / 100.0);
-/// // f* is fitted on the 280 scored rounds; the regret against it is a lower estimate.
-/// let best = learner.hindsight().unwrap();
+/// // f* minimises Σ Δ(f, x_s) + κ c_1 K(f)/η_T over the 280 scored rounds, η_T being the
+/// // learning rate of the last round; a local optimum, so the regret is a lower estimate.
+/// let best = learner.hindsight(Comparator::Penalised).unwrap();
 /// assert_eq!(best.n_points, 280);
-/// assert!(best.loss <= cumulative_loss);
+/// assert_eq!(best.learning_rate, learner.final_learning_rate());
+/// let per_segment = learner.config().penalty() * lattice.complexity() / best.learning_rate.unwrap();
+/// assert_eq!(best.penalty, per_segment * best.curve.n_segments() as f64);
+/// let regret = best.regret(cumulative_loss);
+/// assert_eq!(regret, cumulative_loss - (best.loss + best.penalty));
 /// # Ok::<(), pacstream::Error>(())
 /// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -164,6 +169,12 @@ impl<'de> Deserialize<'de> for PrincipalCurveLearner {
         learner
             .validate_snapshot()
             .map_err(<D::Error as serde::de::Error>::custom)?;
+        if let Some(spacing) = learner.lattice().map(Lattice::spacing) {
+            let settings = learner.state_settings(spacing);
+            if let Some(fitted) = &mut learner.fitted {
+                fitted.state.rebuild(settings);
+            }
+        }
         learner.refresh_model();
         Ok(learner)
     }
@@ -247,10 +258,15 @@ impl PrincipalCurveLearner {
             .collect()
     }
 
-    /// The hindsight comparator on the stored points of the scored rounds (spec §7): the
-    /// deterministic best-improvement local search started from the current curve. With
-    /// window memory it sees only the last W points. `None` during the warm-up.
-    pub fn hindsight(&self) -> Option<HindsightCurve> {
+    /// A hindsight comparator on the stored points of the scored rounds (spec §7, and the
+    /// module [`comparator`](super::Comparator)): a deterministic local search for the curve
+    /// minimising `comparator`'s objective, started from the current curve and from the
+    /// first principal component segment. With window memory it sees only the last W
+    /// points. `None` during the warm-up.
+    ///
+    /// Its cost is that of a few dozen of the learner's exploration rounds, except for
+    /// [`Comparator::Unpenalised`], which climbs to p segments when p is large.
+    pub fn hindsight(&self, comparator: Comparator) -> Option<HindsightCurve> {
         let fitted = self.fitted.as_ref()?;
         let state = &fitted.state;
         let first_scored = self.report.initialised_at.map_or(1, |r| r + 1);
@@ -263,12 +279,58 @@ impl PrincipalCurveLearner {
                 points.extend_from_slice(state.point(index));
             }
         }
+        let lattice = &state.lattice;
+        let objective = match comparator {
+            Comparator::Penalised => {
+                let eta = self.final_learning_rate()?;
+                Objective {
+                    comparator,
+                    per_segment: self.config.penalty * lattice.complexity() / eta,
+                    learning_rate: Some(eta),
+                    max_segments: self.config.max_segments,
+                }
+            }
+            Comparator::SameSegments => Objective {
+                comparator,
+                per_segment: 0.0,
+                learning_rate: None,
+                max_segments: state.n_segments(),
+            },
+            Comparator::Unpenalised => Objective {
+                comparator,
+                per_segment: 0.0,
+                learning_rate: None,
+                max_segments: self.config.max_segments,
+            },
+        };
+        let bin_side = match self.config.memory {
+            Memory::All if self.config.bin_side > 0.0 => {
+                Some(self.config.bin_side * lattice.spacing())
+            }
+            _ => None,
+        };
+        let bins = (bin_side, self.config.max_atoms);
         Some(hindsight_fit(
-            &state.lattice,
+            lattice,
             state.keys.clone(),
             first_round.unwrap_or(first_scored),
             points,
             &self.config,
+            objective,
+            bins,
+        ))
+    }
+
+    /// η_T, the learning rate with which the current curve was chosen at the end of the
+    /// last round T (e_mult included); `None` during the warm-up.
+    pub fn final_learning_rate(&self) -> Option<f64> {
+        let lattice = self.lattice()?;
+        Some(learning_rate(
+            self.n_rounds,
+            lattice.loss_bound(),
+            lattice.complexity(),
+            self.config.max_segments,
+            self.config.eta_scale,
         ))
     }
 
@@ -349,7 +411,9 @@ impl PrincipalCurveLearner {
         }
         step.outside_ball = !lattice.ball_contains(&internal[internal.len() - dim..]);
         let n = buffer.len() / dim;
-        let mut state = CurveState::new(lattice, keys, 1, internal, vec![true; n]);
+        self.report.initialised_at = Some(round);
+        let settings = self.state_settings(lattice.spacing());
+        let mut state = CurveState::new(lattice, keys, 1, internal, vec![true; n], settings);
         if let Memory::Window(size) = self.config.memory {
             while state.n_points() > size {
                 state.evict_oldest();
@@ -364,7 +428,6 @@ impl PrincipalCurveLearner {
             corrections: Corrections::default(),
         });
         self.warmup = Vec::new();
-        self.report.initialised_at = Some(round);
         self.report.points_outside_ball += outside;
         self.refresh_model();
         step.initialised = true;
@@ -381,23 +444,30 @@ impl PrincipalCurveLearner {
         }
     }
 
-    fn scoring(&self, loss_bound: f64) -> Scoring {
-        match (self.config.feedback, self.config.estimator) {
-            (Feedback::Full, _) => Scoring {
-                explored_only: false,
-                weight: 1.0,
-                loss_bound,
-            },
-            (Feedback::Bandit, Estimator::LabelEfficient) => Scoring {
-                explored_only: true,
-                weight: 1.0 / self.config.explore,
-                loss_bound,
-            },
-            (Feedback::Bandit, Estimator::Paper) => Scoring {
-                explored_only: true,
-                weight: 1.0,
-                loss_bound,
-            },
+    /// The weight of a stored point in the estimated cumulative rewards R̂_t, by how it was
+    /// observed (warm-up, exploration, exploitation), and how points are merged:
+    ///
+    /// - full feedback: every point counts once;
+    /// - bandit, label-efficient: r̂ = r · I/ε, so an exploration point counts 1/ε times and
+    ///   an exploitation point not at all; a warm-up point was observed for certain (its
+    ///   I is 1 with probability 1, not ε) and counts once;
+    /// - bandit, paper: exploration and warm-up points count once (the α and importance-
+    ///   weighted terms of exploitation rounds are the corrections).
+    fn state_settings(&self, spacing: f64) -> StateSettings {
+        let weights = match (self.config.feedback, self.config.estimator) {
+            (Feedback::Full, _) => [1.0, 1.0, 1.0],
+            (Feedback::Bandit, Estimator::LabelEfficient) => [1.0, 1.0 / self.config.explore, 0.0],
+            (Feedback::Bandit, Estimator::Paper) => [1.0, 1.0, 0.0],
+        };
+        let bin_side = match self.config.memory {
+            Memory::All if self.config.bin_side > 0.0 => Some(self.config.bin_side * spacing),
+            _ => None,
+        };
+        StateSettings {
+            weights,
+            bin_side,
+            max_atoms: self.config.max_atoms,
+            warmup_end: self.report.initialised_at.unwrap_or(0),
         }
     }
 
@@ -416,7 +486,6 @@ impl PrincipalCurveLearner {
             Some(fitted) => fitted.state.lattice.loss_bound(),
             None => unreachable!("invariant: play after the warm-up"),
         };
-        let scoring = self.scoring(loss_bound);
         let fitted = self
             .fitted
             .as_mut()
@@ -457,7 +526,7 @@ impl PrincipalCurveLearner {
             state,
             &fitted.corrections,
             &self.config,
-            scoring,
+            loss_bound,
             &round_rng,
             round,
             &windows,
@@ -554,18 +623,31 @@ struct Choice {
     probability: f64,
 }
 
-/// Scores the available candidates (the current curve first) and moves to the winner.
-#[allow(clippy::too_many_arguments, reason = "the parts of one round's choice")]
-fn choose_next(
-    state: &mut CurveState,
-    corrections: &Corrections,
+/// The candidates of a round, with the pool (and local vertex set) of each window that has
+/// some.
+struct RoundCandidates {
+    candidates: Vec<Candidate>,
+    pools: Vec<Option<(Pool, Vec<i64>)>>,
+}
+
+impl RoundCandidates {
+    /// The pool and local vertex set of a candidate's window.
+    fn pool_of(&self, candidate: &Candidate) -> (&Pool, &[i64]) {
+        let (pool, local) = self.pools[candidate.window]
+            .as_ref()
+            .expect("invariant: a window with candidates has a pool");
+        (pool, local)
+    }
+}
+
+/// The candidates of the windows (spec §3), the budget spread evenly over them (the
+/// remainder from a window drawn from the round's stream).
+fn round_candidates(
+    state: &CurveState,
     config: &PrincipalCurveConfig,
-    scoring: Scoring,
     round_rng: &StreamRng,
-    round: u64,
     windows: &[Window],
-    needs_probability: bool,
-) -> Choice {
+) -> RoundCandidates {
     let n_windows = windows.len();
     let total = config.max_candidates;
     let (base, extra) = (total / n_windows, total % n_windows);
@@ -578,9 +660,8 @@ fn choose_next(
         max_segments: config.max_segments,
         max_length: config.max_length,
     };
-    let current_fingerprint = fingerprint(&state.keys);
     let mut seen: HashSet<u64> = HashSet::new();
-    seen.insert(current_fingerprint);
+    seen.insert(fingerprint(&state.keys));
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut pools: Vec<Option<(Pool, Vec<i64>)>> = Vec::with_capacity(n_windows);
     for (index, &window) in windows.iter().enumerate() {
@@ -607,6 +688,39 @@ fn choose_next(
         );
         pools.push((candidates.len() > before).then(|| (Pool::new(state, window, &local), local)));
     }
+    RoundCandidates { candidates, pools }
+}
+
+/// Follow the perturbed leader: the index of argmax_f (a_f + z_f) with z_f ~ Exp(1) drawn
+/// afresh for every entry in order (by inversion, z = −ln U with U in (0, 1]), the first on
+/// a tie. Entry i wins with probability [`win_probability`]`(scores, i)`.
+pub(crate) fn perturbed_leader(scores: &[f64], rng: &mut StreamRng) -> usize {
+    let mut best = (f64::NEG_INFINITY, 0);
+    for (index, score) in scores.iter().enumerate() {
+        let z = -rng.next_f64_nonzero().ln();
+        if score + z > best.0 {
+            best = (score + z, index);
+        }
+    }
+    best.1
+}
+
+/// Scores the available candidates (the current curve first) and moves to the winner.
+#[allow(clippy::too_many_arguments, reason = "the parts of one round's choice")]
+fn choose_next(
+    state: &mut CurveState,
+    corrections: &Corrections,
+    config: &PrincipalCurveConfig,
+    loss_bound: f64,
+    round_rng: &StreamRng,
+    round: u64,
+    windows: &[Window],
+    needs_probability: bool,
+) -> Choice {
+    let n_windows = windows.len();
+    let round_candidates = round_candidates(state, config, round_rng, windows);
+    let candidates = &round_candidates.candidates;
+    let current_fingerprint = fingerprint(&state.keys);
     let lattice = &state.lattice;
     let eta = learning_rate(
         round,
@@ -623,28 +737,17 @@ fn choose_next(
     scores.push(0.0);
     let mut tables: Vec<Option<Table>> = (0..n_windows).map(|_| None).collect();
     let mut pieces = Pieces::default();
-    for candidate in &candidates {
-        let (pool, _) = pools[candidate.window]
-            .as_ref()
-            .expect("invariant: a window with candidates has a pool");
+    for candidate in candidates {
+        let (pool, _) = round_candidates.pool_of(candidate);
         let table = tables[candidate.window]
-            .get_or_insert_with(|| Table::new(state, pool, |i| scoring.counts(state, i)));
+            .get_or_insert_with(|| Table::new(state, pool, |a| state.atom_mass(a) > 0.0));
         pool.pieces(candidate.order(), &mut pieces);
-        let change = table.change(pool, &pieces, scoring);
+        let change = table.change(pool, &pieces, loss_bound);
         let correction = corrections.total(candidate.fingerprint) - current_correction;
         let penalty = per_segment * (candidate.n_segments as f64 - current_segments as f64);
         scores.push(eta * (change.reward + correction) - penalty);
     }
-    let mut perturbation = round_rng.child(PERTURBATION_STREAM);
-    let mut best = (f64::NEG_INFINITY, 0);
-    for (index, score) in scores.iter().enumerate() {
-        // z ~ Exp(1) by inversion: −ln U with U in (0, 1].
-        let z = -perturbation.next_f64_nonzero().ln();
-        if score + z > best.0 {
-            best = (score + z, index);
-        }
-    }
-    let winner = best.1;
+    let winner = perturbed_leader(&scores, &mut round_rng.child(PERTURBATION_STREAM));
     let probability = if needs_probability {
         // The quadrature may round a certain win a hair above 1.
         win_probability(&scores, winner)
@@ -663,12 +766,10 @@ fn choose_next(
     }
     let candidate = &candidates[winner - 1];
     let window = windows[candidate.window];
-    let (pool, local) = pools[candidate.window]
-        .as_ref()
-        .expect("invariant: a window with candidates has a pool");
-    // Applying a change needs every stored point of the modified cells.
+    let (pool, local) = round_candidates.pool_of(candidate);
+    // Applying a change needs every atom of the modified cells.
     let table = match tables[candidate.window].take() {
-        Some(table) if !scoring.explored_only => table,
+        Some(table) if state.every_point_counts() => table,
         _ => Table::new(state, pool, |_| true),
     };
     pool.pieces(candidate.order(), &mut pieces);
@@ -719,6 +820,7 @@ impl UnsupervisedLearner for PrincipalCurveLearner {
 mod tests {
     use super::*;
     use crate::curves::PrincipalCurveParams;
+    use crate::geometry::Part;
 
     fn noisy_arc(n: usize, seed: u64) -> Vec<Vec<f64>> {
         let mut rng = StreamRng::seed_from(seed);
@@ -737,14 +839,17 @@ mod tests {
     /// mode, after every round.
     #[test]
     fn incremental_partition_matches_a_fresh_one() {
-        for (feedback, memory) in [
-            (Feedback::Full, Memory::All),
-            (Feedback::Bandit, Memory::All),
-            (Feedback::Full, Memory::Window(60)),
+        for (feedback, memory, max_atoms) in [
+            (Feedback::Full, Memory::All, 0),
+            (Feedback::Bandit, Memory::All, 0),
+            (Feedback::Full, Memory::All, 40),
+            (Feedback::Bandit, Memory::All, 40),
+            (Feedback::Full, Memory::Window(60), 0),
         ] {
             let mut learner = PrincipalCurveParams::new()
                 .feedback(feedback)
                 .memory(memory)
+                .max_atoms(max_atoms)
                 .max_candidates(64)
                 .seed(5)
                 .check()
@@ -757,6 +862,225 @@ mod tests {
                 }
             }
             assert!(learner.report().curve_changes > 0);
+            if max_atoms > 0 {
+                let state = &learner.fitted.as_ref().unwrap().state;
+                let first = 0.5 * state.lattice.spacing();
+                assert!(
+                    state.bin_side().unwrap() >= 4.0 * first,
+                    "the bins coarsened"
+                );
+                assert!(state.live_atoms().len() <= max_atoms);
+            }
+        }
+    }
+
+    /// A learner fed `points`, and its state.
+    fn learner_after(params: PrincipalCurveParams, points: &[Vec<f64>]) -> PrincipalCurveLearner {
+        let mut learner = params.check().unwrap().build();
+        for point in points {
+            learner.learn_one(point).unwrap();
+        }
+        learner
+    }
+
+    /// The spread term of an atom (packed scatter) on a part of `curve`.
+    fn spread_on(scatter: &[f64], curve: &CurveState, part: Part) -> f64 {
+        use super::super::partition::{segment_spread, trace};
+        if scatter.is_empty() {
+            return 0.0;
+        }
+        match part {
+            Part::Vertex(_) => trace(scatter, curve.dim),
+            Part::Segment(i) => segment_spread(
+                scatter,
+                curve.vertex(i),
+                curve.vertex(i + 1),
+                curve.lengths2[i],
+            ),
+        }
+    }
+
+    /// The incremental score of every candidate of an exploration round (the table of its
+    /// window: modified cells, atoms the new parts come near, pool distances, kernels)
+    /// equals a brute-force sum over every stored atom of the change of its weighted reward
+    /// and loss, computed by projecting the atom's mean on the whole candidate curve. With
+    /// every point its own atom that is the exact Σ_x w(x) (r(f', x) − r(f, x)); with merged
+    /// points, the atom-level sum, itself within the stated bound of the point-level one:
+    /// Σ_x w(x) (4r√Δ(x) + 4r²) for each of f and f', r the bins' diagonal.
+    #[test]
+    fn incremental_scores_match_brute_force() {
+        let points = noisy_arc(2500, 11);
+        for (feedback, bin_side, max_atoms) in [
+            (Feedback::Full, 0.0, 0),
+            (Feedback::Bandit, 0.0, 0),
+            (Feedback::Full, 0.5, 0),
+            (Feedback::Bandit, 1.0, 0),
+            (Feedback::Full, 0.5, 200),
+        ] {
+            let mut checked = 0;
+            let mut merged_atoms = 0;
+            for n in [200, 2500] {
+                let learner = learner_after(
+                    PrincipalCurveParams::new()
+                        .feedback(feedback)
+                        .bin_side(bin_side)
+                        .max_atoms(max_atoms)
+                        .explore(0.3)
+                        .seed(4),
+                    &points[..n],
+                );
+                let state = &learner.fitted.as_ref().unwrap().state;
+                let dim = state.dim;
+                let loss_bound = state.lattice.loss_bound();
+                let windows = Window::all(state.n_segments());
+                let rng = StreamRng::seed_from(99);
+                let round = round_candidates(state, &learner.config, &rng, &windows);
+                assert!(round.candidates.len() > 50, "{}", round.candidates.len());
+                let counts = |a: usize| state.atom_mass(a) > 0.0;
+                merged_atoms += state
+                    .live_atoms()
+                    .filter(|&a| state.atom_count(a) > 1.0)
+                    .count();
+                let mut tables: Vec<Option<Table>> = windows.iter().map(|_| None).collect();
+                let mut pieces = Pieces::default();
+                let radius = (dim as f64).sqrt() * state.bin_side().unwrap_or(0.0);
+                for candidate in &round.candidates {
+                    let (pool, local) = round.pool_of(candidate);
+                    let table = tables[candidate.window]
+                        .get_or_insert_with(|| Table::new(state, pool, counts));
+                    pool.pieces(candidate.order(), &mut pieces);
+                    let change = table.change(pool, &pieces, loss_bound);
+                    // The candidate curve, whole.
+                    let window = windows[candidate.window];
+                    let mut keys = state.keys[..window.first * dim].to_vec();
+                    keys.extend(candidate.new_keys(local, dim));
+                    keys.extend_from_slice(&state.keys[(window.last + 1) * dim..]);
+                    let probe = CurveState::new(
+                        state.lattice.clone(),
+                        keys,
+                        1,
+                        Vec::new(),
+                        Vec::new(),
+                        state.settings(),
+                    );
+                    let clip = |d: f64| (loss_bound - d).max(0.0);
+                    let (mut reward, mut loss, mut scale) = (0.0, 0.0, 0.0);
+                    for a in state.live_atoms().filter(|&a| counts(a)) {
+                        let mass = state.atom_mass(a);
+                        let (part, d) = probe.nearest(state.atom_mean(a));
+                        let scatter = if state.merges_points() {
+                            state.atom_scatter(a)
+                        } else {
+                            &[]
+                        };
+                        let spread = spread_on(scatter, &probe, part) - state.atom_spread(a);
+                        let old = state.atom_distance(a);
+                        reward += mass * (clip(d) - clip(old)) - spread;
+                        loss += mass * (d - old) + spread;
+                        scale += mass * (d + old + loss_bound);
+                    }
+                    let tolerance = 1e-12 * scale;
+                    assert!(
+                        (change.reward - reward).abs() <= tolerance
+                            && (change.loss - loss).abs() <= tolerance,
+                        "{feedback:?} b = {bin_side}, t = {n}: incremental {change:?}, brute \
+                         force reward {reward} loss {loss}"
+                    );
+                    // Against the points themselves.
+                    let (mut point_loss, mut bound) = (0.0, 0.0);
+                    for index in state.live() {
+                        let weight = state.point_weight(index);
+                        if weight == 0.0 {
+                            continue;
+                        }
+                        let x = state.point(index);
+                        let (new, old) = (probe.nearest(x).1, state.nearest(x).1);
+                        point_loss += weight * (new - old);
+                        bound += weight
+                            * (4.0 * radius * (new.sqrt() + old.sqrt()) + 8.0 * radius * radius);
+                    }
+                    assert!(
+                        (change.loss - point_loss).abs() <= bound + tolerance,
+                        "{feedback:?} b = {bin_side}, t = {n}: atoms {} points {point_loss} \
+                         bound {bound}",
+                        change.loss
+                    );
+                    checked += 1;
+                }
+            }
+            assert!(checked > 100);
+            if bin_side > 0.0 {
+                assert!(merged_atoms > 100, "{merged_atoms} atoms of several points");
+            }
+        }
+    }
+
+    /// Follow the perturbed leader picks each entry with the probability the `paper`
+    /// estimator uses (`win_probability`): over 200,000 draws, every frequency is within
+    /// 5 binomial standard errors of it (a false alarm has probability about 3.5e-6).
+    #[test]
+    fn perturbed_leader_frequencies_match_win_probabilities() {
+        let scores = [0.0, 0.7, -0.4, 1.5, 1.2, -2.0, 1.45];
+        let draws = 200_000;
+        let mut rng = StreamRng::seed_from(2024);
+        let mut wins = [0usize; 7];
+        for _ in 0..draws {
+            wins[perturbed_leader(&scores, &mut rng)] += 1;
+        }
+        for (index, &won) in wins.iter().enumerate() {
+            let p = win_probability(&scores, index).unwrap();
+            let frequency = won as f64 / draws as f64;
+            let margin = 5.0 * (p * (1.0 - p) / draws as f64).sqrt();
+            assert!(
+                (frequency - p).abs() <= margin,
+                "entry {index}: frequency {frequency}, probability {p}, margin {margin}"
+            );
+        }
+    }
+
+    /// The estimated cumulative rewards weigh each stored point by how it was observed:
+    /// warm-up points once (observed for certain), exploration points 1/ε times and
+    /// exploitation points not at all with the label-efficient estimator; exploration and
+    /// warm-up points once with the paper's; every point once with full feedback. The atoms'
+    /// masses add up to the same total.
+    #[test]
+    fn stored_points_weigh_what_their_observation_is_worth() {
+        let explore = 0.25;
+        let points = noisy_arc(400, 3);
+        for (feedback, estimator) in [
+            (Feedback::Bandit, Estimator::LabelEfficient),
+            (Feedback::Bandit, Estimator::Paper),
+            (Feedback::Full, Estimator::LabelEfficient),
+        ] {
+            for bin_side in [0.0, 1.0] {
+                let learner = learner_after(
+                    PrincipalCurveParams::new()
+                        .feedback(feedback)
+                        .estimator(estimator)
+                        .explore(explore)
+                        .warmup(30)
+                        .bin_side(bin_side),
+                    &points,
+                );
+                let state = &learner.fitted.as_ref().unwrap().state;
+                let mut total = 0.0;
+                for index in state.live() {
+                    let round = state.oldest_round() + (index - state.live().start) as u64;
+                    let expected = match (feedback, estimator) {
+                        (Feedback::Full, _) => 1.0,
+                        _ if round <= 30 => 1.0,
+                        (_, Estimator::LabelEfficient) if state.point_explored(index) => {
+                            1.0 / explore
+                        }
+                        (_, Estimator::Paper) if state.point_explored(index) => 1.0,
+                        _ => 0.0,
+                    };
+                    assert_eq!(state.point_weight(index), expected, "round {round}");
+                    total += expected;
+                }
+                let mass: f64 = state.live_atoms().map(|a| state.atom_mass(a)).sum();
+                assert!((mass - total).abs() <= 1e-9 * total, "{mass} vs {total}");
+            }
         }
     }
 }

@@ -7,6 +7,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// The default of [`PrincipalCurveParams::bin_side`] (`docs/slpc-calibration.md`).
+pub const DEFAULT_BIN_SIDE: f64 = 0.5;
+
+/// The default of [`PrincipalCurveParams::max_atoms`] (`docs/slpc-calibration.md`).
+pub const DEFAULT_MAX_ATOMS: usize = 1024;
+
+/// The largest [`PrincipalCurveParams::bin_side`]: bins wider than two lattice steps would
+/// blur the curve's own resolution.
+pub const MAX_BIN_SIDE: f64 = 2.0;
+
 /// The documented upper bounds of the count parameters and of the dimension, checked before
 /// anything is allocated (the counts by `check()` and on restoring a snapshot, the dimension
 /// when the first point arrives). The command line takes the same bounds.
@@ -100,6 +110,8 @@ pub struct PrincipalCurveParams {
     max_candidates: usize,
     warmup: usize,
     memory: Memory,
+    bin_side: f64,
+    max_atoms: usize,
     seed: u64,
 }
 
@@ -112,8 +124,10 @@ impl Default for PrincipalCurveParams {
 impl PrincipalCurveParams {
     /// The defaults: R auto, δ = 2√d R/100, p = 50, L = ∞, κ = 1, e_mult = 1000, bandit
     /// feedback with the label-efficient estimator, ε = 0.1, α = c_0/2, M = 16, 256
-    /// candidates, t_0 = 20, all points kept, seed 0. The feedback mode, the estimator and
-    /// e_mult were chosen by the calibration of `docs/slpc-calibration.md`.
+    /// candidates, t_0 = 20, all points kept in bins of side δ/2 with a budget of 1024
+    /// atoms, seed 0. The feedback mode, the estimator, e_mult and the bins were chosen by
+    /// the calibration of `docs/slpc-calibration.md` (κ = 1 with e_mult = 1000 acts as
+    /// κ = 0.001 at the theory's learning rate).
     pub fn new() -> Self {
         Self {
             radius: Radius::Auto,
@@ -130,6 +144,8 @@ impl PrincipalCurveParams {
             max_candidates: 256,
             warmup: 20,
             memory: Memory::All,
+            bin_side: DEFAULT_BIN_SIDE,
+            max_atoms: DEFAULT_MAX_ATOMS,
             seed: 0,
         }
     }
@@ -162,7 +178,10 @@ impl PrincipalCurveParams {
         self
     }
 
-    /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f).
+    /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f). Curves are ranked by
+    /// η_t R̂_t(f) − h(f) + z_f, so a learning-rate multiplier e_mult ([`Self::eta_scale`])
+    /// divides the penalty's weight at the theory's rate: with the default e_mult = 1000,
+    /// κ = 1 acts as κ = 0.001 would at e_mult = 1.
     #[must_use]
     pub fn penalty(mut self, penalty: f64) -> Self {
         self.penalty = penalty;
@@ -170,7 +189,9 @@ impl PrincipalCurveParams {
     }
 
     /// e_mult > 0, the multiplier of the learning rate η_t (applied after the cap 1/c_0; see
-    /// [`super::learning_rate`]).
+    /// [`super::learning_rate`]). It scales the reward term against both the penalty and the
+    /// perturbation: e_mult = 1000 with κ = 1 ranks curves as the theory's rate would with
+    /// κ = 0.001 and perturbations 1000 times smaller.
     #[must_use]
     pub fn eta_scale(mut self, eta_scale: f64) -> Self {
         self.eta_scale = eta_scale;
@@ -230,6 +251,28 @@ impl PrincipalCurveParams {
     #[must_use]
     pub fn memory(mut self, memory: Memory) -> Self {
         self.memory = memory;
+        self
+    }
+
+    /// b ∈ [0, 2]: with every point kept, the points of one weight class in one cube of side
+    /// b·δ are merged into one atom (count, mean, scatter matrix), so that the cost of a
+    /// round stops growing with t once the data's region is covered; a candidate's score is
+    /// then exact except for atoms that straddle the boundary between two parts of a curve
+    /// (see the module documentation). 0 keeps every point apart (exact scores, cost growing
+    /// with t). Window memory always keeps points apart. Default 1/2.
+    #[must_use]
+    pub fn bin_side(mut self, bin_side: f64) -> Self {
+        self.bin_side = bin_side;
+        self
+    }
+
+    /// The budget of atoms (0: none): with every point kept, whenever the atoms outnumber it
+    /// the bins double in side and their atoms merge, so that the cost of a round stays
+    /// bounded as t grows, the resolution coarsening instead (see the module
+    /// documentation). Default 1024.
+    #[must_use]
+    pub fn max_atoms(mut self, max_atoms: usize) -> Self {
+        self.max_atoms = max_atoms;
         self
     }
 
@@ -309,6 +352,15 @@ impl PrincipalCurveParams {
         if let Memory::Window(size) = self.memory {
             Error::check_count("window", size, 2, MAX_WINDOW)?;
         }
+        if !(0.0..=MAX_BIN_SIDE).contains(&self.bin_side) {
+            return Err(Error::invalid_parameter(
+                "bin_side",
+                format!(
+                    "must be in [0, {MAX_BIN_SIDE}] (a fraction of the lattice spacing), got {:?}",
+                    self.bin_side
+                ),
+            ));
+        }
         Ok(PrincipalCurveConfig {
             radius: self.radius,
             delta: self.delta,
@@ -324,6 +376,8 @@ impl PrincipalCurveParams {
             max_candidates: self.max_candidates,
             warmup: self.warmup,
             memory: self.memory,
+            bin_side: self.bin_side,
+            max_atoms: self.max_atoms,
             seed: self.seed,
         })
     }
@@ -350,6 +404,8 @@ pub struct PrincipalCurveConfig {
     pub(crate) max_candidates: usize,
     pub(crate) warmup: usize,
     pub(crate) memory: Memory,
+    pub(crate) bin_side: f64,
+    pub(crate) max_atoms: usize,
     pub(crate) seed: u64,
 }
 
@@ -424,6 +480,14 @@ impl PrincipalCurveConfig {
     pub fn memory(&self) -> Memory {
         self.memory
     }
+    /// b, the side of the bins that merge stored points, as a fraction of δ (0: none).
+    pub fn bin_side(&self) -> f64 {
+        self.bin_side
+    }
+    /// The budget of atoms (0: none).
+    pub fn max_atoms(&self) -> usize {
+        self.max_atoms
+    }
     /// The seed.
     pub fn seed(&self) -> u64 {
         self.seed
@@ -448,6 +512,8 @@ impl PrincipalCurveConfig {
             .max_candidates(self.max_candidates)
             .warmup(self.warmup)
             .memory(self.memory)
+            .bin_side(self.bin_side)
+            .max_atoms(self.max_atoms)
             .seed(self.seed);
         if let Some(delta) = self.delta {
             params = params.delta(delta);
@@ -508,6 +574,8 @@ mod tests {
                 "max_candidates",
             ),
             (PrincipalCurveParams::new().warmup(1), "warmup"),
+            (PrincipalCurveParams::new().bin_side(-0.5), "bin_side"),
+            (PrincipalCurveParams::new().bin_side(f64::NAN), "bin_side"),
             (
                 PrincipalCurveParams::new().memory(Memory::Window(1)),
                 "window",

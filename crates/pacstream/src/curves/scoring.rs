@@ -21,6 +21,11 @@
 //! loss of *one* point, while candidates of one window differ by far less than c_0 until
 //! thousands of points have been seen; below the cap the curve then takes a random walk
 //! among its neighbours. `docs/slpc-calibration.md` measures it and sets the default.
+//!
+//! The multiplier moves the penalty too: the ranking depends on η_t R̂_t(f) − h(f) + z_f
+//! only, so e_mult η_t^theory R̂_t(f) − κ c_1 K(f) + z_f ranks as η_t^theory R̂_t(f) −
+//! (κ/e_mult) c_1 K(f) + z_f/e_mult. With the default e_mult = 1000, κ = 1 is the theory
+//! rate's κ = 0.001, with perturbations 1000 times smaller.
 
 use std::collections::{HashMap, VecDeque};
 

@@ -239,15 +239,32 @@ impl ExpWeights {
             });
             return;
         } else {
-            let largest = (0..self.charged.len())
-                .filter(|&i| is_awake(i))
+            // The exponents ln π_i − η C_i, centred on the largest. When η C_i overflows
+            // (an AdaHedge rate of 1e306 after a gap of 1e−307), they are taken relative to
+            // the least awake C instead, which is exact in exact arithmetic and finite; the
+            // plain form is kept otherwise so that the weights keep their bits.
+            let awake_experts = || (0..self.charged.len()).filter(|&i| is_awake(i));
+            let exponent =
+                |i: usize, origin: f64| self.log_prior(i) - eta * (self.charged[i] - origin);
+            let mut origin = 0.0;
+            let mut largest = awake_experts()
                 .map(|i| self.log_prior(i) - eta * self.charged[i])
                 .fold(f64::NEG_INFINITY, f64::max);
+            if !largest.is_finite() {
+                origin = awake_experts()
+                    .map(|i| self.charged[i])
+                    .fold(f64::INFINITY, f64::min);
+                largest = awake_experts()
+                    .map(|i| exponent(i, origin))
+                    .fold(f64::NEG_INFINITY, f64::max);
+            }
             for (i, p) in probabilities.iter_mut().enumerate() {
-                *p = if is_awake(i) {
+                *p = if !is_awake(i) {
+                    0.0
+                } else if origin == 0.0 {
                     kernels::exp(self.log_prior(i) - eta * self.charged[i] - largest)
                 } else {
-                    0.0
+                    kernels::exp(exponent(i, origin) - largest)
                 };
             }
         }

@@ -5,12 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use rayon::prelude::*;
 
-use super::Init;
 use super::centres::Centres;
 use super::chunked::{CHUNK, WeightedPoints};
 use super::init::seed_centres;
 use super::lloyd::{LloydRun, LloydSettings, lloyd};
 use super::params::KMeansConfig;
+use super::{Init, Stopping};
 use crate::data::{Points, Weights, check_point};
 use crate::error::{Error, Result};
 use crate::geometry::squared_distance;
@@ -24,8 +24,8 @@ pub struct KMeansReport {
     pub inertia: f64,
     /// Lloyd iterations of the winning restart.
     pub n_iter: usize,
-    /// Whether the winning restart stopped before `max_iter` (assignments stable, or the
-    /// centre shift within the scaled tolerance).
+    /// Whether the winning restart stopped before `max_iter` (assignments stable, or within
+    /// the tolerance of the stopping rule).
     pub converged: bool,
     /// Empty clusters re-seeded (over every restart).
     pub empty_cluster_reseeds: usize,
@@ -125,7 +125,11 @@ impl KMeansConfig {
         }
         let settings = LloydSettings {
             max_iter: self.max_iter,
-            shift_tolerance: self.tol * mean_variance,
+            stopping: self.stopping,
+            threshold: match self.stopping {
+                Stopping::ChangedLabels => self.tol * data.total_weight(),
+                Stopping::CentreShift => self.tol * mean_variance,
+            },
             algorithm: self.algorithm,
         };
         let run_restart = |restart: usize| {

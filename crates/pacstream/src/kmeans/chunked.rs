@@ -183,7 +183,7 @@ pub(crate) fn fold_ranges<P: Send>(
 }
 
 /// Per-cluster weighted sums Σ w(x)·x and masses Σ w(x) of the points assigned to each
-/// cluster, plus the number of points whose label changed: the partial result of one chunk
+/// cluster, plus the number and weight of the points whose label changed: the partial result of one chunk
 /// of an assignment pass, and (folded in chunk order) of the whole pass.
 #[derive(Clone, Debug)]
 pub(crate) struct ClusterSums {
@@ -191,6 +191,8 @@ pub(crate) struct ClusterSums {
     pub(crate) sums: Vec<f64>,
     pub(crate) masses: Vec<f64>,
     pub(crate) n_changed: usize,
+    /// The weight of the points whose label changed.
+    pub(crate) changed_mass: f64,
 }
 
 impl ClusterSums {
@@ -200,6 +202,7 @@ impl ClusterSums {
             sums: vec![0.0; n_clusters * dim],
             masses: vec![0.0; n_clusters],
             n_changed: 0,
+            changed_mass: 0.0,
         }
     }
 
@@ -207,6 +210,7 @@ impl ClusterSums {
         self.sums.fill(0.0);
         self.masses.fill(0.0);
         self.n_changed = 0;
+        self.changed_mass = 0.0;
     }
 
     #[inline(always)]
@@ -214,6 +218,16 @@ impl ClusterSums {
         self.masses[label] += weight;
         let sum = &mut self.sums[label * self.dim..(label + 1) * self.dim];
         for (s, x) in sum.iter_mut().zip(point) {
+            *s += weight * x;
+        }
+    }
+
+    /// [`Self::add`] for a compile-time dimension D = d ≥ 1 (the same operations, unrolled).
+    #[inline(always)]
+    pub(crate) fn add_row<const D: usize>(&mut self, label: usize, point: &[f64], weight: f64) {
+        self.masses[label] += weight;
+        let sum = &mut self.sums[label * D..(label + 1) * D];
+        for (s, x) in sum.iter_mut().zip(&point[..D]) {
             *s += weight * x;
         }
     }
@@ -226,6 +240,7 @@ impl ClusterSums {
             *a += b;
         }
         self.n_changed += other.n_changed;
+        self.changed_mass += other.changed_mass;
     }
 
     /// The weighted means of the clusters; a cluster without mass keeps its centre from
@@ -331,3 +346,34 @@ macro_rules! dispatched {
     (@out $out:ty) => { $out };
 }
 pub(crate) use dispatched;
+
+/// [`dispatched!`] for kernels written against [`crate::kernels::Quad`]:
+/// `$kernel::<Q, D>(quad, args)` runs on one AVX2 vector per four lanes where the CPU has
+/// AVX2 (compiled for it), in plain f64 lanes elsewhere, with the same bits either way.
+macro_rules! quad_dispatched {
+    ($name:ident = $kernel:ident ( $($arg:ident : $ty:ty),* $(,)? ) $(-> $out:ty)?) => {
+        #[allow(clippy::too_many_arguments)]
+        fn $name<'a, 'b, const D: usize>($($arg: $ty),*) $(-> $out)? {
+            struct Args<'a, 'b> {
+                $($arg: $ty,)*
+                _lifetimes: std::marker::PhantomData<(&'a (), &'b ())>,
+            }
+            struct Run<'a, 'b, const D: usize>(Args<'a, 'b>);
+            impl<'a, 'b, const D: usize> crate::kernels::QuadKernel for Run<'a, 'b, D> {
+                type Output = quad_dispatched!(@out $($out)?);
+                #[inline(always)]
+                fn run<Q: crate::kernels::Quad>(self, quad: Q) -> Self::Output {
+                    let Args { $($arg,)* .. } = self.0;
+                    $kernel::<Q, D>(quad, $($arg),*)
+                }
+            }
+            crate::kernels::dispatch_quad(Run::<D>(Args {
+                $($arg,)*
+                _lifetimes: std::marker::PhantomData,
+            }))
+        }
+    };
+    (@out) => { () };
+    (@out $out:ty) => { $out };
+}
+pub(crate) use quad_dispatched;

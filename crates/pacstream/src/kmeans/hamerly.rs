@@ -23,9 +23,10 @@
 //! each other. When a point is recomputed it uses the same distance function as plain
 //! Lloyd, and gets the same label.
 
-use super::assign::{Assigner, nearest_two};
-use super::chunked::{ClusterSums, WeightedPoints, dispatched, fold_chunks, with_const_dim};
+use super::assign::{Assigner, CentreGroups, MAX_GROUPED_DIM, nearest_two, nearest_two_grouped};
+use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, quad_dispatched, with_const_dim};
 use crate::geometry::squared_distance;
+use crate::kernels::Quad;
 
 /// A point's label and its distance bounds.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +75,8 @@ impl Hamerly {
 /// What every point of a pass needs to know about the centres.
 struct CentreInfo<'a> {
     centres: &'a [f64],
+    /// The centres in groups of four, for the kernels at d ≤ `MAX_GROUPED_DIM`.
+    groups: CentreGroups,
     /// s(j), a lower bound on half the distance from centre j to its nearest other centre.
     half_gap: Vec<f64>,
     /// The movement of each centre, widened.
@@ -99,7 +102,7 @@ impl CentreInfo<'_> {
     }
 }
 
-dispatched!(hamerly_chunk_fast = hamerly_chunk(
+quad_dispatched!(hamerly_chunk_fast = hamerly_chunk(
     points: &'a WeightedPoints<'b>,
     info: &'a CentreInfo<'b>,
     first: usize,
@@ -108,7 +111,8 @@ dispatched!(hamerly_chunk_fast = hamerly_chunk(
 ));
 
 #[inline(always)]
-fn hamerly_chunk<const D: usize>(
+fn hamerly_chunk<Q: Quad, const D: usize>(
+    quad: Q,
     points: &WeightedPoints<'_>,
     info: &CentreInfo<'_>,
     first: usize,
@@ -138,15 +142,21 @@ fn hamerly_chunk<const D: usize>(
             }
         }
         if recompute {
-            let best = nearest_two::<D>(point, info.centres, dim);
+            let best = if D == 0 {
+                nearest_two::<D>(point, info.centres, dim)
+            } else {
+                nearest_two_grouped::<Q, D>(quad, point, &info.groups)
+            };
             state.label = best.0;
             state.upper = info.up(best.1.sqrt());
             state.lower = info.down(best.2.sqrt());
         }
+        let weight = points.weight(i);
         if state.label != previous {
             partial.n_changed += 1;
+            partial.changed_mass += weight;
         }
-        partial.add(state.label, point, points.weight(i));
+        partial.add(state.label, point, weight);
     }
 }
 
@@ -156,6 +166,11 @@ impl Assigner for Hamerly {
         let (farthest_moved, largest_move, second_largest_move) = two_largest(&self.movement);
         let info = CentreInfo {
             centres,
+            groups: if dim <= MAX_GROUPED_DIM {
+                CentreGroups::new(centres, dim)
+            } else {
+                CentreGroups::default()
+            },
             half_gap: half_gaps(centres, dim, self.slack),
             movement: &self.movement,
             farthest_moved,
@@ -286,6 +301,7 @@ mod tests {
                 assert_eq!(from_hamerly.sums, from_plain.sums);
                 assert_eq!(from_hamerly.masses, from_plain.masses);
                 assert_eq!(from_hamerly.n_changed, from_plain.n_changed);
+                assert_eq!(from_hamerly.changed_mass, from_plain.changed_mass);
                 stable_labels_seen |= pass > 0 && from_hamerly.n_changed < n;
                 let old = centres.clone();
                 let scale = match pass % 4 {

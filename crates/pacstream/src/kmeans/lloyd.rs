@@ -5,10 +5,13 @@
 //!
 //! - when an assignment changes no label (*strict convergence*: the centres are then
 //!   already the means of their points, and the labels match them);
-//! - when the total squared centre shift Σ_j ‖c_j' − c_j‖² is at most the scaled tolerance
-//!   `tol` × (mean per-feature variance of the data), scikit-learn's rule, where the variance
-//!   of a feature is the *weighted population* variance Σ w(x)(x_f − μ_f)² / Σ w(x) (with
-//!   unit weights, exactly `numpy.var`);
+//! - when the points whose label changed in the last pass weigh at most `tol` × the total
+//!   weight ([`Stopping::ChangedLabels`], the default), or, with
+//!   [`Stopping::CentreShift`], when the total squared centre shift Σ_j ‖c_j' − c_j‖² is at
+//!   most `tol` × (mean per-feature variance of the data), scikit-learn's rule, where the
+//!   variance of a feature is the *weighted population* variance Σ w(x)(x_f − μ_f)² / Σ w(x)
+//!   (with unit weights, exactly `numpy.var`); see [`Stopping`] for why the default counts
+//!   labels;
 //! - after `max_iter` iterations.
 //!
 //! In the last two cases the points are assigned once more so that the labels match the
@@ -38,15 +41,17 @@
 use super::assign::{Assigner, PlainLloyd};
 use super::chunked::{ClusterSums, WeightedPoints, cluster_sums};
 use super::hamerly::Hamerly;
-use super::params::Algorithm;
+use super::params::{Algorithm, Stopping};
 use crate::geometry::squared_distance;
 
 /// How Lloyd's loop runs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LloydSettings {
     pub(crate) max_iter: usize,
-    /// The absolute tolerance on the total squared centre shift (tol × mean variance).
-    pub(crate) shift_tolerance: f64,
+    /// The rule and its absolute threshold: a weight of changed points (tol × total weight)
+    /// or a total squared centre shift (tol × mean variance).
+    pub(crate) stopping: Stopping,
+    pub(crate) threshold: f64,
     pub(crate) algorithm: Algorithm,
 }
 
@@ -111,9 +116,12 @@ fn run<A: Assigner + Sync>(
             labels_match_centres = true;
             break;
         }
+        let mut labels_settled = totals.changed_mass <= settings.threshold;
         if totals.masses.iter().any(|&mass| mass <= 0.0) {
-            empty_cluster_reseeds +=
-                reseed_empty_clusters(points, &centres, &totals.masses, &mut assigner);
+            let moved = reseed_empty_clusters(points, &centres, &totals.masses, &mut assigner);
+            // A re-seeded centre has not been through an assignment yet.
+            labels_settled &= moved == 0;
+            empty_cluster_reseeds += moved;
             totals = cluster_sums(points, |i| assigner.label(i), n_clusters);
         }
         let new_centres = totals.means(&centres);
@@ -124,7 +132,11 @@ fn run<A: Assigner + Sync>(
             .sum();
         assigner.centres_moved(&centres, &new_centres);
         centres = new_centres;
-        if shift <= settings.shift_tolerance {
+        let stop = match settings.stopping {
+            Stopping::ChangedLabels => labels_settled,
+            Stopping::CentreShift => shift <= settings.threshold,
+        };
+        if stop {
             converged = true;
             break;
         }
@@ -195,4 +207,105 @@ fn reseed_empty_clusters<A: Assigner + Sync>(
         }
     }
     placed.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Weights;
+    use crate::kmeans::chunked::ClusterSums;
+    use crate::rng::StreamRng;
+
+    /// Replays plain Lloyd from the same centres and records, per iteration, the weight of
+    /// the points that changed cluster and the total squared centre shift.
+    fn replay(
+        points: &WeightedPoints<'_>,
+        mut centres: Vec<f64>,
+        passes: usize,
+    ) -> Vec<(f64, f64)> {
+        let dim = points.dim;
+        let mut assigner = PlainLloyd::new(points.n_points());
+        let mut totals = ClusterSums::new(centres.len() / dim, dim);
+        let mut trace = Vec::new();
+        for _ in 0..passes {
+            assigner.assign(points, &centres, &mut totals);
+            assert!(
+                totals.masses.iter().all(|&m| m > 0.0),
+                "no empty cluster here"
+            );
+            let new_centres = totals.means(&centres);
+            let shift: f64 = centres
+                .chunks_exact(dim)
+                .zip(new_centres.chunks_exact(dim))
+                .map(|(old, new)| squared_distance(old, new))
+                .sum();
+            trace.push((totals.changed_mass, shift));
+            centres = new_centres;
+        }
+        trace
+    }
+
+    /// Each rule stops at the first iteration whose measure is within its threshold, not
+    /// before and not after: overlapping weighted blobs, where both measures shrink slowly
+    /// over many iterations.
+    #[test]
+    fn each_rule_stops_at_the_first_iteration_within_its_threshold() {
+        let mut rng = StreamRng::seed_from(5);
+        let (n, dim, k) = (4000, 2, 6);
+        let values: Vec<f64> = (0..n * dim)
+            .map(|i| 2.5 * rng.standard_normal() + 4.0 * ((i / dim) % 3) as f64)
+            .collect();
+        let weights: Vec<f64> = (0..n).map(|_| 0.5 + rng.next_f64()).collect();
+        let points = WeightedPoints {
+            values: &values,
+            dim,
+            weights: Weights::Given(&weights),
+        };
+        let start: Vec<f64> = values[..k * dim].to_vec();
+        let trace = replay(&points, start.clone(), 40);
+        // The measures must keep changing for the test to say anything.
+        assert!(trace[10].0 > 0.0 && trace[10].1 > 0.0);
+        for (stopping, measure) in [(Stopping::ChangedLabels, 0), (Stopping::CentreShift, 1)] {
+            for target in [3, 6, 10] {
+                // A threshold just at the measure of iteration `target` (1-based): the run
+                // must stop exactly there unless an earlier iteration is already within it.
+                let threshold = if measure == 0 {
+                    trace[target - 1].0
+                } else {
+                    trace[target - 1].1
+                };
+                let expected = 1 + trace
+                    .iter()
+                    .position(|m| if measure == 0 { m.0 } else { m.1 } <= threshold)
+                    .unwrap();
+                for algorithm in [Algorithm::Lloyd, Algorithm::Hamerly] {
+                    let settings = LloydSettings {
+                        max_iter: 300,
+                        stopping,
+                        threshold,
+                        algorithm,
+                    };
+                    let run = lloyd(&points, start.clone(), &settings);
+                    assert_eq!(run.n_iter, expected, "{stopping:?}, {algorithm:?}");
+                    assert!(run.converged);
+                    // Just below that threshold, iteration `target` no longer qualifies.
+                    let below = threshold * (1.0 - 1e-12);
+                    let expected_below = 1 + trace
+                        .iter()
+                        .position(|m| if measure == 0 { m.0 } else { m.1 } <= below)
+                        .unwrap();
+                    let run = lloyd(
+                        &points,
+                        start.clone(),
+                        &LloydSettings {
+                            threshold: below,
+                            ..settings
+                        },
+                    );
+                    assert_eq!(run.n_iter, expected_below, "{stopping:?}, {algorithm:?}");
+                    assert!(expected_below > expected);
+                }
+            }
+        }
+    }
 }

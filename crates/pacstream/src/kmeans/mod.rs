@@ -9,8 +9,9 @@
 //!
 //! - **Batch** ([`KMeansParams`] → [`KMeansConfig::fit`] → [`KMeans`]): seeding by greedy
 //!   k-means++ (default), vanilla k-means++, random points or given centres; then Lloyd's
-//!   iterations on the data translated to their weighted mean, until the assignments are
-//!   stable, the centre shift is within the scaled tolerance, or `max_iter`; empty clusters
+//!   iterations on the data translated to their weighted mean, until at most a fraction
+//!   `tol` of the points change cluster in a pass ([`Stopping`]; scikit-learn's centre-shift
+//!   rule is one option away), or `max_iter`; empty clusters
 //!   re-seeded at the farthest point; `n_init` restarts on independent child streams. The
 //!   assignment step runs plain or with Hamerly's bounds ([`Algorithm`]), with the same
 //!   result either way, over fixed chunks of points in parallel: results are the same bit
@@ -41,7 +42,7 @@ pub use describe::{
 pub use init::seed_indices;
 pub use params::{
     Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
-    limits,
+    Stopping, limits,
 };
 pub use sequential::{SequentialKMeans, SequentialKMeansReport, SequentialKMeansStep};
 pub use stats::CentreStats;

@@ -10,12 +10,13 @@
 use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
+use super::cover::CoverCache;
 use super::frame::Frame;
 use super::learner::nearest;
 use super::means::{KMeansSource, MeansHistory};
 use super::memory::PointMemory;
 use super::params::{Memory, PacoConfig};
-use super::sampler::{ChainSettings, Defect, ProposalRule, SamplerReport, Target, run_chain};
+use super::sampler::{ChainSettings, ProposalRule, SamplerReport, Target, run_chain};
 use super::temperature::lambda;
 use crate::data::Points;
 use crate::error::{Error, Result};
@@ -83,7 +84,7 @@ impl PacoConfig {
         let dim = points.dim();
         self.check_dim(dim)?;
         let frame = Frame::from_points(points.as_slice(), dim, self)?;
-        let mut memory = PointMemory::new(dim, Memory::Exact);
+        let mut memory = PointMemory::with_summation(dim, Memory::Exact, self.summation);
         let mut internal = vec![0.0; dim];
         let mut start = vec![0.0; dim];
         for (row, point) in points.rows().enumerate() {
@@ -125,15 +126,10 @@ impl PacoConfig {
                     multiplier: self.proposal_scale,
                 },
                 &mut source,
+                &mut CoverCache::default(),
                 start,
                 &mut rng,
-                ChainSettings {
-                    iterations: self.iterations,
-                    restart: false,
-                    full_evaluation: false,
-                    defect: Defect::None,
-                    record_decisions: false,
-                },
+                ChainSettings::round(self.iterations, false),
             )
         });
         let centres = Centres::new(frame.to_user(&outcome.centres), dim)?;

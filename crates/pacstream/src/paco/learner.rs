@@ -2,12 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cover::CoverCache;
 use super::frame::Frame;
 use super::means::{KMeansSource, MeansHistory};
 use super::memory::PointMemory;
 use super::params::{Memory, PacoConfig, Radius};
 use super::prior::draw_from_prior;
-use super::sampler::{ChainSettings, Defect, ProposalRule, SamplerReport, Target, run_chain};
+use super::sampler::{ChainSettings, ProposalRule, SamplerReport, Target, run_chain};
 use super::temperature::lambda;
 use crate::data::{check_first_point, check_point};
 use crate::error::{Error, Result};
@@ -111,6 +112,10 @@ pub struct Paco {
     /// ĉ_t in the user's coordinates.
     model: Option<Centres>,
     history: MeansHistory,
+    /// The stable parts of the robust covers (derived from the memory and the proposal
+    /// means; rebuilt identically after a restore).
+    #[serde(skip)]
+    covers: CoverCache,
     /// The report of the last chain.
     last_chain: Option<SamplerReport>,
     report: PacoReport,
@@ -132,6 +137,7 @@ impl PacoConfig {
             centres: None,
             model: None,
             history: MeansHistory::default(),
+            covers: CoverCache::default(),
             last_chain: None,
             report: PacoReport::default(),
         }
@@ -260,7 +266,11 @@ impl Paco {
             );
             self.model = Some(user_centres(&frame, &centres));
             self.centres = Some(centres);
-            self.memory = Some(PointMemory::new(dim, self.config.memory));
+            self.memory = Some(PointMemory::with_summation(
+                dim,
+                self.config.memory,
+                self.config.summation,
+            ));
             self.frame = Some(frame.clone());
             self.dim = Some(dim);
         }
@@ -312,7 +322,8 @@ impl Paco {
             .chunks_exact(dim)
             .map(|p| Self::internal(&frame, p))
             .collect::<Result<_>>()?;
-        let mut memory = PointMemory::new(dim, self.config.memory);
+        let mut memory =
+            PointMemory::with_summation(dim, self.config.memory, self.config.summation);
         let radius_squared = frame.radius() * frame.radius();
         for point in &internal {
             // Warm-up points were not predicted: their variance weight is 0.
@@ -378,15 +389,10 @@ impl Paco {
                 multiplier: config.proposal_scale,
             },
             &mut source,
+            &mut self.covers,
             start,
             &mut self.rng,
-            ChainSettings {
-                iterations: config.iterations,
-                restart: config.restart,
-                full_evaluation: false,
-                defect: Defect::None,
-                record_decisions: false,
-            },
+            ChainSettings::round(config.iterations, config.restart),
         );
         let report = outcome.report;
         self.model = Some(user_centres(frame, &outcome.centres));

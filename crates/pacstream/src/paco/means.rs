@@ -26,10 +26,12 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::filtering::{self, Assignment};
+use super::index::NodeLayout;
 use super::memory::PointMemory;
-use crate::data::{Points, Weights};
 use crate::error::{Error, Result};
-use crate::kmeans::{Centres, Init, KMeansParams};
+use crate::kmeans::seed_indices;
+use crate::kmeans::{Centres, Init};
 use crate::rng::StreamRng;
 
 /// The proposal means for one k': the first `counts.len()` slots have a mean (row-major in
@@ -65,35 +67,76 @@ pub(crate) trait MeansSource {
     }
 }
 
-/// The most recent means for each k', kept across rounds for warm starts (part of the
-/// learner's state).
+/// The most recent means for each k', with their assignment of the memory, kept across
+/// rounds for warm starts (part of the learner's state).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct MeansHistory {
-    /// (k', means row-major), sorted by k'.
+    /// Snapshots made before the assignments were kept hold only (k', means), sorted by k'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     latest: Vec<(usize, Vec<f64>)>,
+    /// Per k' (increasing), the latest means and their assignment of the memory.
+    #[serde(default)]
+    assignments: Vec<Assignment>,
+}
+
+/// What the history holds for one k'.
+enum Previous<'a> {
+    Assigned(&'a Assignment),
+    Means(&'a [f64]),
 }
 
 impl MeansHistory {
-    fn get(&self, n_clusters: usize) -> Option<&[f64]> {
+    fn get(&self, n_clusters: usize, dim: usize) -> Option<Previous<'_>> {
+        if let Ok(i) = self
+            .assignments
+            .binary_search_by_key(&n_clusters, |a| a.counts.len())
+        {
+            return Some(Previous::Assigned(&self.assignments[i]));
+        }
         self.latest
             .binary_search_by_key(&n_clusters, |(k, _)| *k)
             .ok()
             .map(|i| self.latest[i].1.as_slice())
+            .filter(|means| means.len() == n_clusters * dim)
+            .map(Previous::Means)
     }
 
-    fn set(&mut self, n_clusters: usize, means: Vec<f64>) {
-        match self.latest.binary_search_by_key(&n_clusters, |(k, _)| *k) {
-            Ok(i) => self.latest[i].1 = means,
-            Err(i) => self.latest.insert(i, (n_clusters, means)),
+    fn set(&mut self, assignment: Assignment) {
+        let n_clusters = assignment.counts.len();
+        if let Ok(i) = self.latest.binary_search_by_key(&n_clusters, |(k, _)| *k) {
+            self.latest.remove(i);
+        }
+        match self
+            .assignments
+            .binary_search_by_key(&n_clusters, |a| a.counts.len())
+        {
+            Ok(i) => self.assignments[i] = assignment,
+            Err(i) => self.assignments.insert(i, assignment),
+        }
+    }
+
+    /// The latest means for k', if any.
+    #[cfg(test)]
+    fn means(&self, n_clusters: usize, dim: usize) -> Option<&[f64]> {
+        match self.get(n_clusters, dim)? {
+            Previous::Assigned(a) => Some(&a.means),
+            Previous::Means(m) => Some(m),
         }
     }
 
     pub(crate) fn validate(&self, dim: Option<usize>, max_k: usize) -> Result<()> {
-        let ordered = self.latest.windows(2).all(|w| w[0].0 < w[1].0);
+        let ordered = self.latest.windows(2).all(|w| w[0].0 < w[1].0)
+            && self
+                .assignments
+                .windows(2)
+                .all(|w| w[0].counts.len() < w[1].counts.len());
         let shaped = self.latest.iter().all(|(k, means)| {
             (1..=max_k).contains(k)
                 && dim.is_some_and(|d| means.len() == k * d)
                 && means.iter().all(|v| v.is_finite())
+        }) && self.assignments.iter().all(|a| {
+            (1..=max_k).contains(&a.counts.len())
+                && dim.is_some_and(|d| a.is_consistent(a.counts.len(), d))
         });
         if ordered && shaped {
             Ok(())
@@ -136,71 +179,138 @@ impl<'a> KMeansSource<'a> {
         }
     }
 
+    /// The means for k' (module docs): the warm start brought up to date with the memory
+    /// (a Lloyd pass only if the means must move, see [`super::filtering`]) and, every
+    /// [`RESEED_PERIOD`] rounds or the first time, a fresh fit from a greedy k-means++
+    /// seeding; the fresh fit wins if its inertia is lower by more than a relative
+    /// [`RESEED_MARGIN`] (so that the same optimum found twice does not replace the means).
     fn compute(&mut self, n_clusters: usize) -> ProposalMeans {
         let dim = self.memory.dim();
         let rows = self.memory.rows();
         if !self.distinct.at_least(rows, dim, n_clusters) {
             return self.distinct.as_means(rows, dim, n_clusters);
         }
-        let points = match Points::from_slice(rows, dim) {
-            Ok(points) => points,
-            // Only data whose squared distances overflow can make a fit fail; the first k'
-            // distinct points are then the means (the sampler stays valid with any means).
-            Err(_) => return self.distinct.first_as_means(rows, dim, n_clusters),
-        };
-        let fit = |init: Init| {
-            KMeansParams::new(n_clusters)
-                .init(init)
-                .check()
-                .and_then(|config| {
-                    config.fit_points(
-                        &points,
-                        Weights::Unit,
-                        &self.round_rng.child(n_clusters as u64),
-                    )
-                })
-        };
-        let warm = self
-            .history
-            .get(n_clusters)
-            .and_then(|previous| Centres::new(previous.to_vec(), dim).ok())
-            .map(|previous| fit(Init::Given(previous)));
+        let tolerance = filtering::tolerance(self.memory);
+        let memory = self.memory;
+        let warm = self.history.get(n_clusters, dim).map(|previous| {
+            let mut assignment = match previous {
+                Previous::Assigned(a) if a.extends_to(memory) => {
+                    let mut a = a.clone();
+                    a.extend(memory);
+                    a
+                }
+                Previous::Assigned(a) => filtering::pass(memory, a.means.clone()),
+                Previous::Means(m) => filtering::pass(memory, m.to_vec()),
+            };
+            if let Some(moved) = filtering::must_move(&assignment, dim, tolerance) {
+                assignment = filtering::fit(memory, moved, tolerance);
+            }
+            assignment
+        });
         let reseed = warm.is_none() || self.round % RESEED_PERIOD == 0;
         let fresh = reseed.then(|| {
-            fit(Init::GreedyKMeansPlusPlus {
-                n_local_trials: None,
-            })
+            let start = self.seeding(n_clusters);
+            filtering::fit(memory, start, tolerance)
         });
         self.kmeans_runs += usize::from(warm.is_some()) + usize::from(fresh.is_some());
-        // The lower inertia wins (the warm start on ties).
-        let best = [warm, fresh]
-            .into_iter()
-            .flatten()
-            .filter_map(|fit| fit.ok())
-            .reduce(|best, other| {
-                if other.report().inertia < best.report().inertia {
-                    other
-                } else {
-                    best
-                }
-            });
-        match best {
-            Some(fit) => {
-                let mut counts = vec![0.0; n_clusters];
-                for &label in fit.labels() {
-                    counts[label] += 1.0;
-                }
-                let means = fit.centres().as_slice().to_vec();
-                self.history.set(n_clusters, means.clone());
-                ProposalMeans {
-                    n_clusters,
-                    means,
-                    counts,
-                }
+        let best = match (warm, fresh) {
+            (Some(warm), Some(fresh)) if fresh.inertia < warm.inertia * (1.0 - RESEED_MARGIN) => {
+                fresh
             }
-            None => self.distinct.first_as_means(rows, dim, n_clusters),
+            (Some(warm), _) => warm,
+            (None, Some(fresh)) => fresh,
+            (None, None) => unreachable!("a fresh fit runs when there is no warm start"),
+        };
+        let means = ProposalMeans {
+            n_clusters,
+            means: best.means.clone(),
+            counts: best.counts.clone(),
+        };
+        self.history.set(best);
+        means
+    }
+
+    /// A greedy k-means++ seeding from the child stream `rng.child(t).child(k')`: on the
+    /// index's summary (the means of the tree nodes of at most [`SUMMARY_NODE`] points,
+    /// weighted by their counts, so that the seeding costs O(t/`SUMMARY_NODE`)), or on the
+    /// points themselves without the index.
+    fn seeding(&mut self, n_clusters: usize) -> Vec<f64> {
+        let dim = self.memory.dim();
+        let (values, weights) = if self.memory.uses_index() {
+            summary(self.memory, n_clusters)
+        } else {
+            (self.memory.rows().to_vec(), vec![1.0; self.memory.len()])
+        };
+        let n = weights.len();
+        let seeded = ndarray::ArrayView2::from_shape((n, dim), &values)
+            .ok()
+            .and_then(|data| {
+                seed_indices(
+                    data,
+                    Some(ndarray::ArrayView1::from(&weights)),
+                    &Init::GreedyKMeansPlusPlus {
+                        n_local_trials: None,
+                    },
+                    n_clusters,
+                    &mut self.round_rng.child(n_clusters as u64),
+                )
+                .ok()
+            });
+        match seeded {
+            Some(indices) => indices
+                .iter()
+                .flat_map(|&i| values[i * dim..(i + 1) * dim].iter().copied())
+                .collect(),
+            // Only values whose squared distances overflow can make the seeding fail: the
+            // first k' distinct points serve.
+            None => {
+                let rows = self.memory.rows();
+                self.distinct.first_as_means(rows, dim, n_clusters).means
+            }
         }
     }
+}
+
+/// The relative improvement of the inertia by which a fresh fit replaces the warm start.
+pub(crate) const RESEED_MARGIN: f64 = 1e-6;
+
+/// The nodes of at most this many points summarise the memory for the k-means++ seeding.
+pub(crate) const SUMMARY_NODE: usize = 64;
+
+/// The memory summarised for a seeding of k centres: the means of the highest tree nodes of
+/// at most [`SUMMARY_NODE`] points (or of single points, when that would leave fewer than
+/// 4k of them), with their counts as weights.
+fn summary(memory: &PointMemory, n_clusters: usize) -> (Vec<f64>, Vec<f64>) {
+    let dim = memory.dim();
+    let layout = NodeLayout { dim };
+    let index = memory.index();
+    let largest = (memory.len() / (4 * n_clusters)).clamp(1, SUMMARY_NODE);
+    let mut values = Vec::new();
+    let mut weights = Vec::new();
+    for tree in &index.trees {
+        let mut stack = vec![0u32];
+        while let Some(node_index) = stack.pop() {
+            let node = tree.nodes[node_index as usize];
+            if node.len() <= largest || node.is_leaf() {
+                if largest == 1 || node.len() == 1 {
+                    for point in tree.points[node.begin as usize * dim..node.end as usize * dim]
+                        .chunks_exact(dim)
+                    {
+                        values.extend_from_slice(point);
+                        weights.push(1.0);
+                    }
+                } else {
+                    let stats = tree.node_stats(node_index as usize, layout);
+                    values.extend_from_slice(&stats[layout.mean()..layout.mean() + dim]);
+                    weights.push(node.len() as f64);
+                }
+            } else {
+                stack.push(node.right);
+                stack.push(node_index + 1);
+            }
+        }
+    }
+    (values, weights)
 }
 
 impl MeansSource for KMeansSource<'_> {
@@ -344,7 +454,7 @@ mod tests {
         // Cached: asking again runs nothing.
         source.means(2);
         assert_eq!(source.kmeans_runs(), 1);
-        assert!(history.get(2).is_some());
+        assert!(history.means(2, 1).is_some());
     }
 
     #[test]

@@ -23,7 +23,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::Memory as MemoryMode;
+use super::index::SpatialIndex;
+use super::params::{Memory as MemoryMode, Summation};
 use crate::error::{Error, Result};
 use crate::geometry::squared_norm;
 
@@ -52,6 +53,13 @@ pub(crate) struct PointMemory {
     pushed: u64,
     /// The chunks, the first holding the oldest live point.
     chunks: Vec<f64>,
+    /// The spatial index of the live points (a function of them; rebuilt on restore).
+    index: SpatialIndex,
+    /// Whether the index is kept and used ([`super::params::Summation`]).
+    indexed: bool,
+    /// Whether it is used whatever the number of points ([`Summation::Index`]).
+    #[doc(hidden)]
+    always_indexed: bool,
 }
 
 /// What a snapshot holds: the live points and their numbers; the chunks are rebuilt.
@@ -63,6 +71,14 @@ struct MemorySnapshot {
     points: Vec<f64>,
     predicted_losses: Vec<f64>,
     variance_weights: Vec<f64>,
+    #[serde(default = "indexed_by_default")]
+    indexed: bool,
+    #[serde(default)]
+    always_indexed: bool,
+}
+
+fn indexed_by_default() -> bool {
+    true
 }
 
 impl From<PointMemory> for MemorySnapshot {
@@ -75,6 +91,8 @@ impl From<PointMemory> for MemorySnapshot {
             points: memory.rows[start * memory.dim..].to_vec(),
             predicted_losses: memory.predicted[start..].to_vec(),
             variance_weights: memory.variance[start..].to_vec(),
+            indexed: memory.indexed,
+            always_indexed: memory.always_indexed,
         }
     }
 }
@@ -115,20 +133,33 @@ impl TryFrom<MemorySnapshot> for PointMemory {
             dead_rows: 0,
             pushed: snapshot.pushed - n as u64,
             chunks: Vec::new(),
+            index: SpatialIndex::default(),
+            indexed: snapshot.indexed,
+            always_indexed: snapshot.always_indexed,
         };
         for (index, point) in snapshot.points.chunks_exact(snapshot.dim).enumerate() {
-            memory.push(
+            memory.store(
                 point,
                 snapshot.predicted_losses[index],
                 snapshot.variance_weights[index],
             );
         }
+        // The index is a function of the live points: built once, it equals the one the
+        // pushes of the original run maintained.
+        memory.sync_index();
         Ok(memory)
     }
 }
 
 impl PointMemory {
+    /// An empty memory whose S_t is summed on the index where it pays
+    /// ([`super::params::Summation::Auto`]).
     pub(crate) fn new(dim: usize, mode: MemoryMode) -> Self {
+        Self::with_summation(dim, mode, Summation::Auto)
+    }
+
+    /// An empty memory with the given summation.
+    pub(crate) fn with_summation(dim: usize, mode: MemoryMode, summation: Summation) -> Self {
         Self {
             dim,
             window: match mode {
@@ -141,7 +172,22 @@ impl PointMemory {
             dead_rows: 0,
             pushed: 0,
             chunks: Vec::new(),
+            index: SpatialIndex::default(),
+            indexed: summation != Summation::PointByPoint,
+            always_indexed: summation == Summation::Index,
         }
+    }
+
+    /// Whether the index is used whatever the number of points.
+    #[inline]
+    pub(crate) fn always_indexed(&self) -> bool {
+        self.always_indexed
+    }
+
+    /// Whether the index is kept.
+    #[inline]
+    pub(crate) fn indexed(&self) -> bool {
+        self.indexed
     }
 
     #[inline]
@@ -209,8 +255,41 @@ impl PointMemory {
     }
 
     /// Stores a point (finite, of the memory's dimension) with ℓ̂ and w; in window memory,
-    /// the oldest point leaves once W are held.
+    /// the oldest point leaves once W are held. The index follows.
     pub(crate) fn push(&mut self, point: &[f64], predicted_loss: f64, variance_weight: f64) {
+        self.store(point, predicted_loss, variance_weight);
+        self.sync_index();
+    }
+
+    /// The spatial index of the live points.
+    #[inline]
+    pub(crate) fn index(&self) -> &SpatialIndex {
+        &self.index
+    }
+
+    fn sync_index(&mut self) {
+        if !self.indexed {
+            return;
+        }
+        let mut index = std::mem::take(&mut self.index);
+        index.sync(self);
+        self.index = index;
+    }
+
+    /// The rows, ℓ̂ and w of the live positions `start..end` (absolute positions).
+    pub(crate) fn positions(&self, start: u64, end: u64) -> (&[f64], &[f64], &[f64]) {
+        let first = self.pushed - self.len() as u64;
+        debug_assert!(first <= start && start <= end && end <= self.pushed);
+        let a = (start - first) as usize + self.dead_rows;
+        let b = (end - first) as usize + self.dead_rows;
+        (
+            &self.rows[a * self.dim..b * self.dim],
+            &self.predicted[a..b],
+            &self.variance[a..b],
+        )
+    }
+
+    fn store(&mut self, point: &[f64], predicted_loss: f64, variance_weight: f64) {
         debug_assert_eq!(point.len(), self.dim);
         let position = self.pushed;
         self.rows.extend_from_slice(point);

@@ -92,8 +92,11 @@
 
 mod batch;
 pub mod bounds;
+mod cover;
 mod evaluate;
+mod filtering;
 mod frame;
+mod index;
 mod learner;
 mod means;
 mod memory;
@@ -113,7 +116,7 @@ pub use learner::{Paco, PacoReport, PacoStep};
 #[doc(hidden)]
 pub use means::ProposalMeans;
 pub use params::{
-    DEFAULT_COEFF, DEFAULT_ETA, Memory, PacoConfig, PacoParams, ProposalScale, Radius,
+    DEFAULT_COEFF, DEFAULT_ETA, Memory, PacoConfig, PacoParams, ProposalScale, Radius, Summation,
     default_proposal_scale, limits,
 };
 #[doc(hidden)]

@@ -59,6 +59,24 @@ pub enum Memory {
     Window(usize),
 }
 
+/// How S_t and the proposal means are computed over the memory. Both ways compute the
+/// same quantities; they differ in the order of the floating-point sums (so the chains
+/// agree in law, not bit for bit) and in their cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Summation {
+    /// On the spatial index (k-d trees with per-node moments, the filtering algorithm and
+    /// per-round robust covers) when it pays: d ≤ 24 and enough points in memory (from
+    /// 16,384 points at d ≤ 2, 4,096 at d ≤ 4, 2,048 beyond: see `docs/paco-calibration.md`);
+    /// point by point otherwise.
+    #[default]
+    Auto,
+    /// Point by point, always (the linear scan; the reference of the benchmarks).
+    PointByPoint,
+    /// On the index whenever d ≤ 24, however few the points (for measuring where the index
+    /// starts to pay).
+    Index,
+}
+
 /// The scale σ_j of the Student-t proposal of each centre.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ProposalScale {
@@ -115,6 +133,7 @@ pub struct PacoParams {
     memory: Memory,
     restart: bool,
     seed: u64,
+    summation: Summation,
 }
 
 impl Default for PacoParams {
@@ -161,6 +180,7 @@ impl PacoParams {
             memory: Memory::Exact,
             restart: false,
             seed: 0,
+            summation: Summation::Auto,
         }
     }
 
@@ -263,6 +283,13 @@ impl PacoParams {
         self
     }
 
+    /// How S_t and the proposal means are computed (default [`Summation::Auto`]).
+    #[must_use]
+    pub fn summation(mut self, summation: Summation) -> Self {
+        self.summation = summation;
+        self
+    }
+
     /// Validates the parameters.
     pub fn check(self) -> Result<PacoConfig> {
         Error::check_count("max_k", self.max_k, 1, MAX_K)?;
@@ -331,6 +358,7 @@ impl PacoParams {
             memory: self.memory,
             restart: self.restart,
             seed: self.seed,
+            summation: self.summation,
         })
     }
 }
@@ -354,6 +382,8 @@ pub struct PacoConfig {
     pub(crate) memory: Memory,
     pub(crate) restart: bool,
     pub(crate) seed: u64,
+    #[serde(default)]
+    pub(crate) summation: Summation,
 }
 
 // A config read from JSON is checked again, like one made by `PacoParams::check`.
@@ -437,6 +467,10 @@ impl PacoConfig {
     pub fn seed(&self) -> u64 {
         self.seed
     }
+    /// How S_t and the proposal means are computed.
+    pub fn summation(&self) -> Summation {
+        self.summation
+    }
 
     pub(crate) fn validate_snapshot(&self) -> Result<()> {
         let mut params = PacoParams::new()
@@ -451,7 +485,8 @@ impl PacoConfig {
             .iterations(self.iterations)
             .memory(self.memory)
             .restart(self.restart)
-            .seed(self.seed);
+            .seed(self.seed)
+            .summation(self.summation);
         if self.warmup > 0 {
             params = params.warmup(self.warmup);
         }

@@ -63,6 +63,62 @@ pub(crate) fn draw_student(centre: &mut [f64], mean: &[f64], sigma: f64, rng: &m
     }
 }
 
+/// Draws one centre from the *defensive mixture* (1 − w)·t₃(m, σ) + w·U_{B_d(ρ)} into
+/// `centre`: one uniform picks the component, then d normals (the direction of either
+/// component, or z of the t₃), three normals (W of the t₃) and one uniform (the radius in the
+/// ball) are always drawn, in that order, so that the number of draws does not depend on
+/// the component.
+pub(crate) fn draw_defensive(
+    centre: &mut [f64],
+    mean: &[f64],
+    sigma: f64,
+    ball_radius: f64,
+    weight: f64,
+    rng: &mut StreamRng,
+) {
+    let component = rng.next_f64();
+    for value in centre.iter_mut() {
+        *value = rng.standard_normal();
+    }
+    let mut chi_square = 0.0;
+    for _ in 0..3 {
+        let z = rng.standard_normal();
+        chi_square += z * z;
+    }
+    let radius_draw = rng.next_f64();
+    if component < weight {
+        let norm = crate::geometry::squared_norm(centre).sqrt();
+        let dim = centre.len();
+        let factor = if norm > 0.0 {
+            ball_radius * radius_draw.powf(1.0 / dim as f64) / norm
+        } else {
+            0.0
+        };
+        for value in centre.iter_mut() {
+            *value *= factor;
+        }
+    } else {
+        let factor = sigma / (chi_square.max(f64::MIN_POSITIVE) / 3.0).sqrt();
+        for (value, m) in centre.iter_mut().zip(mean) {
+            *value = m + factor * *value;
+        }
+    }
+}
+
+/// log U(c) − log q(c) for the defensive mixture q = (1 − w)·t₃ + w·U, from
+/// g_t = log U(c) − log t₃(c) (a centre inside the ball): −log(w + (1 − w) e^{−g_t}),
+/// at most ln(1/w) however far c is from the mean (with w = 0, g_t itself).
+#[inline]
+pub(crate) fn defensive_term(g_t: f64, weight: f64) -> f64 {
+    if weight <= 0.0 {
+        return g_t;
+    }
+    let a = weight.ln();
+    let b = (1.0 - weight).ln() - g_t;
+    let (high, low) = if a > b { (a, b) } else { (b, a) };
+    -(high + (low - high).exp().ln_1p())
+}
+
 /// A draw from the proposal of one centre, for tests of the law against its CDF and
 /// density: the same draws as the sampler's.
 #[doc(hidden)]
@@ -150,6 +206,16 @@ pub(crate) fn proposal_sigma(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_defensive_term_is_the_mixture_density() {
+        let (g_t, w) = (-7.5f64, 0.05);
+        let expected = -(w + (1.0 - w) * (-g_t).exp()).ln();
+        assert!((defensive_term(g_t, w) - expected).abs() < 1e-12);
+        // Far in the tail: bounded by ln(1/w).
+        assert!((defensive_term(400.0, w) - (1.0 / w).ln()).abs() < 1e-12);
+        assert_eq!(defensive_term(3.0, 0.0), 3.0);
+    }
 
     /// The log density integrates to 1 (d = 1 and d = 2, on a wide grid; the tails beyond
     /// are accounted for in closed form for d = 1 and bounded for d = 2).

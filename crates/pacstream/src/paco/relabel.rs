@@ -28,14 +28,16 @@ pub(crate) fn assignment(cost: &[f64], k: usize, r: usize) -> Vec<Option<usize>>
     if k <= HUNGARIAN_MAX_K {
         // Square it with zero-cost columns for the surplus slots: the optimum's part on the
         // slots with a mean is unchanged.
-        let mut square = vec![0.0; k * k];
-        for i in 0..k {
-            square[i * k..i * k + r].copy_from_slice(&cost[i * r..(i + 1) * r]);
-        }
-        hungarian(&square, k)
-            .into_iter()
-            .map(|j| (j < r).then_some(j))
-            .collect()
+        let slots = if r == k {
+            hungarian(cost, k)
+        } else {
+            let mut square = vec![0.0; k * k];
+            for i in 0..k {
+                square[i * k..i * k + r].copy_from_slice(&cost[i * r..(i + 1) * r]);
+            }
+            hungarian(&square, k)
+        };
+        slots[..k].iter().map(|&j| (j < r).then_some(j)).collect()
     } else {
         greedy(cost, k, r)
     }
@@ -65,17 +67,22 @@ pub(crate) fn is_identity(cost: &[f64], k: usize, r: usize) -> bool {
 }
 
 /// The Hungarian algorithm with potentials (Kuhn–Munkres, shortest augmenting paths).
-fn hungarian(cost: &[f64], k: usize) -> Vec<usize> {
-    // 1-based arrays with a dummy column 0, as in the classic formulation.
-    let mut u = vec![0.0; k + 1];
-    let mut v = vec![0.0; k + 1];
-    let mut row_of_column = vec![0usize; k + 1];
-    let mut way = vec![0usize; k + 1];
+fn hungarian(cost: &[f64], k: usize) -> [usize; HUNGARIAN_MAX_K] {
+    debug_assert!(k <= HUNGARIAN_MAX_K);
+    // 1-based arrays with a dummy column 0, as in the classic formulation (on the stack:
+    // k is small, and this runs at most once per iteration of the chain).
+    const SIZE: usize = HUNGARIAN_MAX_K + 1;
+    let mut u = [0.0; SIZE];
+    let mut v = [0.0; SIZE];
+    let mut row_of_column = [0usize; SIZE];
+    let mut way = [0usize; SIZE];
+    let mut min_to = [f64::INFINITY; SIZE];
+    let mut used = [false; SIZE];
     for row in 1..=k {
         row_of_column[0] = row;
         let mut column = 0usize;
-        let mut min_to = vec![f64::INFINITY; k + 1];
-        let mut used = vec![false; k + 1];
+        min_to[..=k].fill(f64::INFINITY);
+        used[..=k].fill(false);
         loop {
             used[column] = true;
             let current_row = row_of_column[column];
@@ -121,7 +128,7 @@ fn hungarian(cost: &[f64], k: usize) -> Vec<usize> {
             }
         }
     }
-    let mut slot_of = vec![0usize; k];
+    let mut slot_of = [0usize; HUNGARIAN_MAX_K];
     for column in 1..=k {
         if row_of_column[column] > 0 {
             slot_of[row_of_column[column] - 1] = column - 1;
@@ -174,7 +181,7 @@ mod tests {
                 let cost: Vec<f64> = (0..k * k)
                     .map(|_| (rng.next_f64() * 10.0).floor())
                     .collect();
-                let found = hungarian(&cost, k);
+                let found = hungarian(&cost, k)[..k].to_vec();
                 assert!(is_permutation(&found));
                 let mut best = f64::INFINITY;
                 let mut permutation: Vec<usize> = (0..k).collect();

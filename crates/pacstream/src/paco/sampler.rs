@@ -47,12 +47,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cover::{CoverCache, RobustCover};
 use super::evaluate::PreparedCentres;
 use super::means::{MeansSource, ProposalMeans};
 use super::memory::PointMemory;
 use super::params::ProposalScale;
 use super::prior::{draw_in_ball, in_support};
-use super::proposal::{DensityConstants, SlotDensity, draw_student, proposal_sigma};
+use super::proposal::{
+    DensityConstants, SlotDensity, defensive_term, draw_defensive, draw_student, proposal_sigma,
+};
 use super::relabel::{assignment, is_identity};
 use crate::geometry::squared_distance;
 use crate::rng::StreamRng;
@@ -82,6 +85,14 @@ pub struct SamplerReport {
     /// (proposals rejected outside the prior count as 0): the cost of the round relative to
     /// N full evaluations of S.
     pub data_fraction: f64,
+    /// The mean fraction of the points in memory whose terms were summed one by one per
+    /// iteration (the rest of the data summed was summed in closed form, per tree node).
+    #[serde(default)]
+    pub direct_fraction: f64,
+    /// The mean number of tree nodes visited per evaluation of S_t (0 when S_t is summed
+    /// point by point).
+    #[serde(default)]
+    pub nodes_per_evaluation: f64,
     /// k-means fits run for the round's proposal means.
     pub kmeans_runs: usize,
     /// n_t, the points in memory.
@@ -122,7 +133,52 @@ pub enum Defect {
     NoProposalDensity,
     /// Runs on labelled vectors: no fundamental domain, no log k! (see the module docs).
     LabelledChain,
+    /// Leaves log h(c) − log U(c) (the birth proposal over the prior) out of the ratio of
+    /// births and deaths.
+    NoBirthDensity,
+    /// Leaves log d_{k+1} − log b_k (the probabilities of choosing a birth or a death) out
+    /// of the ratio of births and deaths.
+    NoBirthDeathChoice,
 }
+
+/// The moves of the chain and the probability of each at an iteration.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoveMix {
+    /// The jump of the paper's Algorithm 3: k' ∈ {k − 1, k, k + 1}, every centre redrawn
+    /// around the proposal means of k'.
+    pub jump: f64,
+    /// The birth of one centre (drawn from a mixture around the proposal means of k + 1) or
+    /// the death of one (chosen uniformly).
+    pub birth_death: f64,
+    /// One centre (chosen uniformly) moved by a Gaussian step.
+    pub random_walk: f64,
+}
+
+impl MoveMix {
+    /// The paper's jump alone (the sampler before the birth, death and random-walk moves).
+    pub const JUMP_ONLY: MoveMix = MoveMix {
+        jump: 1.0,
+        birth_death: 0.0,
+        random_walk: 0.0,
+    };
+}
+
+/// The default mix of moves: half the iterations are the paper's jump, a quarter births or
+/// deaths, a quarter random-walk steps (see `docs/paco-calibration.md`, "Mixing").
+pub(crate) const DEFAULT_MOVES: MoveMix = MoveMix {
+    jump: 0.5,
+    birth_death: 0.25,
+    random_walk: 0.25,
+};
+
+/// The weight w of the prior's uniform law in the defensive mixture of each slot of a
+/// jump: log U − log q ≤ ln(1/w) = 4.6 for any centre.
+pub(crate) const DEFENSIVE_WEIGHT: f64 = 0.01;
+
+/// The weight of the prior's uniform law in the birth proposal h: the death of a centre
+/// that holds no point is then accepted with probability min(1, e^η w) (e^4 · 0.05 ≈ 2.7).
+pub(crate) const BIRTH_UNIFORM_WEIGHT: f64 = 0.05;
 
 /// How a round's chain runs.
 #[derive(Clone, Copy, Debug)]
@@ -135,6 +191,25 @@ pub(crate) struct ChainSettings {
     pub(crate) defect: Defect,
     /// Keep the accept/reject decision of every iteration.
     pub(crate) record_decisions: bool,
+    /// The moves and their probabilities.
+    pub(crate) moves: MoveMix,
+    /// The weight of the uniform law in each slot's proposal of a jump (0: the t₃ alone).
+    pub(crate) defensive_weight: f64,
+}
+
+impl ChainSettings {
+    /// The chain of a learner's round (or of the batch fit): the default moves.
+    pub(crate) fn round(iterations: usize, restart: bool) -> Self {
+        Self {
+            iterations,
+            restart,
+            full_evaluation: false,
+            defect: Defect::None,
+            record_decisions: false,
+            moves: DEFAULT_MOVES,
+            defensive_weight: DEFENSIVE_WEIGHT,
+        }
+    }
 }
 
 /// The outcome of a round's chain.
@@ -154,6 +229,10 @@ struct Slots {
     n_clusters: usize,
     means: Vec<f64>,
     densities: Vec<SlotDensity>,
+    /// The robust cover of the memory around these means (when S_t uses the index).
+    cover: Option<RobustCover>,
+    /// The scale of a random-walk step at this k: the geometric mean of the slots' σ_j.
+    walk_scale: f64,
 }
 
 impl Slots {
@@ -171,6 +250,7 @@ struct Chain<'a, S: MeansSource> {
     constants: DensityConstants,
     slots: Vec<Option<Slots>>,
     dim: usize,
+    covers: &'a mut CoverCache,
 }
 
 impl<S: MeansSource> Chain<'_, S> {
@@ -179,7 +259,7 @@ impl<S: MeansSource> Chain<'_, S> {
         let index = n_clusters - 1;
         if self.slots[index].is_none() {
             let proposal: &ProposalMeans = self.means.means(n_clusters);
-            let densities = proposal
+            let densities: Vec<SlotDensity> = proposal
                 .counts
                 .iter()
                 .map(|&count| {
@@ -195,10 +275,47 @@ impl<S: MeansSource> Chain<'_, S> {
                     self.constants.slot(sigma, self.target.radius)
                 })
                 .collect();
+            let memory = self.target.memory;
+            let covers = &mut *self.covers;
+            let cover = memory.uses_index().then(|| {
+                let scales: Vec<f64> = densities.iter().map(|d: &SlotDensity| d.sigma).collect();
+                RobustCover::build(
+                    memory.index(),
+                    self.dim,
+                    &proposal.means,
+                    &scales,
+                    n_clusters,
+                    covers,
+                )
+            });
+            let walk_scale = if densities.is_empty() {
+                proposal_sigma(
+                    self.rule.scale,
+                    self.rule.multiplier,
+                    self.target.lambda,
+                    1.0,
+                    self.target.radius,
+                    self.target.max_k,
+                    self.target.n_points,
+                )
+            } else {
+                // σ_0 · (Π σ_j/σ_0)^{1/k}: the ratios carry no scale, so the step scales
+                // with the data bit for bit when the data are scaled by a power of two (the
+                // plain exp(mean ln σ_j) rounds ln a into the result).
+                let first = densities[0].sigma;
+                let mean_log = densities
+                    .iter()
+                    .map(|d| (d.sigma / first).ln())
+                    .sum::<f64>()
+                    / densities.len() as f64;
+                first * mean_log.exp()
+            };
             self.slots[index] = Some(Slots {
                 n_clusters,
                 means: proposal.means.clone(),
                 densities,
+                cover,
+                walk_scale,
             });
         }
     }
@@ -255,10 +372,26 @@ impl<S: MeansSource> Chain<'_, S> {
     /// The labelling of `centres` in the fundamental domain: assigned centres in their
     /// slots, the others in the surplus slots in lexicographic order.
     fn canonical(&self, slots: &Slots, centres: &[f64]) -> Vec<f64> {
-        let dim = self.dim;
         let mut cost = Vec::new();
-        let (k, r) = self.assignment_cost(slots, centres, &mut cost);
-        let slot_of = assignment(&cost, k, r);
+        self.canonical_with(slots, centres, &mut cost)
+    }
+
+    /// [`Chain::canonical`] with a reusable buffer for the costs.
+    fn canonical_with(&self, slots: &Slots, centres: &[f64], cost: &mut Vec<f64>) -> Vec<f64> {
+        let dim = self.dim;
+        let (k, r) = self.assignment_cost(slots, centres, cost);
+        let cost: &[f64] = cost;
+        // When every centre is strictly nearest its own slot's mean, the identity is the
+        // unique optimal assignment (the case of most moves): nothing to reorder.
+        if r == k
+            && (0..k).all(|i| {
+                let own = cost[i * r + i];
+                (0..r).all(|j| j == i || own < cost[i * r + j])
+            })
+        {
+            return centres.to_vec();
+        }
+        let slot_of = assignment(cost, k, r);
         let mut labelled = vec![0.0; k * dim];
         let mut surplus = Vec::new();
         for (i, slot) in slot_of.iter().enumerate() {
@@ -286,10 +419,66 @@ impl<S: MeansSource> Chain<'_, S> {
                 super::prior::log_unit_ball_density(dim)
                     - dim as f64 * (2.0 * self.target.radius).ln()
             }
-            _ => self
-                .constants
-                .log_prior_over_proposal(density, centre, mean),
+            _ => defensive_term(
+                self.constants
+                    .log_prior_over_proposal(density, centre, mean),
+                self.settings.defensive_weight,
+            ),
         }
+    }
+
+    /// log h_k(c) − log U(c) for the birth proposal from k centres (c inside the ball):
+    /// h_k = (1 − w)·(1/r) Σ_i t₃(·; m_i, σ_i) + w·U over the r slots with a mean of k + 1
+    /// (h_k = U when there are none).
+    fn birth_log_density(&self, k: usize, centre: &[f64]) -> f64 {
+        let slots = self.get(k + 1);
+        let r = slots.n_with_mean();
+        if r == 0 {
+            return 0.0;
+        }
+        let dim = self.dim;
+        // log Σ_i e^{−g_i}, with g_i = log U − log t₃_i.
+        let exponent = |i: usize| {
+            let mean = &slots.means[i * dim..(i + 1) * dim];
+            -self
+                .constants
+                .log_prior_over_proposal(&slots.densities[i], centre, mean)
+        };
+        let mut buffer = [0.0f64; 64];
+        let mut spill = Vec::new();
+        let exponents: &mut [f64] = if r <= buffer.len() {
+            &mut buffer[..r]
+        } else {
+            spill.resize(r, 0.0);
+            &mut spill
+        };
+        for (i, e) in exponents.iter_mut().enumerate() {
+            *e = exponent(i);
+        }
+        let top = exponents.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = exponents.iter().map(|e| (e - top).exp()).sum();
+        let mixture = (1.0 - BIRTH_UNIFORM_WEIGHT).ln() - (r as f64).ln() + top + sum.ln();
+        let uniform = BIRTH_UNIFORM_WEIGHT.ln();
+        let (high, low) = if mixture > uniform {
+            (mixture, uniform)
+        } else {
+            (uniform, mixture)
+        };
+        high + (low - high).exp().ln_1p()
+    }
+}
+
+/// The probability b_k of choosing a birth at k when a birth or death is drawn (d_k =
+/// 1 − b_k the death's): 1/2 inside, 1 at k = 1, 0 at k = p (with p = 1, neither).
+fn birth_probability(k: usize, max_k: usize) -> f64 {
+    if max_k == 1 {
+        0.0
+    } else if k == 1 {
+        1.0
+    } else if k == max_k {
+        0.0
+    } else {
+        0.5
     }
 }
 
@@ -338,6 +527,7 @@ pub(crate) fn run_chain<S: MeansSource>(
     target: Target<'_>,
     rule: ProposalRule,
     means: &mut S,
+    covers: &mut CoverCache,
     start: Vec<f64>,
     rng: &mut StreamRng,
     settings: ChainSettings,
@@ -351,6 +541,7 @@ pub(crate) fn run_chain<S: MeansSource>(
         constants: DensityConstants::new(dim),
         slots: (0..target.max_k).map(|_| None).collect(),
         dim,
+        covers,
     };
     let n_points = target.memory.len();
     let mut k = start.len() / dim;
@@ -373,12 +564,13 @@ pub(crate) fn run_chain<S: MeansSource>(
 
     let mut prepared = PreparedCentres::new(dim);
     prepared.set(&centres);
-    let mut current_loss = target.memory.cumulative_loss(&prepared);
+    let mut current_loss = target
+        .memory
+        .cumulative_loss(&mut prepared, chain.get(k).cover.as_ref());
     let mut current_weight = chain.state_log_weight(chain.get(k), &centres);
 
     let mut proposal = Vec::with_capacity(target.max_k * dim);
     let mut decisions = Vec::new();
-    let n_chunks = target.memory.n_chunks();
     let mut accepted = 0;
     let mut outside_prior = 0;
     let mut mislabelled = 0;
@@ -386,74 +578,199 @@ pub(crate) fn run_chain<S: MeansSource>(
     let mut early_rejections = 0;
     let mut early_fraction_sum = 0.0;
     let mut fraction_sum = 0.0;
+    let mut direct_sum = 0.0;
+    let mut nodes_sum = 0.0;
+    let mut evaluations = 0usize;
     let denominator = n_points.max(1) as f64;
 
+    let radius = target.radius;
+    let max_k = target.max_k;
     for _ in 0..settings.iterations {
-        // 3. The move on k.
-        let (choices, n_choices) = moves(k, target.max_k);
-        let new_k = choices[rng.index_below(n_choices)];
-        let log_forward = -(n_choices as f64).ln();
-        let log_backward = -(moves(new_k, target.max_k).1 as f64).ln();
-
-        // 4. The centres, drawn whatever happens next.
-        chain.prepare(new_k);
-        let slots = chain.get(new_k);
-        debug_assert_eq!(slots.n_clusters, new_k);
-        proposal.clear();
-        proposal.resize(new_k * dim, 0.0);
-        for (j, centre) in proposal.chunks_exact_mut(dim).enumerate() {
-            if j < slots.n_with_mean() {
-                let mean = &slots.means[j * dim..(j + 1) * dim];
-                draw_student(centre, mean, slots.densities[j].sigma, rng);
-            } else {
-                draw_in_ball(centre, 2.0 * target.radius, rng);
+        // 3. The move: its kind, then its draws (the same draws whatever the evaluation
+        //    finds), ending with the proposed state, its k, and the part of log α that is
+        //    not −λ[S(c') − S(c)] (`rest`).
+        let kind = rng.next_f64();
+        let mixed = settings.moves;
+        let total = mixed.jump + mixed.birth_death + mixed.random_walk;
+        let (new_k, rest, new_weight) = if kind * total < mixed.jump {
+            // The paper's jump.
+            let (choices, n_choices) = moves(k, max_k);
+            let new_k = choices[rng.index_below(n_choices)];
+            let log_forward = -(n_choices as f64).ln();
+            let log_backward = -(moves(new_k, max_k).1 as f64).ln();
+            chain.prepare(new_k);
+            let slots = chain.get(new_k);
+            debug_assert_eq!(slots.n_clusters, new_k);
+            proposal.clear();
+            proposal.resize(new_k * dim, 0.0);
+            for (j, centre) in proposal.chunks_exact_mut(dim).enumerate() {
+                if j < slots.n_with_mean() {
+                    let mean = &slots.means[j * dim..(j + 1) * dim];
+                    let sigma = slots.densities[j].sigma;
+                    if settings.defensive_weight > 0.0 {
+                        draw_defensive(
+                            centre,
+                            mean,
+                            sigma,
+                            2.0 * radius,
+                            settings.defensive_weight,
+                            rng,
+                        );
+                    } else {
+                        draw_student(centre, mean, sigma, rng);
+                    }
+                } else {
+                    draw_in_ball(centre, 2.0 * radius, rng);
+                }
             }
-        }
-        let with_mean = slots.n_with_mean().min(new_k);
-        sort_surplus(&mut proposal, dim, with_mean);
-        let u = rng.next_f64_nonzero();
-        let new_weight = chain.state_log_weight(slots, &proposal);
-        if new_weight == f64::NEG_INFINITY {
-            outside_prior += 1;
-            if settings.record_decisions {
-                decisions.push(false);
-            }
-            continue;
-        }
-        if new_k > 1 && settings.defect != Defect::LabelledChain {
-            let (rows, columns) = chain.assignment_cost(slots, &proposal, &mut cost);
-            if !is_identity(&cost, rows, columns) {
-                mislabelled += 1;
+            let with_mean = slots.n_with_mean().min(new_k);
+            sort_surplus(&mut proposal, dim, with_mean);
+            let new_weight = chain.state_log_weight(slots, &proposal);
+            if new_weight == f64::NEG_INFINITY {
+                rng.next_f64_nonzero();
+                outside_prior += 1;
                 if settings.record_decisions {
                     decisions.push(false);
                 }
                 continue;
             }
+            if new_k > 1 && settings.defect != Defect::LabelledChain {
+                let (rows, columns) = chain.assignment_cost(slots, &proposal, &mut cost);
+                if !is_identity(&cost, rows, columns) {
+                    rng.next_f64_nonzero();
+                    mislabelled += 1;
+                    if settings.record_decisions {
+                        decisions.push(false);
+                    }
+                    continue;
+                }
+            }
+            let move_ratio = match settings.defect {
+                Defect::NoMoveRatio => 0.0,
+                _ => log_backward - log_forward,
+            };
+            let rest =
+                -target.eta * (new_k as f64 - k as f64) + new_weight - current_weight + move_ratio;
+            (new_k, rest, Some(new_weight))
+        } else if kind * total < mixed.jump + mixed.birth_death {
+            // A birth or a death (module docs, "Births and deaths").
+            let choice = rng.next_f64();
+            let birth_k = birth_probability(k, max_k);
+            let choice_ratio = |birth_from: usize| {
+                let birth = birth_probability(birth_from, max_k);
+                let death = 1.0 - birth_probability(birth_from + 1, max_k);
+                match settings.defect {
+                    Defect::NoBirthDeathChoice => 0.0,
+                    _ => death.ln() - birth.ln(),
+                }
+            };
+            if max_k == 1 {
+                rng.next_f64_nonzero();
+                if settings.record_decisions {
+                    decisions.push(false);
+                }
+                continue;
+            }
+            if choice < birth_k {
+                chain.prepare(k + 1);
+                let slots = chain.get(k + 1);
+                let r = slots.n_with_mean();
+                let i = rng.index_below(r.max(1));
+                proposal.clear();
+                proposal.extend_from_slice(&centres);
+                proposal.resize((k + 1) * dim, 0.0);
+                let (mean, sigma, weight) = if r == 0 {
+                    (vec![0.0; dim], 1.0, 1.0)
+                } else {
+                    (
+                        slots.means[i * dim..(i + 1) * dim].to_vec(),
+                        slots.densities[i].sigma,
+                        BIRTH_UNIFORM_WEIGHT,
+                    )
+                };
+                let newborn = &mut proposal[k * dim..];
+                draw_defensive(newborn, &mean, sigma, 2.0 * radius, weight, rng);
+                if !in_support(&proposal[k * dim..], radius) {
+                    rng.next_f64_nonzero();
+                    outside_prior += 1;
+                    if settings.record_decisions {
+                        decisions.push(false);
+                    }
+                    continue;
+                }
+                let density = match settings.defect {
+                    Defect::NoBirthDensity => 0.0,
+                    _ => chain.birth_log_density(k, &proposal[k * dim..]),
+                };
+                let rest = -target.eta - density + choice_ratio(k);
+                (k + 1, rest, None)
+            } else {
+                let x = rng.index_below(k);
+                let dead = centres[x * dim..(x + 1) * dim].to_vec();
+                proposal.clear();
+                for (j, centre) in centres.chunks_exact(dim).enumerate() {
+                    if j != x {
+                        proposal.extend_from_slice(centre);
+                    }
+                }
+                chain.prepare(k - 1);
+                let density = match settings.defect {
+                    Defect::NoBirthDensity => 0.0,
+                    _ => chain.birth_log_density(k - 1, &dead),
+                };
+                let rest = target.eta + density - choice_ratio(k - 1);
+                (k - 1, rest, None)
+            }
+        } else {
+            // A random-walk step of one centre: symmetric, so only the target counts.
+            let j = rng.index_below(k);
+            let scale = chain.get(k).walk_scale;
+            proposal.clear();
+            proposal.extend_from_slice(&centres);
+            for value in &mut proposal[j * dim..(j + 1) * dim] {
+                *value += scale * rng.standard_normal();
+            }
+            if !in_support(&proposal[j * dim..(j + 1) * dim], radius) {
+                rng.next_f64_nonzero();
+                outside_prior += 1;
+                if settings.record_decisions {
+                    decisions.push(false);
+                }
+                continue;
+            }
+            (k, 0.0, None)
+        };
+        let u = rng.next_f64_nonzero();
+        if new_weight.is_none() {
+            // A move on clusterings: label the proposal in its fundamental domain (the
+            // labelling the jumps use, and the one the cover pairs with its means).
+            chain.prepare(new_k);
+            let labelled = chain.canonical_with(chain.get(new_k), &proposal, &mut cost);
+            proposal.clear();
+            proposal.extend_from_slice(&labelled);
         }
 
         // 5–6. One decision rule.
-        let move_ratio = match settings.defect {
-            Defect::NoMoveRatio => 0.0,
-            _ => log_backward - log_forward,
-        };
-        let rest =
-            -target.eta * (new_k as f64 - k as f64) + new_weight - current_weight + move_ratio;
         let threshold = current_loss + (rest - u.ln()) / target.lambda;
         prepared.set(&proposal);
+        let cover = chain.get(new_k).cover.as_ref();
         let evaluation = if settings.full_evaluation {
-            target.memory.evaluate(&prepared, f64::INFINITY)
+            target.memory.evaluate(&mut prepared, f64::INFINITY, cover)
         } else {
-            target.memory.evaluate(&prepared, threshold)
+            target.memory.evaluate(&mut prepared, threshold, cover)
         };
         let accept = evaluation.complete && evaluation.value < threshold;
-        let touched = target.memory.live_points_in_first_chunks(evaluation.chunks) as f64;
+        let touched = evaluation.points as f64;
         let fraction = if settings.full_evaluation {
             1.0
         } else {
             touched / denominator
         };
         fraction_sum += fraction;
-        if !accept && evaluation.chunks < n_chunks {
+        direct_sum += evaluation.direct_points as f64 / denominator;
+        nodes_sum += evaluation.nodes as f64;
+        evaluations += 1;
+        if !accept && evaluation.points < n_points {
             early_rejections += 1;
             early_fraction_sum += fraction;
         }
@@ -462,7 +779,10 @@ pub(crate) fn run_chain<S: MeansSource>(
             k = new_k;
             std::mem::swap(&mut centres, &mut proposal);
             current_loss = evaluation.value;
-            current_weight = new_weight;
+            current_weight = match new_weight {
+                Some(weight) => weight,
+                None => chain.state_log_weight(chain.get(k), &centres),
+            };
         }
         if settings.record_decisions {
             decisions.push(accept);
@@ -485,6 +805,8 @@ pub(crate) fn run_chain<S: MeansSource>(
                 0.0
             },
             data_fraction: fraction_sum / iterations.max(1) as f64,
+            direct_fraction: direct_sum / iterations.max(1) as f64,
+            nodes_per_evaluation: nodes_sum / evaluations.max(1) as f64,
             kmeans_runs: chain.means.kmeans_runs(),
             n_points,
             lambda: target.lambda,

@@ -2,13 +2,14 @@
 //! one round's chain on a target built by hand, with given or computed proposal means, the
 //! reference full evaluation, and deliberate defects that the tests must catch.
 
+use super::cover::CoverCache;
 use super::means::{FixedMeans, KMeansSource, MeansHistory, ProposalMeans};
 use super::memory::PointMemory;
 use super::params::{Memory, ProposalScale};
 use super::sampler::{ChainSettings, ProposalRule, SamplerReport, Target, run_chain};
 use crate::rng::StreamRng;
 
-pub use super::sampler::Defect;
+pub use super::sampler::{Defect, MoveMix};
 
 /// A round's target built by hand: the points in memory with their ℓ̂_s and w_s, λ, R, p, η.
 #[derive(Clone, Debug)]
@@ -73,10 +74,52 @@ pub struct ToyChain {
     pub defect: Defect,
 }
 
-/// Runs one round's chain from `start` (row-major) on `target`.
+/// Which moves a toy chain makes (the learner's by default).
+#[derive(Clone, Copy, Debug)]
+pub struct ToyMoves {
+    /// The moves and their probabilities.
+    pub moves: MoveMix,
+    /// The weight of the uniform law in each slot's proposal of a jump.
+    pub defensive_weight: f64,
+}
+
+impl ToyMoves {
+    /// The learner's moves.
+    pub fn learner() -> Self {
+        let settings = ChainSettings::round(1, false);
+        Self {
+            moves: settings.moves,
+            defensive_weight: settings.defensive_weight,
+        }
+    }
+
+    /// The sampler before the birth, death and random-walk moves and the defensive mixture:
+    /// the paper's jump alone, with t₃ proposals.
+    pub fn jump_only() -> Self {
+        Self {
+            moves: MoveMix::JUMP_ONLY,
+            defensive_weight: 0.0,
+        }
+    }
+}
+
+/// Runs one round's chain from `start` (row-major) on `target`, with the paper's jump alone
+/// ([`ToyMoves::jump_only`]; [`run_toy_chain_with`] takes the moves).
 pub fn run_toy_chain(
     target: &ToyTarget,
     chain: ToyChain,
+    means: &ToyMeans,
+    start: Vec<f64>,
+    rng: &mut StreamRng,
+) -> ChainRun {
+    run_toy_chain_with(target, chain, ToyMoves::jump_only(), means, start, rng)
+}
+
+/// Runs one round's chain from `start` (row-major) on `target`, with the given moves.
+pub fn run_toy_chain_with(
+    target: &ToyTarget,
+    chain: ToyChain,
+    moves: ToyMoves,
     means: &ToyMeans,
     start: Vec<f64>,
     rng: &mut StreamRng,
@@ -107,16 +150,34 @@ pub fn run_toy_chain(
         full_evaluation: chain.full_evaluation,
         defect: chain.defect,
         record_decisions: true,
+        moves: moves.moves,
+        defensive_weight: moves.defensive_weight,
     };
     let outcome = match means {
         ToyMeans::KMeans { round } => {
             let mut history = MeansHistory::default();
             let mut source = KMeansSource::new(&memory, &mut history, *round, rng, target.max_k);
-            run_chain(round_target, rule, &mut source, start, rng, settings)
+            run_chain(
+                round_target,
+                rule,
+                &mut source,
+                &mut CoverCache::default(),
+                start,
+                rng,
+                settings,
+            )
         }
         ToyMeans::Fixed(by_k) => {
             let mut source = FixedMeans { by_k: by_k.clone() };
-            run_chain(round_target, rule, &mut source, start, rng, settings)
+            run_chain(
+                round_target,
+                rule,
+                &mut source,
+                &mut CoverCache::default(),
+                start,
+                rng,
+                settings,
+            )
         }
     };
     ChainRun {
