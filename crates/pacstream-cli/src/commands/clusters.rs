@@ -21,12 +21,6 @@ pub struct Axes {
     pub y: Option<usize>,
 }
 
-impl From<(usize, Option<usize>)> for Axes {
-    fn from((x, y): (usize, Option<usize>)) -> Self {
-        Self { x, y }
-    }
-}
-
 impl Axes {
     /// `--axes COL,COL` resolved against the input's columns; by default the first two
     /// columns learned.
@@ -113,14 +107,13 @@ pub fn write_centres_table(
 /// number) and their labels.
 pub fn cluster_figure<'a>(
     reader: &RowReader,
-    axes: impl Into<Axes>,
+    axes: Axes,
     title: String,
     points: impl Iterator<Item = (&'a [f64], u64)>,
     labels: impl Iterator<Item = usize>,
     centres: &Centres,
     loss: Option<LossCurve>,
 ) -> ClusterFigure {
-    let axes = axes.into();
     let (x_label, y_label) = axes.labels(&reader.layout().feature_labels);
     let x = axes.x;
     ClusterFigure {

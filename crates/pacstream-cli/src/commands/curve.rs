@@ -11,26 +11,27 @@ use std::io::Write;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
+use pacstream::OnlineLearner;
 use pacstream::curves::{
     Comparator, Estimator, Feedback, HindsightCurve, Memory, Phase, PrincipalCurveConfig,
     PrincipalCurveLearner, PrincipalCurveParams, PrincipalCurveReport, PrincipalCurveStep, Radius,
 };
 use pacstream::eval::{Prequential, Totals};
-use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plural, short_name,
+    InputSummary, human_number, human_seconds, no_good_rows, plural, short_name, stream_input,
     write_summary,
 };
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
-use crate::io::reader::{InputProgress, Row, RowReader};
+use crate::io::reader::{Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::CommonArgs;
 use crate::plot::{CurveFigure, RowSample, ThinnedSeries, draw_curve};
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
+use crate::point_state;
+use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault};
 use crate::ui::{Notes, report_writer};
 
 /// Arguments of `pacstream curve`.
@@ -199,7 +200,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
     let notes = Notes::new(options.quiet);
     let config = config(args, options.seed)?;
     let mut reader = RowReader::open(&options.input, &[], notes)?;
-    let axes = super::plot_axes(args.axes.as_deref(), &reader)?;
+    let axes = super::clusters::Axes::choose(args.axes.as_deref(), &reader)?;
     let layout = reader.layout().clone();
     let dim = layout.features.len();
     if config.check_dim(dim).is_err() {
@@ -234,8 +235,10 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         "on_bad_row": options.input.on_bad_row,
         "plot_points": plot.then_some(options.plot_points),
     });
-    let mut task = CurveTask {
-        config: config.clone(),
+    let mut task = PointTask {
+        family: CurveFamily {
+            config: config.clone(),
+        },
         settings,
         dim,
         state: CurveState {
@@ -247,14 +250,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         },
     };
     let started = Instant::now();
-    let input = run_stream(
-        &mut task,
-        &mut reader,
-        options.output.as_ref(),
-        &options.checkpoints,
-        notes,
-    )?;
-    note_skipped(notes, &input, reader.source_name());
+    let input = stream_input(&mut task, &mut reader, &options, notes)?;
     let state = &task.state;
     let learner = &state.learner;
     if learner.n_rounds() == 0 {
@@ -412,13 +408,8 @@ fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
     params.check().map_err(library_error)
 }
 
-/// A library error, with the library's parameter names turned into this command's options.
 fn library_error(error: pacstream::Error) -> anyhow::Error {
-    if let pacstream::Error::InvalidParameter { name, reason } = &error {
-        let option = name.replace('_', "-");
-        return bad_input(format!("invalid --{option}: {reason}"));
-    }
-    anyhow::Error::new(error).context("principal curve")
+    crate::failure::library_error::<CurveArgs>("principal curve", error)
 }
 
 fn feedback_name(feedback: Feedback) -> &'static str {
@@ -518,70 +509,57 @@ impl PlotTrace {
     }
 }
 
-/// Everything a checkpoint holds.
-#[derive(Debug, Serialize, Deserialize)]
-struct CurveState {
-    learner: PrincipalCurveLearner,
-    totals: Prequential,
-    last: Option<Totals>,
-    /// Wall time spent in the learner so far (not part of any record).
-    learn_seconds: f64,
-    plot: Option<PlotTrace>,
-}
+point_state!(
+    /// Everything a checkpoint holds.
+    CurveState<PrincipalCurveLearner> {
+        /// Wall time spent in the learner so far (not part of any record).
+        learn_seconds: f64,
+        plot: Option<PlotTrace>,
+    }
+);
 
-struct CurveTask {
+/// The curve's hooks into the streaming loop.
+#[derive(Debug)]
+struct CurveFamily {
     config: PrincipalCurveConfig,
-    settings: Value,
-    dim: usize,
-    state: CurveState,
 }
 
-impl StreamTask for CurveTask {
+impl PointFamily for CurveFamily {
     const COMMAND: &'static str = "curve";
     type State = CurveState;
 
-    fn settings(&self) -> Value {
-        self.settings.clone()
+    fn same_config(&self, learner: &PrincipalCurveLearner) -> bool {
+        learner.config() == &self.config
     }
 
-    fn state(&self) -> &CurveState {
-        &self.state
-    }
-
-    fn restore(&mut self, state: CurveState, input: &InputProgress) -> anyhow::Result<()> {
-        check_restored_learner(
-            state.learner.config() == &self.config,
-            state.learner.n_rounds(),
-            state.totals.rounds(),
-            state.learner.dim(),
-            self.dim,
-            input,
-        )?;
-        if !(state.learn_seconds.is_finite() && state.learn_seconds >= 0.0) {
-            return Err(inconsistent("its learning time is not a duration"));
+    fn check_extra(
+        &self,
+        mine: &CurveState,
+        theirs: &CurveState,
+        dim: usize,
+    ) -> Result<(), String> {
+        if !(theirs.learn_seconds.is_finite() && theirs.learn_seconds >= 0.0) {
+            return Err("its learning time is not a duration".to_string());
         }
-        match (&self.state.plot, &state.plot) {
-            (None, None) => {}
-            (Some(mine), Some(theirs)) => theirs
-                .validate(mine.rows.capacity(), self.dim)
-                .map_err(|what| inconsistent(&what))?,
-            _ => return Err(inconsistent("its plot sample does not match --plot")),
-        }
-        self.state = state;
-        Ok(())
+        check_same_sample(mine.plot.as_ref(), theirs.plot.as_ref(), |mine, theirs| {
+            theirs.validate(mine.rows.capacity(), dim)
+        })
     }
 
-    fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
+    fn learn(
+        &mut self,
+        state: &mut CurveState,
+        row: &Row<'_>,
+        sink: &mut RecordSink,
+    ) -> anyhow::Result<()> {
         let started = Instant::now();
-        let step = self
-            .state
+        let step = state
             .learner
             .learn_one(row.values)
             // A row the learner cannot take (e.g. far outside the ball) is a bad row.
             .map_err(|error| point_fault(error, 0, library_error))?;
-        self.state.learn_seconds += started.elapsed().as_secs_f64();
-        let totals = self.state.totals.record(&step);
-        self.state.last = Some(totals);
+        state.learn_seconds += started.elapsed().as_secs_f64();
+        let totals = state.account(&step);
         sink.write(&RoundRecord {
             t: step.round,
             loss: step.loss,
@@ -591,17 +569,9 @@ impl StreamTask for CurveTask {
             candidates: step.candidates,
             changed: step.changed,
         })?;
-        if let Some(trace) = &mut self.state.plot {
-            trace.add(row.values, row.number, &step, &totals, &self.state.learner);
+        if let Some(trace) = &mut state.plot {
+            trace.add(row.values, row.number, &step, &totals, &state.learner);
         }
-        Ok(())
-    }
-
-    fn is_settled(&self) -> bool {
-        true
-    }
-
-    fn finish(&mut self, _sink: &mut RecordSink) -> anyhow::Result<()> {
         Ok(())
     }
 }
@@ -838,14 +808,14 @@ fn print_report(
 
 fn curve_figure(
     reader: &RowReader,
-    axes: (usize, Option<usize>),
+    axes: super::clusters::Axes,
     learner: &PrincipalCurveLearner,
     trace: &PlotTrace,
     hindsight: Option<&HindsightCurve>,
     comparator_cumulative: &[(u64, f64)],
 ) -> CurveFigure {
     let labels = &reader.layout().feature_labels;
-    let (x, y) = axes;
+    let super::clusters::Axes { x, y } = axes;
     let dim = trace.dim;
     // One-dimensional data: the row's value against its position in the sample.
     let project = |values: &[f64], index: usize| match y {

@@ -22,14 +22,13 @@ use pacstream::geometry::squared_distance;
 use pacstream::kmeans::{
     Centres, InitMethod, KMeansConfig, KMeansParams, KMeansReport, KMeansSettings,
     SequentialKMeans, SequentialKMeansConfig, SequentialKMeansParams, SequentialKMeansSettings,
-    SequentialKMeansStep, SequentialKMeansSummary,
+    SequentialKMeansStep, SequentialKMeansSummary, centre_rows,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::clusters::Axes;
-// Re-exported for the PACBO command until it takes them from `clusters` itself.
-pub(crate) use super::clusters::{cluster_figure, write_centres_table};
+use super::clusters::{cluster_figure, write_centres_table};
 use super::{
     InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plural, short_name,
     stream_input, write_summary,
@@ -44,7 +43,6 @@ use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
 use crate::point_state;
 use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault};
 use crate::ui::{Notes, Progress, report_writer};
-pub(crate) use pacstream::kmeans::centre_rows;
 
 /// Arguments of `pacstream kmeans`.
 #[derive(Args, Debug, Clone)]

@@ -130,13 +130,6 @@ pub fn human_number(value: f64) -> String {
     }
 }
 
-/// The positions (among the columns learned) of the plot's x and y axes; no y for
-/// one-dimensional data.
-pub fn plot_axes(axes: Option<&str>, reader: &RowReader) -> anyhow::Result<(usize, Option<usize>)> {
-    let axes = clusters::Axes::choose(axes, reader)?;
-    Ok((axes.x, axes.y))
-}
-
 /// `1 row`, `2 rows`.
 pub fn plural(count: u64, noun: &str) -> String {
     if count == 1 {

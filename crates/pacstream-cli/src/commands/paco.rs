@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use ndarray::ArrayView2;
-use pacstream::eval::{Prequential, Totals};
+use pacstream::eval::Prequential;
 use pacstream::geometry::squared_distance;
 use pacstream::kmeans::Centres;
 use pacstream::paco::oracle::{
@@ -34,22 +34,24 @@ use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::kmeans::{centre_rows, cluster_figure, write_centres_table};
+use super::clusters::{Axes, cluster_figure, write_centres_table};
 use super::{
-    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plot_axes, plural,
-    short_name, write_summary,
+    InputSummary, human_number, human_seconds, no_good_rows, note_skipped, plural, short_name,
+    stream_input, write_summary,
 };
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_selector;
-use crate::io::reader::{ExtraColumn, InputProgress, Row, RowReader};
+use crate::io::reader::{ExtraColumn, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{CommonArgs, OtherFiles, RecordFormat, RunOptions, check_plot_path};
 use crate::plot::{
     LineFigure, LossCurve, RowSample, Series, SeriesStyle, ThinnedSeries, draw_clusters, draw_lines,
 };
-use crate::stream::{StreamTask, check_restored_learner, inconsistent, point_fault, run_stream};
+use crate::point_state;
+use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault};
 use crate::ui::{Notes, Progress, report_writer};
+use pacstream::kmeans::centre_rows;
 
 /// Arguments of `pacstream paco`.
 #[derive(Args, Debug, Clone)]
@@ -244,7 +246,7 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
     config
         .check_dim(reader.layout().features.len())
         .map_err(library_error)?;
-    let axes = plot_axes(args.axes.as_deref(), &reader)?;
+    let axes = Axes::choose(args.axes.as_deref(), &reader)?;
     if args.batch {
         run_batch(&options, &config, reader, axes, notes)
     } else {
@@ -304,26 +306,8 @@ fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
     params.check().map_err(library_error)
 }
 
-/// A library error, with the library's parameter names turned into this command's options.
 fn library_error(error: pacstream::Error) -> anyhow::Error {
-    if let pacstream::Error::InvalidParameter { name, reason } = &error {
-        let option = match *name {
-            "max_k" => Some("max-k"),
-            "radius" => Some("radius"),
-            "scale" => Some("scale"),
-            "warmup" => Some("warmup"),
-            "eta" => Some("eta"),
-            "coeff" => Some("coeff"),
-            "proposal_scale" => Some("proposal-scale"),
-            "iterations" => Some("iterations"),
-            "window" => Some("window"),
-            _ => None,
-        };
-        if let Some(option) = option {
-            return bad_input(format!("invalid --{option}: {reason}"));
-        }
-    }
-    anyhow::Error::new(error).context("PACBO")
+    crate::failure::library_error::<PacoArgs>("PACBO", error)
 }
 
 /// The settings, as the summary and checkpoints record them.
@@ -399,7 +383,7 @@ fn run_batch(
     options: &RunOptions,
     config: &PacoConfig,
     mut reader: RowReader,
-    axes: (usize, Option<usize>),
+    axes: Axes,
     notes: Notes,
 ) -> anyhow::Result<()> {
     let dim = reader.layout().features.len();
@@ -659,32 +643,29 @@ impl LabelTracker {
     }
 }
 
-/// Everything a checkpoint holds about an online PACBO run.
-#[derive(Debug, Serialize, Deserialize)]
-struct OnlineState {
-    learner: Paco,
-    totals: Prequential,
-    last: Option<Totals>,
-    k_path: CountPath,
-    true_k_path: Option<CountPath>,
-    labels: Option<LabelTracker>,
-    /// (round t, cumulative loss), indexed by scored rounds.
-    loss_trace: ThinnedSeries<(u64, f64)>,
-    plot: Option<RowSample>,
-    /// Seconds spent learning, over every run that built this state.
-    seconds: f64,
-}
+point_state!(
+    /// Everything a checkpoint holds about an online PACBO run.
+    OnlineState<Paco> {
+        k_path: CountPath,
+        true_k_path: Option<CountPath>,
+        labels: Option<LabelTracker>,
+        /// (round t, cumulative loss), indexed by scored rounds.
+        loss_trace: ThinnedSeries<(u64, f64)>,
+        plot: Option<RowSample>,
+        /// Seconds spent learning, over every run that built this state.
+        seconds: f64,
+    }
+);
 
-struct OnlineTask {
+/// PACBO's hooks into the streaming loop.
+#[derive(Debug)]
+struct OnlinePaco {
     config: PacoConfig,
-    settings: Value,
-    state: OnlineState,
-    dim: usize,
     with_centres: bool,
     format: Option<RecordFormat>,
 }
 
-impl OnlineTask {
+impl OnlinePaco {
     fn centres_field(&self, centres: Option<&Centres>) -> Column<CentresField> {
         if !self.with_centres {
             return Column::Absent;
@@ -701,83 +682,71 @@ impl OnlineTask {
     }
 }
 
-impl StreamTask for OnlineTask {
+impl PointFamily for OnlinePaco {
     const COMMAND: &'static str = "paco";
     type State = OnlineState;
 
-    fn settings(&self) -> Value {
-        self.settings.clone()
+    fn same_config(&self, learner: &Paco) -> bool {
+        learner.config() == &self.config
     }
 
-    fn state(&self) -> &OnlineState {
-        &self.state
-    }
-
-    fn restore(&mut self, state: OnlineState, input: &InputProgress) -> anyhow::Result<()> {
-        check_restored_learner(
-            state.learner.config() == &self.config,
-            state.learner.n_rounds(),
-            state.totals.rounds(),
-            state.learner.dim(),
-            self.dim,
-            input,
-        )?;
-        if state.labels.is_some() != self.state.labels.is_some()
-            || state.true_k_path.is_some() != self.state.true_k_path.is_some()
+    fn check_extra(
+        &self,
+        mine: &OnlineState,
+        state: &OnlineState,
+        dim: usize,
+    ) -> Result<(), String> {
+        if state.labels.is_some() != mine.labels.is_some()
+            || state.true_k_path.is_some() != mine.true_k_path.is_some()
         {
-            return Err(inconsistent("its label tracking does not match --labels"));
+            return Err("its label tracking does not match --labels".to_string());
         }
-        match (&self.state.plot, &state.plot) {
-            (None, None) => {}
-            (Some(mine), Some(theirs)) => theirs
-                .validate(mine.capacity(), self.dim)
-                .map_err(|what| inconsistent(&what))?,
-            _ => return Err(inconsistent("its plot sample does not match --plot")),
-        }
-        state
-            .loss_trace
-            .validate(|(_, loss)| loss.is_finite())
-            .map_err(|what| inconsistent(&what))?;
+        check_same_sample(mine.plot.as_ref(), state.plot.as_ref(), |mine, theirs| {
+            theirs.validate(mine.capacity(), dim)
+        })?;
+        state.loss_trace.validate(|(_, loss)| loss.is_finite())?;
         if !(state.seconds.is_finite() && state.seconds >= 0.0) {
-            return Err(inconsistent("its run time is not a number of seconds"));
+            return Err("its run time is not a number of seconds".to_string());
         }
-        self.state = state;
         Ok(())
     }
 
-    fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
+    fn learn(
+        &mut self,
+        state: &mut OnlineState,
+        row: &Row<'_>,
+        sink: &mut RecordSink,
+    ) -> anyhow::Result<()> {
         let started = Instant::now();
         let predicted_by = if self.with_centres {
-            self.state.learner.centres().cloned()
+            state.learner.centres().cloned()
         } else {
             None
         };
-        let step: PacoStep = self
-            .state
+        let step: PacoStep = state
             .learner
             .learn_one(row.values)
             .map_err(|e| point_fault(e, 0, library_error))?;
-        self.state.seconds += started.elapsed().as_secs_f64();
-        let totals = self.state.totals.record(&step);
-        self.state.last = Some(totals);
+        state.seconds += started.elapsed().as_secs_f64();
+        let totals = state.account(&step);
         if let Some(k) = step.n_clusters {
-            self.state.k_path.record(step.round, k);
+            state.k_path.record(step.round, k);
         }
         let true_label = row.extras.first().copied();
         if let (Some(label), Some(tracker), Some(path)) = (
             true_label,
-            self.state.labels.as_mut(),
-            self.state.true_k_path.as_mut(),
+            state.labels.as_mut(),
+            state.true_k_path.as_mut(),
         ) {
             let distinct = tracker.add(label);
             path.record(step.round, distinct);
         }
         if totals.loss.is_some() {
-            self.state
+            state
                 .loss_trace
                 .push(totals.scored_rounds, (totals.round, totals.cumulative_loss));
         }
-        if let Some(sample) = &mut self.state.plot {
+        if let Some(sample) = &mut state.plot {
             sample.add(row.values, row.number);
         }
         let centres = self.centres_field(predicted_by.as_ref());
@@ -788,21 +757,13 @@ impl StreamTask for OnlineTask {
             cumulative_loss: totals.cumulative_loss,
             label: step.label,
             acceptance_rate: step.sampler.as_ref().map(|s| s.acceptance_rate),
-            true_label: if self.state.labels.is_some() {
+            true_label: if state.labels.is_some() {
                 Column::Present(true_label)
             } else {
                 Column::Absent
             },
             centres,
         })
-    }
-
-    fn is_settled(&self) -> bool {
-        true
-    }
-
-    fn finish(&mut self, _sink: &mut RecordSink) -> anyhow::Result<()> {
-        Ok(())
     }
 }
 
@@ -931,7 +892,7 @@ fn run_online(
     options: &RunOptions,
     config: PacoConfig,
     mut reader: RowReader,
-    axes: (usize, Option<usize>),
+    axes: Axes,
     notes: Notes,
 ) -> anyhow::Result<()> {
     let layout = reader.layout().clone();
@@ -953,8 +914,9 @@ fn run_online(
     settings["labels"] = serde_json::to_value(layout.extras.first().map(|i| i + 1))?;
     settings["on_bad_row"] = serde_json::to_value(options.input.on_bad_row)?;
     settings["plot_points"] = serde_json::to_value(plot_points)?;
-    let mut task = OnlineTask {
+    let mut task = PointTask {
         settings,
+        dim,
         state: OnlineState {
             learner: config.build(),
             totals: Prequential::new(),
@@ -966,19 +928,13 @@ fn run_online(
             plot: plot_points.map(|capacity| RowSample::new(capacity, dim, options.seed)),
             seconds: 0.0,
         },
-        config,
-        dim,
-        with_centres: args.centres,
-        format: options.output.as_ref().map(|o| o.format),
+        family: OnlinePaco {
+            config,
+            with_centres: args.centres,
+            format: options.output.as_ref().map(|o| o.format),
+        },
     };
-    let input = run_stream(
-        &mut task,
-        &mut reader,
-        options.output.as_ref(),
-        &options.checkpoints,
-        notes,
-    )?;
-    note_skipped(notes, &input, reader.source_name());
+    let input = stream_input(&mut task, &mut reader, options, notes)?;
     let state = &task.state;
     let learner = &state.learner;
     if learner.n_rounds() == 0 {
