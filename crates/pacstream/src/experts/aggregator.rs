@@ -748,21 +748,32 @@ mod tests {
         }
     }
 
-    /// A sleeping expert pays nothing when the losses are computed from advice.
+    /// A sleeping expert's advice is not read (an empty cell is NaN): the round is played
+    /// as the losses of the awake experts, whatever the sleeper's advice.
     #[test]
-    fn sleeping_experts_pay_nothing() {
+    fn sleeping_experts_advice_is_not_read() {
         let config = AggregatorParams::new(Rule::Hedge, 2)
             .loss_bound(10.0)
             .check()
             .unwrap();
-        let mut hedge = config.build().unwrap();
+        let mut from_advice = config.build().unwrap();
+        let mut from_losses = config.build().unwrap();
+        let awake = [true, false];
         let round = AdviceRound {
             advice: &[3.0, f64::NAN],
             outcome: 1.0,
-            awake: Some(&[true, false]),
+            awake: Some(&awake),
         };
-        hedge.learn_advice(round, Loss::Square).unwrap();
-        assert_eq!(hedge.ledger().expert_losses(), &[4.0, 0.0]);
+        let step = from_advice.learn_advice(round, Loss::Square).unwrap();
+        let expected = from_losses
+            .learn_losses(LossRound {
+                losses: &[4.0, 0.0],
+                awake: Some(&awake),
+            })
+            .unwrap();
+        assert_eq!(step, expected);
+        assert_eq!(from_advice.weights(), from_losses.weights());
+        assert_eq!(from_advice.ledger().expert_losses(), &[4.0, 0.0]);
     }
 
     /// The rules that learn from advice refuse losses; the settings a rule does not take
