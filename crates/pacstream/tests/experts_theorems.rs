@@ -527,6 +527,25 @@ fn adahedge_after_a_tiny_gap_keeps_finite_weights() {
     );
 }
 
+/// Follow the leader (AdaHedge before any mixability gap) when the leader's prior weight is
+/// 5e−324: its weight normalised to ∞ and the others' to NaN. Found by fuzzing `learn_one`.
+#[test]
+fn follow_the_leader_with_a_leader_of_tiny_prior_keeps_finite_weights() {
+    let mut hedge = HedgeParams::new(2)
+        .learning_rate(LearningRate::AdaHedge)
+        .loss_bound(1.0)
+        .prior(vec![1.0, 5e-324])
+        .check()
+        .unwrap()
+        .build();
+    // Expert 0 leads and carries all the weight, so the mixture loss equals the mix loss:
+    // no gap, η stays ∞. Then expert 1 takes the lead.
+    hedge.learn_one(LossRound::new(&[0.0, 1.0])).unwrap();
+    hedge.learn_one(LossRound::new(&[2.0, 0.0])).unwrap();
+    let weights = hedge.weights();
+    assert_eq!(weights, [0.0, 1.0], "{weights:?}");
+}
+
 /// The anytime, doubling and AdaHedge bounds are reached to a stated fraction, so that a
 /// bound inflated by a constant, or a learner that does worse than its analysis, fails:
 /// anytime against the halves adversary (each round's mixture loss exceeds its mix loss by

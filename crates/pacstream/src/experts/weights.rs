@@ -222,12 +222,26 @@ impl ExpWeights {
                 .filter(|&i| is_awake(i))
                 .map(|i| self.charged[i])
                 .fold(f64::INFINITY, f64::min);
+            let leads = |i: usize| is_awake(i) && self.charged[i] == least;
             for (i, p) in probabilities.iter_mut().enumerate() {
-                *p = if is_awake(i) && self.charged[i] == least {
+                *p = if leads(i) {
                     self.log_prior(i).exp()
                 } else {
                     0.0
                 };
+            }
+            if !(1.0 / kernels::sum(probabilities)).is_finite() {
+                // The leaders' prior mass is below ~1e−308 (their weights would normalise to
+                // ∞ · 0): take their priors relative to the largest among them.
+                let largest = (0..self.charged.len())
+                    .filter(|&i| leads(i))
+                    .map(|i| self.log_prior(i))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                for (i, p) in probabilities.iter_mut().enumerate() {
+                    if leads(i) {
+                        *p = (self.log_prior(i) - largest).exp();
+                    }
+                }
             }
         } else if awake.is_none() && self.log_prior.is_none() {
             // The common case: one pass of exponentials, one of scaling.
