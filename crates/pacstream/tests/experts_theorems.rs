@@ -546,6 +546,31 @@ fn follow_the_leader_with_a_leader_of_tiny_prior_keeps_finite_weights() {
     assert_eq!(weights, [0.0, 1.0], "{weights:?}");
 }
 
+/// A light expert (prior 1e−310) far ahead, by charged losses of −4e37: the re-shift by
+/// ln π/η is lost to rounding in C − shift, so every canonical weight underflowed and the
+/// round's loss was NaN. Found by fuzzing `learn_one`.
+#[test]
+fn huge_charged_losses_with_a_light_leader_keep_finite_losses() {
+    let mut hedge = HedgeParams::new(3)
+        .learning_rate(LearningRate::Fixed(0.02))
+        .loss_bound(200.0)
+        .prior(vec![1.0, 1.0, 1e-310])
+        .check()
+        .unwrap()
+        .build();
+    hedge
+        .learn_one(LossRound::new(&[500.0, 800.0, -4e37]))
+        .unwrap();
+    for _ in 0..3 {
+        let step = hedge
+            .learn_one(LossRound::new(&[0.0, 355.0, 355.0]))
+            .unwrap();
+        assert!(step.loss.is_finite(), "{}", step.loss);
+        assert!((step.loss - 355.0).abs() < 1e-9, "{}", step.loss);
+    }
+    assert_eq!(hedge.weights(), [0.0, 0.0, 1.0]);
+}
+
 /// The anytime, doubling and AdaHedge bounds are reached to a stated fraction, so that a
 /// bound inflated by a constant, or a learner that does worse than its analysis, fails:
 /// anytime against the halves adversary (each round's mixture loss exceeds its mix loss by

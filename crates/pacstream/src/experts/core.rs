@@ -159,10 +159,7 @@ impl Core {
         match awake {
             None if eta.is_finite() => {
                 if cached != Some(eta) {
-                    let total =
-                        self.weights
-                            .canonical_weights(eta, self.shift, &mut self.probabilities);
-                    self.scale = 1.0 / total;
+                    self.weigh(eta);
                 }
             }
             _ => {
@@ -291,16 +288,33 @@ impl Core {
     /// loss, or with a prior to where the largest weight is 1): when every weight underflowed (the losses moved by more than ~700/η), or some
     /// exponent is above 700 (negative linearised losses pulled C below the shift), where
     /// the exponential would saturate.
-    fn prepare(&mut self, next_eta: f64, mut total: f64) {
+    fn prepare(&mut self, next_eta: f64, total: f64) {
         let largest_exponent = next_eta * (self.shift - self.weights.least());
         if largest_exponent > 700.0 || total <= 1e-250 || !total.is_finite() {
             self.shift = self.weights.reshift(next_eta);
-            total = self
-                .weights
-                .canonical_weights(next_eta, self.shift, &mut self.probabilities);
+            self.weigh(next_eta);
+        } else {
+            self.scale = 1.0 / total;
         }
-        self.scale = 1.0 / total;
         self.ready = Some(next_eta);
+    }
+
+    /// The canonical weights at `eta` with the shift `self.shift`, unless their sum is not a
+    /// safe normaliser even so: when the charged losses are so large (|C| ~ 1e37) that the
+    /// prior's offset ln π/η is lost to rounding in C − shift. The normalised weights of the
+    /// log-space path are used then (scale 1). A function of the state alone, so that weights
+    /// recomputed after a snapshot are the same bits.
+    fn weigh(&mut self, eta: f64) {
+        let total = self
+            .weights
+            .canonical_weights(eta, self.shift, &mut self.probabilities);
+        if total > 1e-250 && total.is_finite() {
+            self.scale = 1.0 / total;
+        } else {
+            self.weights
+                .probabilities(eta, None, &mut self.probabilities);
+            self.scale = 1.0;
+        }
     }
 
     /// Σ_i p_i v_i over the awake experts (asleep values may be anything, even NaN).
