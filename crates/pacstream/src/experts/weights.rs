@@ -260,25 +260,28 @@ impl ExpWeights {
             let awake_experts = || (0..self.charged.len()).filter(|&i| is_awake(i));
             let exponent =
                 |i: usize, origin: f64| self.log_prior(i) - eta * (self.charged[i] - origin);
-            let mut origin = 0.0;
-            let mut largest = awake_experts()
+            let plain = awake_experts()
                 .map(|i| self.log_prior(i) - eta * self.charged[i])
                 .fold(f64::NEG_INFINITY, f64::max);
-            if !largest.is_finite() {
-                origin = awake_experts()
+            // `None`: the plain exponents; `Some(origin)`: centred on the least awake C.
+            let (origin, largest) = if plain.is_finite() {
+                (None, plain)
+            } else {
+                let origin = awake_experts()
                     .map(|i| self.charged[i])
                     .fold(f64::INFINITY, f64::min);
-                largest = awake_experts()
+                let largest = awake_experts()
                     .map(|i| exponent(i, origin))
                     .fold(f64::NEG_INFINITY, f64::max);
-            }
+                (Some(origin), largest)
+            };
             for (i, p) in probabilities.iter_mut().enumerate() {
-                *p = if !is_awake(i) {
-                    0.0
-                } else if origin == 0.0 {
-                    kernels::exp(self.log_prior(i) - eta * self.charged[i] - largest)
-                } else {
-                    kernels::exp(exponent(i, origin) - largest)
+                *p = match (is_awake(i), origin) {
+                    (false, _) => 0.0,
+                    (true, None) => {
+                        kernels::exp(self.log_prior(i) - eta * self.charged[i] - largest)
+                    }
+                    (true, Some(origin)) => kernels::exp(exponent(i, origin) - largest),
                 };
             }
         }
