@@ -226,7 +226,7 @@ impl Core {
         if !unscaled.is_finite() {
             check_finite(values)?;
         }
-        Ok((eta, unscaled * self.scale))
+        Ok((eta, self.rescued(unscaled, values, None)))
     }
 
     /// The second pass of [`Core::checked_mixture`]: charges, ledger and next weights, as in
@@ -326,7 +326,31 @@ impl Core {
                 .map(|i| self.probabilities[i] * values[i])
                 .sum(),
         };
-        unscaled * self.scale
+        self.rescued(unscaled, values, awake)
+    }
+
+    /// `scale` × `unscaled` (= Σ_i w_i v_i over the awake experts), the mixture of every
+    /// round. The canonical weights w_i are unnormalised, up to e^700, so Σ_i w_i v_i can
+    /// overflow while the mixture Σ_i p_i v_i, a convex combination of finite values, is
+    /// finite. Only then is it recomputed as m Σ_i (scale·w_i)(v_i/m), with m the largest
+    /// |v_i|, which cannot overflow: every other round keeps the bits it always had.
+    fn rescued(&self, unscaled: f64, values: &[f64], awake: Option<&[bool]>) -> f64 {
+        let mixture = unscaled * self.scale;
+        if mixture.is_finite() || unscaled.is_nan() {
+            return mixture;
+        }
+        let is_awake = |i: usize| awake.is_none_or(|awake| awake[i]);
+        let largest = (0..values.len())
+            .filter(|&i| is_awake(i))
+            .fold(0.0_f64, |m, i| m.max(values[i].abs()));
+        if !largest.is_finite() || largest == 0.0 {
+            return mixture;
+        }
+        largest
+            * (0..values.len())
+                .filter(|&i| is_awake(i))
+                .map(|i| (self.probabilities[i] * self.scale) * (values[i] / largest))
+                .sum::<f64>()
     }
 
     /// Ends the round. `charges[i]` is what awake expert i is charged; asleep experts are
@@ -356,7 +380,8 @@ impl Core {
         if matches!(self.schedule.rate, LearningRate::AdaHedge) {
             // δ_t = h_t − m_t: the mixture loss of the charged losses minus their mix loss,
             // both under p_t (asleep experts have weight 0).
-            let mixture = kernels::dispatch_quad(Dot(&self.probabilities, charges)) * self.scale;
+            let unscaled = kernels::dispatch_quad(Dot(&self.probabilities, charges));
+            let mixture = self.rescued(unscaled, charges, None);
             let mix = ExpWeights::mix_loss(eta, &self.probabilities, self.scale, charges);
             // The range of the round's charges, which AdaHedge's bound needs (it has no B).
             let (low, high) = charges
@@ -558,5 +583,85 @@ mod tests {
         // Expert 5 leads by 4,782 (C = −879 against 3,903.5 for the next): all the weight.
         assert_eq!(p, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
         assert!(reshifts >= 2, "the re-shift paths were not exercised");
+    }
+
+    /// Found by fuzzing `learn_one`: negative losses pull the charged losses 122 below the
+    /// shift, so the canonical weights reach e^{3.3·122} ≈ 1e175, and a round with a loss of
+    /// 9.2e165 overflowed Σ_i w_i ℓ_i although the mixture, a convex combination of finite
+    /// losses, is about 3e165. Every rule and path that mixes (Hedge's fused and general
+    /// passes, AdaHedge's gap, EWA's prediction) reports the finite mixture.
+    #[test]
+    fn the_mixture_of_huge_losses_is_finite_under_large_weights() {
+        use crate::OnlineLearner;
+        use crate::experts::{AdviceRound, EwaParams, HedgeParams, Loss, LossRound};
+        let pull = [-122.67, -121.67, -122.67];
+        let huge = [-48.14, -255.5, 9.213_775_451_224_466e165];
+        let expected =
+            |weights: &[f64]| -> f64 { weights.iter().zip(&huge).map(|(w, l)| w * l).sum() };
+        for (rate, sample) in [
+            (LearningRate::Fixed(3.3), false),
+            (LearningRate::Fixed(3.3), true),
+            (LearningRate::AdaHedge, true),
+        ] {
+            let mut hedge = HedgeParams::new(3)
+                .learning_rate(rate)
+                .sample(sample)
+                .loss_bound(1.0)
+                .check()
+                .unwrap()
+                .build();
+            for _ in 0..4 {
+                let round = LossRound {
+                    losses: &pull,
+                    awake: None,
+                };
+                hedge.learn_one(round).unwrap();
+            }
+            let want = expected(&hedge.weights());
+            let round = LossRound {
+                losses: &huge,
+                awake: None,
+            };
+            let step = hedge.learn_one(round).unwrap();
+            assert!(
+                (step.loss - want).abs() <= 1e-12 * want,
+                "{rate:?}, sample {sample}: {} against {want}",
+                step.loss
+            );
+            assert!(step.regret.is_finite());
+        }
+        // EWA's advice is bounded by 1e100, so its weights must be larger: the absolute loss's
+        // linearised charges sign(ŷ − y)·ỹ_i are the advice itself when y is below it, and a
+        // pull of 200 makes the canonical weights e^{3.3·200} ≈ 1e286.
+        let pull = [-200.0, -199.0, -200.0];
+        let huge = [-48.14, -255.5, 1e99];
+        let mut ewa = EwaParams::new(3)
+            .loss(Loss::Absolute)
+            .learning_rate(LearningRate::Fixed(3.3))
+            .gradient(true)
+            .loss_bound(1.0)
+            .check()
+            .unwrap()
+            .build();
+        for _ in 0..4 {
+            let round = AdviceRound {
+                advice: &pull,
+                outcome: -1000.0,
+                awake: None,
+            };
+            ewa.learn_one(round).unwrap();
+        }
+        let want: f64 = ewa.weights().iter().zip(&huge).map(|(w, a)| w * a).sum();
+        let round = AdviceRound {
+            advice: &huge,
+            outcome: 0.0,
+            awake: None,
+        };
+        let step = ewa.learn_one(round).unwrap();
+        let prediction = step.prediction.unwrap();
+        assert!(
+            (prediction - want).abs() <= 1e-12 * want,
+            "EWA: {prediction} against {want}"
+        );
     }
 }
