@@ -275,7 +275,7 @@ fn a_changing_number_of_clusters_is_followed() {
     ];
     let mut stream = mixture(&first, 300, 1.0, 7);
     stream.extend(mixture(&all, 600, 1.0, 8));
-    for memory in [Memory::Exact, Memory::Window(300)] {
+    for memory in [Memory::All, Memory::Window(300)] {
         let mut learner = PacoParams::new()
             .iterations(200)
             .memory(memory)
@@ -667,7 +667,7 @@ fn conformance_on_the_index() {
         1.0,
         12,
     ));
-    for memory in [Memory::Exact, Memory::Window(150)] {
+    for memory in [Memory::All, Memory::Window(150)] {
         let make = |seed| {
             PacoParams::new()
                 .warmup(20)

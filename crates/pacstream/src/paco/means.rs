@@ -430,7 +430,7 @@ mod tests {
     use crate::paco::params::Memory as MemoryMode;
 
     fn memory_of(points: &[[f64; 1]]) -> PointMemory {
-        let mut memory = PointMemory::new(1, MemoryMode::Exact);
+        let mut memory = PointMemory::new(1, MemoryMode::All);
         for p in points {
             memory.push(p, 0.0, 0.0);
         }

@@ -3,7 +3,8 @@
 use std::time::Instant;
 
 use pacstream::OnlineLearner;
-use pacstream::curves::{Phase, PrincipalCurveConfig, PrincipalCurveLearner, PrincipalCurveStep};
+use pacstream::curves::{PrincipalCurveConfig, PrincipalCurveLearner, PrincipalCurveStep};
+use pacstream::describe::Describe;
 use pacstream::eval::Totals;
 use serde::{Deserialize, Serialize};
 
@@ -12,23 +13,6 @@ use crate::io::reader::Row;
 use crate::io::records::RecordSink;
 use crate::plot::{RowSample, ThinnedSeries};
 use crate::stream::{PointFamily, check_same_sample, point_fault};
-
-/// One `--output` record.
-#[derive(Serialize)]
-struct RoundRecord {
-    /// The round t (1-based; bad rows skipped are not rounds).
-    t: u64,
-    /// Δ(f̂_t, x_t), undefined during the warm-up.
-    loss: Option<f64>,
-    cumulative_loss: f64,
-    /// K(f̂_t), undefined during the warm-up.
-    segments: Option<usize>,
-    phase: Phase,
-    /// The number of curves the next one was chosen from.
-    candidates: usize,
-    /// Whether the next curve differs.
-    changed: bool,
-}
 
 /// What `--plot` draws, kept in bounded memory: a uniform sample of the rows, K and the
 /// cumulative loss thinned to at most [`ThinnedSeries::LIMIT`] rounds, and a few earlier
@@ -138,15 +122,7 @@ impl PointFamily for CurveFamily {
             .map_err(|error| point_fault(error, 0, library_error))?;
         state.learn_seconds += started.elapsed().as_secs_f64();
         let totals = state.account(&step);
-        sink.write(&RoundRecord {
-            t: step.round,
-            loss: step.loss,
-            cumulative_loss: totals.cumulative_loss,
-            segments: step.segments,
-            phase: step.phase,
-            candidates: step.candidates,
-            changed: step.changed,
-        })?;
+        sink.write(&state.learner.record(&step, &totals))?;
         if let Some(trace) = &mut state.plot {
             trace.add(row.values, row.number, &step, &totals, &state.learner);
         }

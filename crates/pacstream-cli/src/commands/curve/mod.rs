@@ -14,13 +14,12 @@ mod summary;
 
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use pacstream::curves::{
     Estimator, Feedback, Memory, PrincipalCurveConfig, PrincipalCurveLearner, PrincipalCurveParams,
     Radius,
 };
 use pacstream::eval::Prequential;
-use serde_json::Value;
 
 use self::family::{CurveFamily, PlotTrace};
 use super::clusters::Axes;
@@ -57,9 +56,13 @@ use crate::ui::Notes;
 pub struct CurveArgs {
     /// R: the data are assumed in a ball of radius √d·R around the warm-up mean; `auto` is
     /// 1.5 × the largest distance of a warm-up row to their mean, over √d.
-    #[arg(long, value_name = "R|auto", default_value = "auto", value_parser = parse_radius,
-          allow_negative_numbers = true)]
-    pub radius: RadiusArg,
+    #[arg(
+        long,
+        value_name = "R|auto",
+        default_value = "auto",
+        allow_negative_numbers = true
+    )]
+    pub radius: Radius,
 
     /// δ, the lattice spacing of the vertices [default: 2√d·R/100].
     #[arg(long, value_name = "D", allow_negative_numbers = true)]
@@ -88,7 +91,7 @@ pub struct CurveArgs {
     /// `bandit` (the paper's Algorithm 3: every reward in exploration rounds, the chosen
     /// curve's only otherwise).
     #[arg(long, value_enum, value_name = "MODE")]
-    pub feedback: Option<FeedbackArg>,
+    pub feedback: Option<Feedback>,
 
     /// How `bandit` feedback estimates unobserved rewards.
     #[arg(
@@ -97,7 +100,7 @@ pub struct CurveArgs {
         value_name = "NAME",
         default_value = "label-efficient"
     )]
-    pub estimator: EstimatorArg,
+    pub estimator: Estimator,
 
     /// ε, the probability of an exploration round.
     #[arg(
@@ -154,42 +157,6 @@ pub struct CurveArgs {
     pub common: CommonArgs,
 }
 
-/// `--radius` values.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum RadiusArg {
-    /// From the warm-up rows.
-    Auto,
-    /// This value.
-    Given(f64),
-}
-
-fn parse_radius(text: &str) -> Result<RadiusArg, String> {
-    if text == "auto" {
-        return Ok(RadiusArg::Auto);
-    }
-    text.parse::<f64>()
-        .map(RadiusArg::Given)
-        .map_err(|_| format!("expected a number or `auto`, got {text:?}"))
-}
-
-/// `--feedback` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FeedbackArg {
-    /// Exploration and exploitation rounds (the paper's Algorithm 3).
-    Bandit,
-    /// Every reward every round.
-    Full,
-}
-
-/// `--estimator` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum EstimatorArg {
-    /// Rewards of exploration rounds, scaled by 1/ε.
-    LabelEfficient,
-    /// The paper's importance-weighted estimator with α.
-    Paper,
-}
-
 /// Runs `pacstream curve`.
 pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
     let mut options = args.common.validate()?;
@@ -210,28 +177,16 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         )));
     }
     let plot = options.plot.is_some();
-    let settings = serde_json::json!({
-        "radius": match config.radius() { Radius::Auto => Value::from("auto"), Radius::Given(r) => Value::from(r) },
-        "delta": config.delta(),
-        "max_segments": config.max_segments(),
-        "max_length": config.max_length().is_finite().then_some(config.max_length()),
-        "penalty": config.penalty(),
-        "eta_scale": config.eta_scale(),
-        "feedback": feedback_name(config.feedback()),
-        "estimator": estimator_name(config.estimator()),
-        "explore": config.explore(),
-        "alpha": config.alpha(),
-        "local_vertices": config.local_vertices(),
-        "max_candidates": config.max_candidates(),
-        "warmup": config.warmup(),
-        "window": match config.memory() { Memory::All => None, Memory::Window(w) => Some(w) },
-        "bin_side": config.bin_side(),
-        "max_atoms": config.max_atoms(),
-        "seed": config.seed(),
-        "columns": layout.features.iter().map(|i| i + 1).collect::<Vec<_>>(),
-        "on_bad_row": options.input.on_bad_row,
-        "plot_points": plot.then_some(options.plot_points),
-    });
+    let mut settings = serde_json::to_value(config.settings())?;
+    settings["columns"] = serde_json::to_value(
+        layout
+            .features
+            .iter()
+            .map(|i| i + 1)
+            .collect::<Vec<usize>>(),
+    )?;
+    settings["on_bad_row"] = serde_json::to_value(options.input.on_bad_row)?;
+    settings["plot_points"] = serde_json::to_value(plot.then_some(options.plot_points))?;
     let mut task = PointTask {
         family: CurveFamily {
             config: config.clone(),
@@ -253,15 +208,9 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
 
 fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
     let mut params = PrincipalCurveParams::new()
-        .radius(match args.radius {
-            RadiusArg::Auto => Radius::Auto,
-            RadiusArg::Given(r) => Radius::Given(r),
-        })
+        .radius(args.radius)
         .max_segments(args.max_segments)
-        .estimator(match args.estimator {
-            EstimatorArg::LabelEfficient => Estimator::LabelEfficient,
-            EstimatorArg::Paper => Estimator::Paper,
-        })
+        .estimator(args.estimator)
         .explore(args.explore)
         .local_vertices(args.local_vertices)
         .max_candidates(args.max_candidates)
@@ -282,10 +231,7 @@ fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
         params = params.eta_scale(eta);
     }
     if let Some(feedback) = args.feedback {
-        params = params.feedback(match feedback {
-            FeedbackArg::Bandit => Feedback::Bandit,
-            FeedbackArg::Full => Feedback::Full,
-        });
+        params = params.feedback(feedback);
     }
     if let Some(alpha) = args.alpha {
         params = params.alpha(alpha);
@@ -300,20 +246,6 @@ fn library_error(error: pacstream::Error) -> anyhow::Error {
     crate::failure::library_error::<CurveArgs>("principal curve", error)
 }
 
-fn feedback_name(feedback: Feedback) -> &'static str {
-    match feedback {
-        Feedback::Bandit => "bandit",
-        Feedback::Full => "full",
-    }
-}
-
-fn estimator_name(estimator: Estimator) -> &'static str {
-    match estimator {
-        Estimator::LabelEfficient => "label-efficient",
-        Estimator::Paper => "paper",
-    }
-}
-
 crate::point_state!(
     /// Everything a checkpoint holds.
     CurveState<PrincipalCurveLearner> {
@@ -326,13 +258,6 @@ crate::point_state!(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn radius_values() {
-        assert_eq!(parse_radius("auto"), Ok(RadiusArg::Auto));
-        assert_eq!(parse_radius("2.5"), Ok(RadiusArg::Given(2.5)));
-        assert!(parse_radius("big").is_err());
-    }
 
     #[test]
     fn options_name_the_parameter() {

@@ -23,7 +23,7 @@ pub(super) fn print(
         out,
         "principal curve on '{}': {} × {}",
         reader.source_name(),
-        plural(totals.rounds, "round"),
+        plural(totals.stream.rounds, "round"),
         plural(labels.len() as u64, "column")
     )?;
     writeln!(out, "  segments               {}", curve.n_segments())?;
@@ -40,8 +40,8 @@ pub(super) fn print(
     writeln!(
         out,
         "  cumulative loss        {} over {}",
-        human_number(totals.cumulative_loss),
-        plural(totals.scored_rounds, "scored round")
+        human_number(totals.stream.cumulative_loss),
+        plural(totals.stream.scored_rounds, "scored round")
     )?;
     // Each regret says what it is measured against; both comparators are local optima, so
     // both regrets are lower estimates. No bound is printed: the local search has none.

@@ -5,8 +5,9 @@ use std::time::Instant;
 
 use pacstream::OnlineLearner;
 use pacstream::curves::{
-    Comparator, HindsightCurve, Memory, PrincipalCurveConfig, PrincipalCurveReport,
+    Comparator, HindsightCurve, LatticeSummary, Memory, PrincipalCurveConfig, PrincipalCurveReport,
 };
+use pacstream::describe::{Describe, StreamTotals};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -80,13 +81,15 @@ pub(super) fn finish(
             }
         }
     }
-    let last = state.last;
-    let cumulative_loss = state.totals.cumulative_loss();
+    let run = learner.summary(&state.totals, state.last.as_ref());
+    let (Some(vertices), Some(segments), Some(length), Some(lattice)) =
+        (run.vertices, run.segments, run.length, run.lattice)
+    else {
+        anyhow::bail!("invariant: a learner with a curve describes it");
+    };
+    let cumulative_loss = run.totals.cumulative_loss;
     let totals = CurveTotals {
-        rounds: learner.n_rounds(),
-        scored_rounds: last.map_or(0, |t| t.scored_rounds),
-        cumulative_loss,
-        mean_loss: last.and_then(|t| t.mean_loss()),
+        stream: run.totals,
         stored_points: stored.len(),
         mean_squared_distance: stored_loss / stored.len().max(1) as f64,
     };
@@ -95,7 +98,6 @@ pub(super) fn finish(
         .flatten()
         .map(|h| ComparatorSummary::new(h, cumulative_loss))
         .collect();
-    let lattice = learner.lattice().expect("a curve has a lattice");
     let total_seconds = started.elapsed().as_secs_f64();
     if !options.quiet {
         let mut out = report_writer(options.stdout_carries_data());
@@ -113,17 +115,13 @@ pub(super) fn finish(
         command: "curve",
         input: InputSummary::new(reader, input),
         settings: &task.settings,
-        vertices: curve.vertex_rows().map(<[f64]>::to_vec).collect(),
-        segments: curve.n_segments(),
-        length: curve.length(),
-        lattice: LatticeSummary {
-            origin: lattice.origin(),
-            radius: lattice.radius(),
-            spacing: lattice.spacing(),
-        },
+        vertices,
+        segments,
+        length,
+        lattice,
         totals,
         comparators,
-        report: learner.report(),
+        report: run.report,
         learn_seconds: state.learn_seconds,
         comparator_seconds,
         total_seconds,
@@ -146,21 +144,13 @@ pub(super) fn finish(
 
 #[derive(Serialize)]
 pub(super) struct CurveTotals {
-    pub(super) rounds: u64,
-    pub(super) scored_rounds: u64,
-    pub(super) cumulative_loss: f64,
-    pub(super) mean_loss: Option<f64>,
+    /// Rounds, scored rounds, cumulative loss, mean loss.
+    #[serde(flatten)]
+    pub(super) stream: StreamTotals,
     /// The rows the learner keeps (all, or the last --window).
     pub(super) stored_points: usize,
     /// The mean squared distance from the stored rows to the final curve.
     pub(super) mean_squared_distance: f64,
-}
-
-#[derive(Serialize)]
-struct LatticeSummary<'a> {
-    origin: &'a [f64],
-    radius: f64,
-    spacing: f64,
 }
 
 /// A hindsight comparator and the regret against it.

@@ -4,10 +4,10 @@ use std::io::Write;
 use std::time::Instant;
 
 use pacstream::kmeans::centre_rows;
-use pacstream::paco::{PacoConfig, SamplerReport};
+use pacstream::paco::{PacoConfig, PacoSettings, SamplerReport};
 use serde::Serialize;
 
-use super::{Settings, library_error};
+use super::library_error;
 use crate::commands::clusters::{Axes, BatchRows, cluster_sizes, write_centres_table};
 use crate::commands::{
     InputSummary, human_number, human_seconds, plural, short_name, write_summary,
@@ -21,7 +21,7 @@ struct BatchSummary<'a> {
     command: &'static str,
     mode: &'static str,
     input: InputSummary<'a>,
-    settings: Settings,
+    settings: PacoSettings,
     n_clusters: usize,
     centres: Vec<Vec<f64>>,
     cluster_sizes: Vec<u64>,
@@ -86,7 +86,7 @@ pub(super) fn run(
         command: "paco",
         mode: "batch",
         input: InputSummary::labelled(&reader, &rows.input),
-        settings: Settings::new(config),
+        settings: config.settings(),
         n_clusters: k,
         centres: centre_rows(centres),
         cluster_sizes: sizes,

@@ -22,10 +22,9 @@ mod report;
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use pacstream::paco::Paco;
 use pacstream::paco::{Memory, PacoConfig, PacoParams, ProposalScale, Radius};
-use serde::Serialize;
 
 use self::paths::{CountPath, LabelTracker};
 use crate::plot::{RowSample, ThinnedSeries};
@@ -80,7 +79,7 @@ pub struct PacoArgs {
         default_value = "auto",
         allow_negative_numbers = true
     )]
-    pub radius: String,
+    pub radius: Radius,
 
     /// Centre the data on the mean of the warm-up rows (the default with --radius auto).
     #[arg(long, conflicts_with = "no_center")]
@@ -112,7 +111,7 @@ pub struct PacoArgs {
 
     /// The scale of the Student-t proposal of each centre.
     #[arg(long, value_enum, default_value = "laplace", value_name = "RULE")]
-    pub proposal: ProposalArg,
+    pub proposal: ProposalScale,
 
     /// b, the multiplier of the proposal scale [default: the calibrated value of the rule].
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
@@ -174,25 +173,6 @@ pub struct PacoArgs {
     pub common: CommonArgs,
 }
 
-/// `--proposal` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ProposalArg {
-    /// The width of the quasi-posterior of one centre, b / √(2 λ_t n_j).
-    Laplace,
-    /// The paper's τ_t = b R / √(p n_t) (Li, Guedj & Loustau 2018).
-    #[value(alias = "seed")]
-    Paper,
-}
-
-impl ProposalArg {
-    fn rule(self) -> ProposalScale {
-        match self {
-            ProposalArg::Laplace => ProposalScale::Laplace,
-            ProposalArg::Paper => ProposalScale::Paper,
-        }
-    }
-}
-
 /// Runs `pacstream paco`.
 pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
     let mut options = args.common.validate_with(&extra_plots(args)?)?;
@@ -252,20 +232,12 @@ fn extra_plots(args: &PacoArgs) -> anyhow::Result<OtherFiles> {
 }
 
 fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
-    let radius = match args.radius.as_str() {
-        "auto" => Radius::Auto,
-        text => Radius::Given(text.parse::<f64>().map_err(|_| {
-            bad_input(format!(
-                "invalid --radius: expected a number or `auto`, got {text:?}"
-            ))
-        })?),
-    };
     let mut params = PacoParams::new()
         .max_k(args.max_k)
-        .radius(radius)
+        .radius(args.radius)
         .scale(args.scale)
         .warmup(args.warmup)
-        .proposal(args.proposal.rule())
+        .proposal(args.proposal)
         .iterations(args.iterations)
         .restart(args.restart)
         .seed(seed);
@@ -294,50 +266,6 @@ fn library_error(error: pacstream::Error) -> anyhow::Error {
     crate::failure::library_error::<PacoArgs>("PACBO", error)
 }
 
-/// The settings, as the summary and checkpoints record them.
-#[derive(Serialize)]
-struct Settings {
-    max_k: usize,
-    radius: String,
-    center: bool,
-    scale: bool,
-    warmup: usize,
-    eta: f64,
-    coeff: f64,
-    proposal: &'static str,
-    proposal_scale: f64,
-    iterations: usize,
-    window: Option<usize>,
-    restart: bool,
-    seed: u64,
-}
-
-impl Settings {
-    fn new(config: &PacoConfig) -> Self {
-        Self {
-            max_k: config.max_k(),
-            radius: match config.radius() {
-                Radius::Auto => "auto".to_string(),
-                Radius::Given(r) => format!("{r:e}"),
-            },
-            center: config.center(),
-            scale: config.scale(),
-            warmup: config.warmup(),
-            eta: config.eta(),
-            coeff: config.coeff(),
-            proposal: config.proposal().name(),
-            proposal_scale: config.proposal_scale(),
-            iterations: config.iterations(),
-            window: match config.memory() {
-                Memory::Exact => None,
-                Memory::Window(w) => Some(w),
-            },
-            restart: config.restart(),
-            seed: config.seed(),
-        }
-    }
-}
-
 crate::point_state!(
     /// Everything a checkpoint holds about an online PACBO run.
     OnlineState<Paco> {
@@ -351,11 +279,3 @@ crate::point_state!(
         seconds: f64,
     }
 );
-
-#[derive(Serialize)]
-struct OnlineTotals {
-    rounds: u64,
-    scored_rounds: u64,
-    cumulative_loss: f64,
-    mean_loss: Option<f64>,
-}

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use pacstream::OnlineLearner;
+use pacstream::describe::{Describe, StreamTotals};
 use pacstream::eval::Prequential;
 use pacstream::kmeans::{Centres, centre_rows};
 use pacstream::paco::oracle::hindsight_report;
@@ -13,7 +14,7 @@ use serde_json::Value;
 use super::hindsight::HindsightSummary;
 use super::paths::{CountPath, LabelTracker};
 use super::records::{CentresField, Column, RoundRecord};
-use super::{OnlineState, OnlineTotals, PacoArgs, Settings, figures, library_error, report};
+use super::{OnlineState, PacoArgs, figures, library_error, report};
 use crate::commands::clusters::{Axes, cluster_figure};
 use crate::commands::{InputSummary, no_good_rows, short_name, stream_input, write_summary};
 use crate::io::atomic::write_atomically;
@@ -117,13 +118,14 @@ impl PointFamily for OnlinePaco {
             sample.add(row.values, row.number);
         }
         let centres = self.centres_field(predicted_by.as_ref());
+        let record = state.learner.record(&step, &totals);
         sink.write(&RoundRecord {
-            t: step.round,
-            k: step.n_clusters,
-            loss: step.loss,
-            cumulative_loss: totals.cumulative_loss,
-            label: step.label,
-            acceptance_rate: step.sampler.as_ref().map(|s| s.acceptance_rate),
+            t: record.t,
+            k: record.k,
+            loss: record.loss,
+            cumulative_loss: record.cumulative_loss,
+            label: record.label,
+            acceptance_rate: record.acceptance_rate,
             true_label: if state.labels.is_some() {
                 Column::Present(true_label)
             } else {
@@ -149,7 +151,7 @@ struct OnlineSummary<'a> {
     k_path_changes: u64,
     /// (first round, number of distinct labels in memory) at every change, with --labels.
     true_k_path: Option<&'a [(u64, usize)]>,
-    totals: OnlineTotals,
+    totals: StreamTotals,
     /// Seconds spent learning (the library's learn_one calls).
     learn_seconds: f64,
     radius: Option<f64>,
@@ -172,11 +174,11 @@ pub(super) fn run(
     let dim = layout.features.len();
     let plot_points = options.plot.is_some().then_some(options.plot_points);
     let window = match config.memory() {
-        Memory::Exact => None,
+        Memory::All => None,
         Memory::Window(w) => Some(w),
     };
     let labelled = !layout.extras.is_empty();
-    let mut settings = serde_json::to_value(Settings::new(&config))?;
+    let mut settings = serde_json::to_value(config.settings())?;
     settings["columns"] = serde_json::to_value(
         layout
             .features
@@ -220,13 +222,7 @@ pub(super) fn run(
             learner.config().warmup()
         ));
     }
-    let last = state.last;
-    let totals = OnlineTotals {
-        rounds: learner.n_rounds(),
-        scored_rounds: last.map_or(0, |t| t.scored_rounds),
-        cumulative_loss: state.totals.cumulative_loss(),
-        mean_loss: last.and_then(|t| t.mean_loss()),
-    };
+    let run = learner.summary(&state.totals, state.last.as_ref());
 
     // The comparison with the best fixed clusterings in hindsight and the bound, as the
     // library reports them.
@@ -246,29 +242,28 @@ pub(super) fn run(
             &mut out,
             &reader,
             learner,
-            &totals,
+            &run.totals,
             state,
             hindsight.as_ref(),
         )?;
     }
-    let frame = learner.frame();
     let summary = OnlineSummary {
         command: "paco",
         mode: "online",
         input: InputSummary::labelled(&reader, &input),
         settings: &task.settings,
-        n_clusters: learner.n_clusters(),
-        centres: learner.centres().map(centre_rows),
+        n_clusters: run.n_clusters,
+        centres: run.centres,
         k_path: &state.k_path.changes,
         k_path_changes: state.k_path.total_changes,
         true_k_path: state.true_k_path.as_ref().map(|p| p.changes.as_slice()),
-        totals,
+        totals: run.totals,
         learn_seconds: state.seconds,
-        radius: frame.map(|f| f.radius()),
-        origin: frame.map(|f| f.origin()),
-        scales: frame.and_then(|f| f.scales()),
-        report: learner.report(),
-        last_chain: learner.last_chain(),
+        radius: run.radius,
+        origin: run.origin,
+        scales: run.scales,
+        report: run.report,
+        last_chain: run.last_chain,
         hindsight: hindsight_summary,
     };
     write_summary(options, &summary)?;

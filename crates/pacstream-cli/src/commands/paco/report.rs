@@ -5,7 +5,9 @@ use std::io::Write;
 use pacstream::paco::Paco;
 use pacstream::paco::oracle::{HindsightReport, IdealSamplerBound};
 
-use super::{OnlineState, OnlineTotals};
+use pacstream::describe::StreamTotals;
+
+use super::OnlineState;
 use crate::commands::clusters::write_centres_table;
 use crate::commands::{human_number, human_seconds, plural};
 use crate::io::reader::RowReader;
@@ -14,7 +16,7 @@ pub(super) fn print_online(
     out: &mut dyn Write,
     reader: &RowReader,
     learner: &Paco,
-    totals: &OnlineTotals,
+    totals: &StreamTotals,
     state: &OnlineState,
     hindsight: Option<&HindsightReport>,
 ) -> anyhow::Result<()> {
