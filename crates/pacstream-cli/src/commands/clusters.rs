@@ -158,6 +158,26 @@ pub fn cluster_sizes(labels: &[usize], k: usize) -> Vec<u64> {
     sizes
 }
 
+/// `--axes`, for the commands that draw points.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AxesArg {
+    /// The two columns drawn by --plot (default: the first two columns learned).
+    #[arg(
+        long,
+        value_name = "COL,COL",
+        requires = "plot",
+        help_heading = "Output"
+    )]
+    pub axes: Option<String>,
+}
+
+impl AxesArg {
+    /// The axes chosen, resolved against the input's columns ([`Axes::choose`]).
+    pub fn choose(&self, reader: &RowReader) -> anyhow::Result<Axes> {
+        Axes::choose(self.axes.as_deref(), reader)
+    }
+}
+
 /// The axes of a figure: the positions, among the columns learned, of the x and y columns;
 /// no y for one-dimensional data (the row number is drawn instead).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -847,20 +847,7 @@ fn chunk_sum<S: Simd>(
     for (out, lane) in S::as_mut_simd_f64s(&mut values).0.iter_mut().zip(&lanes) {
         *out = *lane;
     }
-    combine(values)
-}
-
-/// The 16 lanes added by a fixed tree.
-#[inline(always)]
-fn combine(mut lanes: [f64; GROUP]) -> f64 {
-    let mut width = GROUP;
-    while width > 1 {
-        width /= 2;
-        for lane in 0..width {
-            lanes[lane] += lanes[lane + width];
-        }
-    }
-    lanes[0]
+    crate::kernels::tree_sum(values)
 }
 
 #[cfg(test)]

@@ -414,6 +414,10 @@ impl DistinctScan {
 }
 
 /// Means given from outside, for tests of the sampler (deliberately bad ones, for example).
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(dead_code, reason = "used by the entry points of the testing feature")
+)]
 pub(crate) struct FixedMeans {
     pub(crate) by_k: Vec<ProposalMeans>,
 }

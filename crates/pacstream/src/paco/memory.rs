@@ -154,6 +154,10 @@ impl TryFrom<MemorySnapshot> for PointMemory {
 impl PointMemory {
     /// An empty memory whose S_t is summed on the index where it pays
     /// ([`super::params::Summation::Auto`]).
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "used by the entry points of the testing feature")
+    )]
     pub(crate) fn new(dim: usize, mode: MemoryMode) -> Self {
         Self::with_summation(dim, mode, Summation::Auto)
     }

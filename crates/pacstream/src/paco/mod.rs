@@ -109,6 +109,7 @@ mod relabel;
 mod sampler;
 mod temperature;
 #[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use batch::PacoFit;

@@ -22,12 +22,13 @@ use pacstream::curves::{
 use pacstream::eval::Prequential;
 
 use self::family::{CurveFamily, PlotTrace};
-use super::clusters::Axes;
+use super::Given;
+use super::clusters::AxesArg;
 use super::stream_input;
 use crate::failure::bad_input;
 use crate::io::reader::RowReader;
 use crate::options::CommonArgs;
-use crate::stream::PointTask;
+use crate::stream::{PointTask, point_settings};
 use crate::ui::Notes;
 
 /// Arguments of `pacstream curve`.
@@ -144,14 +145,8 @@ pub struct CurveArgs {
     #[arg(long, value_name = "N", default_value_t = pacstream::curves::DEFAULT_MAX_ATOMS)]
     pub max_atoms: usize,
 
-    /// The two columns drawn by --plot (default: the first two columns learned).
-    #[arg(
-        long,
-        value_name = "COL,COL",
-        requires = "plot",
-        help_heading = "Output"
-    )]
-    pub axes: Option<String>,
+    #[command(flatten)]
+    pub axes: AxesArg,
 
     #[command(flatten)]
     pub common: CommonArgs,
@@ -164,7 +159,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
     let notes = Notes::new(options.quiet);
     let config = config(args, options.seed)?;
     let mut reader = RowReader::open(&options.input, &[], notes)?;
-    let axes = Axes::choose(args.axes.as_deref(), &reader)?;
+    let axes = args.axes.choose(&reader)?;
     let layout = reader.layout().clone();
     let dim = layout.features.len();
     if config.check_dim(dim).is_err() {
@@ -177,16 +172,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
         )));
     }
     let plot = options.plot.is_some();
-    let mut settings = serde_json::to_value(config.settings())?;
-    settings["columns"] = serde_json::to_value(
-        layout
-            .features
-            .iter()
-            .map(|i| i + 1)
-            .collect::<Vec<usize>>(),
-    )?;
-    settings["on_bad_row"] = serde_json::to_value(options.input.on_bad_row)?;
-    settings["plot_points"] = serde_json::to_value(plot.then_some(options.plot_points))?;
+    let settings = point_settings(config.settings(), &layout, None, &options)?;
     let mut task = PointTask {
         family: CurveFamily {
             config: config.clone(),
@@ -207,7 +193,7 @@ pub fn run(args: &CurveArgs) -> anyhow::Result<()> {
 }
 
 fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
-    let mut params = PrincipalCurveParams::new()
+    let params = PrincipalCurveParams::new()
         .radius(args.radius)
         .max_segments(args.max_segments)
         .estimator(args.estimator)
@@ -217,28 +203,17 @@ fn config(args: &CurveArgs, seed: u64) -> anyhow::Result<PrincipalCurveConfig> {
         .warmup(args.warmup)
         .bin_side(args.bin_side)
         .max_atoms(args.max_atoms)
-        .seed(seed);
-    if let Some(delta) = args.delta {
-        params = params.delta(delta);
-    }
-    if let Some(length) = args.max_length {
-        params = params.max_length(length);
-    }
-    if let Some(penalty) = args.penalty {
-        params = params.penalty(penalty);
-    }
-    if let Some(eta) = args.eta_scale {
-        params = params.eta_scale(eta);
-    }
-    if let Some(feedback) = args.feedback {
-        params = params.feedback(feedback);
-    }
-    if let Some(alpha) = args.alpha {
-        params = params.alpha(alpha);
-    }
-    if let Some(window) = args.window {
-        params = params.memory(Memory::Window(window));
-    }
+        .seed(seed)
+        .given(args.delta, PrincipalCurveParams::delta)
+        .given(args.max_length, PrincipalCurveParams::max_length)
+        .given(args.penalty, PrincipalCurveParams::penalty)
+        .given(args.eta_scale, PrincipalCurveParams::eta_scale)
+        .given(args.feedback, PrincipalCurveParams::feedback)
+        .given(args.alpha, PrincipalCurveParams::alpha)
+        .given(
+            args.window.map(Memory::Window),
+            PrincipalCurveParams::memory,
+        );
     params.check().map_err(library_error)
 }
 

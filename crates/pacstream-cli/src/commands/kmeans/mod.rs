@@ -17,7 +17,8 @@ use pacstream::kmeans::{
     InitMethod, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
 };
 
-use super::clusters::Axes;
+use super::Given;
+use super::clusters::AxesArg;
 use crate::failure::bad_input;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, RowReader};
@@ -113,14 +114,8 @@ pub struct KMeansArgs {
     #[arg(long, value_name = "COL", help_heading = "Input")]
     pub weights: Option<String>,
 
-    /// The two columns drawn by --plot (default: the first two columns clustered).
-    #[arg(
-        long,
-        value_name = "COL,COL",
-        requires = "plot",
-        help_heading = "Output"
-    )]
-    pub axes: Option<String>,
+    #[command(flatten)]
+    pub axes: AxesArg,
 
     #[command(flatten)]
     pub common: CommonArgs,
@@ -150,45 +145,36 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
     if args.online {
         let config = online_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-        let axes = Axes::choose(args.axes.as_deref(), &reader)?;
+        let axes = args.axes.choose(&reader)?;
         online::run(args, &options, config, reader, axes, notes)
     } else {
         let config = batch_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;
-        let axes = Axes::choose(args.axes.as_deref(), &reader)?;
+        let axes = args.axes.choose(&reader)?;
         batch::run(args, &options, &config, reader, axes, notes)
     }
 }
 
 fn batch_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<KMeansConfig> {
-    let mut params = KMeansParams::new(args.k)
+    let params = KMeansParams::new(args.k)
         .init(args.init.to_init())
-        .seed(seed);
-    if let Some(n_init) = args.n_init {
-        params = params.n_init(n_init);
-    }
-    if let Some(max_iter) = args.max_iter {
-        params = params.max_iter(max_iter);
-    }
-    if let Some(tol) = args.tol {
-        params = params.tol(tol);
-    }
+        .seed(seed)
+        .given(args.n_init, KMeansParams::n_init)
+        .given(args.max_iter, KMeansParams::max_iter)
+        .given(args.tol, KMeansParams::tol);
     params.check().map_err(library_error)
 }
 
 fn online_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<SequentialKMeansConfig> {
-    let mut params = SequentialKMeansParams::new(args.k)
+    let params = SequentialKMeansParams::new(args.k)
         .init(args.init.to_init())
-        .seed(seed);
-    if let Some(init_size) = args.init_size {
-        params = params.init_size(init_size);
-    }
-    if let Some(half_life) = args.decay {
-        params = params.decay_half_life(half_life);
-    }
-    if let Some(ratio) = args.reassignment_ratio {
-        params = params.reassignment_ratio(ratio);
-    }
+        .seed(seed)
+        .given(args.init_size, SequentialKMeansParams::init_size)
+        .given(args.decay, SequentialKMeansParams::decay_half_life)
+        .given(
+            args.reassignment_ratio,
+            SequentialKMeansParams::reassignment_ratio,
+        );
     params.check().map_err(library_error)
 }
 

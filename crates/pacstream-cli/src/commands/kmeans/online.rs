@@ -8,8 +8,7 @@ use pacstream::OnlineLearner;
 use pacstream::describe::{Describe, StreamTotals};
 use pacstream::eval::{Prequential, Totals};
 use pacstream::kmeans::{
-    SequentialKMeans, SequentialKMeansConfig, SequentialKMeansSettings, SequentialKMeansStep,
-    SequentialKMeansSummary,
+    SequentialKMeans, SequentialKMeansConfig, SequentialKMeansStep, SequentialKMeansSummary,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,27 +21,11 @@ use crate::commands::{
 use crate::io::atomic::write_atomically;
 use crate::io::reader::{Row, RowReader};
 use crate::io::records::RecordSink;
-use crate::options::{BadRowPolicy, RunOptions};
+use crate::options::RunOptions;
 use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
 use crate::point_state;
-use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault};
+use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault, point_settings};
 use crate::ui::{Notes, report_writer};
-
-/// The settings a checkpoint must share with the run that resumes it: the learner's, and
-/// how the input is read.
-#[derive(Serialize)]
-struct OnlineSettings {
-    #[serde(flatten)]
-    learner: SequentialKMeansSettings,
-    batch_size: Option<u64>,
-    /// 1-based input columns clustered.
-    columns: Vec<usize>,
-    /// 1-based input column of the weights.
-    weights: Option<usize>,
-    on_bad_row: BadRowPolicy,
-    /// The size of the plot's reservoir, when plotting (the reservoir is part of the state).
-    plot_points: Option<usize>,
-}
 
 point_state!(
     /// Everything a checkpoint holds about an online k-means run.
@@ -220,14 +203,8 @@ pub(super) fn run(
     };
     let plot_points = options.plot.is_some().then_some(options.plot_points);
     let learner = config.build();
-    let settings = OnlineSettings {
-        learner: learner.settings(),
-        batch_size: args.batch_size,
-        columns: layout.features.iter().map(|i| i + 1).collect(),
-        weights: layout.extras.first().map(|i| i + 1),
-        on_bad_row: options.input.on_bad_row,
-        plot_points,
-    };
+    let mut settings = point_settings(learner.settings(), &layout, Some("weights"), options)?;
+    settings["batch_size"] = serde_json::to_value(args.batch_size)?;
     let mut task = PointTask {
         family: OnlineKMeans {
             config,
@@ -238,7 +215,7 @@ pub(super) fn run(
             batch_weights: Vec::new(),
             batch_numbers: Vec::new(),
         },
-        settings: serde_json::to_value(&settings)?,
+        settings,
         dim,
         state: OnlineState {
             learner,

@@ -29,7 +29,8 @@ use pacstream::paco::{Memory, PacoConfig, PacoParams, ProposalScale, Radius};
 use self::paths::{CountPath, LabelTracker};
 use crate::plot::{RowSample, ThinnedSeries};
 
-use super::clusters::Axes;
+use super::Given;
+use super::clusters::AxesArg;
 use crate::failure::bad_input;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, RowReader};
@@ -154,14 +155,8 @@ pub struct PacoArgs {
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot_loss: Option<PathBuf>,
 
-    /// The two columns drawn by --plot (default: the first two columns clustered).
-    #[arg(
-        long,
-        value_name = "COL,COL",
-        requires = "plot",
-        help_heading = "Output"
-    )]
-    pub axes: Option<String>,
+    #[command(flatten)]
+    pub axes: AxesArg,
 
     /// k-means restarts of the hindsight oracle, per number of clusters (1 to 1,000; it fits
     /// every k ≤ p once on the predicted rows, and as few k as the bound needs on every row).
@@ -210,7 +205,7 @@ pub fn run(args: &PacoArgs) -> anyhow::Result<()> {
     config
         .check_dim(reader.layout().features.len())
         .map_err(library_error)?;
-    let axes = Axes::choose(args.axes.as_deref(), &reader)?;
+    let axes = args.axes.choose(&reader)?;
     if args.batch {
         batch::run(&options, &config, reader, axes, notes)
     } else {
@@ -232,7 +227,7 @@ fn extra_plots(args: &PacoArgs) -> anyhow::Result<OtherFiles> {
 }
 
 fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
-    let mut params = PacoParams::new()
+    let params = PacoParams::new()
         .max_k(args.max_k)
         .radius(args.radius)
         .scale(args.scale)
@@ -240,25 +235,13 @@ fn config(args: &PacoArgs, seed: u64) -> anyhow::Result<PacoConfig> {
         .proposal(args.proposal)
         .iterations(args.iterations)
         .restart(args.restart)
-        .seed(seed);
-    if args.center {
-        params = params.center(true);
-    }
-    if args.no_center {
-        params = params.center(false);
-    }
-    if let Some(eta) = args.eta {
-        params = params.eta(eta);
-    }
-    if let Some(coeff) = args.coeff {
-        params = params.coeff(coeff);
-    }
-    if let Some(b) = args.proposal_scale {
-        params = params.proposal_scale(b);
-    }
-    if let Some(window) = args.window {
-        params = params.memory(Memory::Window(window));
-    }
+        .seed(seed)
+        .given(args.center.then_some(true), PacoParams::center)
+        .given(args.no_center.then_some(false), PacoParams::center)
+        .given(args.eta, PacoParams::eta)
+        .given(args.coeff, PacoParams::coeff)
+        .given(args.proposal_scale, PacoParams::proposal_scale)
+        .given(args.window.map(Memory::Window), PacoParams::memory);
     params.check().map_err(library_error)
 }
 

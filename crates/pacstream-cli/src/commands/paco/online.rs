@@ -22,7 +22,7 @@ use crate::io::reader::{Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{RecordFormat, RunOptions};
 use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
-use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault};
+use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault, point_settings};
 use crate::ui::{Notes, report_writer};
 
 /// PACBO's hooks into the streaming loop.
@@ -178,17 +178,7 @@ pub(super) fn run(
         Memory::Window(w) => Some(w),
     };
     let labelled = !layout.extras.is_empty();
-    let mut settings = serde_json::to_value(config.settings())?;
-    settings["columns"] = serde_json::to_value(
-        layout
-            .features
-            .iter()
-            .map(|i| i + 1)
-            .collect::<Vec<usize>>(),
-    )?;
-    settings["labels"] = serde_json::to_value(layout.extras.first().map(|i| i + 1))?;
-    settings["on_bad_row"] = serde_json::to_value(options.input.on_bad_row)?;
-    settings["plot_points"] = serde_json::to_value(plot_points)?;
+    let settings = point_settings(config.settings(), &layout, Some("labels"), options)?;
     let mut task = PointTask {
         settings,
         dim,
