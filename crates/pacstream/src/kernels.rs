@@ -606,6 +606,21 @@ pub(crate) fn first_position(values: &[f64], target: f64) -> usize {
 mod tests {
     use super::*;
 
+    /// The reduction's order is fixed (the bits of PACBO's and the curves' sums, and so of
+    /// their snapshots, depend on it): lane i with lane i + N/2, then again on the first half.
+    #[test]
+    fn tree_sum_adds_in_its_fixed_order() {
+        // (1e16 + −1e16) + (1 + 1) = 2; one lane after the other would round 1e16 + 1 away.
+        assert_eq!(tree_sum([1e16, 1.0, -1e16, 1.0]), 2.0);
+        let mut rng = crate::rng::StreamRng::seed_from(5);
+        for _ in 0..100 {
+            let lanes: [f64; 16] = std::array::from_fn(|_| (rng.next_f64() - 0.5) * 1e3);
+            let s: [f64; 8] = std::array::from_fn(|i| lanes[i] + lanes[i + 8]);
+            let expected = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+            assert_eq!(tree_sum(lanes).to_bits(), expected.to_bits());
+        }
+    }
+
     /// The stated bound, relative error ≤ 1e−13, over every argument the weights engine can
     /// pass (x ≤ 0 down to the floor, and the positive side up to 709 that a re-shift
     /// discards): a dense sweep (step 1e−3: 1.4 million points, each reduction interval

@@ -172,3 +172,28 @@ impl Describe for PrincipalCurveLearner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::curves::PrincipalCurveParams;
+
+    /// A checkpoint is resumed only by a run whose settings read the same: the names and
+    /// forms written before stay.
+    #[test]
+    fn settings_keep_the_form_checkpoints_recorded() {
+        let given = PrincipalCurveParams::new()
+            .radius(Radius::Given(2.5))
+            .memory(Memory::Window(40))
+            .check()
+            .unwrap();
+        let value = serde_json::to_value(given.settings()).unwrap();
+        assert_eq!(value["radius"], 2.5);
+        assert_eq!(value["window"], 40);
+        let auto = PrincipalCurveParams::new().check().unwrap();
+        let value = serde_json::to_value(auto.settings()).unwrap();
+        assert_eq!(value["radius"], "auto");
+        assert_eq!(value["window"], serde_json::Value::Null);
+        assert_eq!(value["estimator"], "label-efficient");
+    }
+}

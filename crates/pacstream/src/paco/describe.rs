@@ -143,3 +143,39 @@ impl Describe for Paco {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paco::PacoParams;
+
+    /// A checkpoint is resumed only by a run whose settings read the same: the names and
+    /// forms written before stay (R as text in scientific notation, `window` null for every
+    /// point).
+    #[test]
+    fn settings_keep_the_form_checkpoints_recorded() {
+        let given = PacoParams::new()
+            .radius(Radius::Given(2.5))
+            .memory(Memory::Window(40))
+            .check()
+            .unwrap();
+        let value = serde_json::to_value(given.settings()).unwrap();
+        assert_eq!(value["radius"], "2.5e0");
+        assert_eq!(value["window"], 40);
+        let auto = PacoParams::new().check().unwrap();
+        let value = serde_json::to_value(auto.settings()).unwrap();
+        assert_eq!(value["radius"], "auto");
+        assert_eq!(value["window"], serde_json::Value::Null);
+        assert_eq!(value["proposal"], "laplace");
+    }
+
+    /// Snapshots written before the rename say `Exact`; they load, and new ones say the same.
+    #[test]
+    fn memory_all_is_written_and_read_as_exact() {
+        assert_eq!(serde_json::to_string(&Memory::All).unwrap(), "\"Exact\"");
+        let read: Memory = serde_json::from_str("\"Exact\"").unwrap();
+        assert_eq!(read, Memory::All);
+        let read: Memory = serde_json::from_str("\"All\"").unwrap();
+        assert_eq!(read, Memory::All);
+    }
+}

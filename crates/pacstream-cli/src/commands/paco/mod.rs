@@ -262,3 +262,40 @@ crate::point_state!(
         seconds: f64,
     }
 );
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use pacstream::paco::{ProposalScale, Radius};
+
+    use crate::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<super::PacoArgs, clap::Error> {
+        let mut full = vec!["pacstream", "paco", "data.csv"];
+        full.extend(args);
+        match Cli::try_parse_from(full)?.command {
+            Command::Paco(args) => Ok(args),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    /// The library's names are the options' values, and the name `seed` of the paper's
+    /// proposal scale still works.
+    #[test]
+    fn library_names_are_the_values() {
+        for (name, rule) in [
+            ("laplace", ProposalScale::Laplace),
+            ("paper", ProposalScale::Paper),
+            ("seed", ProposalScale::Paper),
+        ] {
+            assert_eq!(parse(&["--proposal", name]).unwrap().proposal, rule);
+        }
+        assert!(parse(&["--proposal", "wide"]).is_err());
+        assert_eq!(parse(&[]).unwrap().radius, Radius::Auto);
+        assert_eq!(
+            parse(&["--radius", "2.5"]).unwrap().radius,
+            Radius::Given(2.5)
+        );
+        assert!(parse(&["--radius", "big"]).is_err());
+    }
+}
