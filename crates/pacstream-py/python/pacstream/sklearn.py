@@ -90,9 +90,6 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             sample_weight = np.ascontiguousarray(
                 _check_sample_weight(sample_weight, X, dtype=np.float64)
             )
-        n_samples = X.shape[0]
-        if isinstance(self.n_clusters, (int, np.integer)) and n_samples < self.n_clusters:
-            raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
         init = self.init
         if not isinstance(init, str):
             init = np.ascontiguousarray(init, dtype=np.float64)
