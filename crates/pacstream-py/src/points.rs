@@ -393,6 +393,26 @@ point_learner!(PySequentialKMeans, "SequentialKMeans", SequentialKMeans, {
         predict_rows(py, self.run.learner().centres(), self.run.dim(), X)
     }
 
+    /// The squared distance of every row of `X` to every centre (n × k; ValueError before
+    /// a model exists).
+    #[pyo3(signature = (X))]
+    #[allow(non_snake_case)]
+    fn transform<'py>(
+        &self,
+        py: Python<'py>,
+        X: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        transform_rows(py, self.run.learner().centres(), X)
+    }
+
+    /// The inertia of the current centres on `X`: the sum over its rows of the loss the
+    /// model would pay (ValueError before a model exists).
+    #[pyo3(signature = (X))]
+    #[allow(non_snake_case)]
+    fn inertia_on(&self, py: Python<'_>, X: &Bound<'_, PyAny>) -> PyResult<f64> {
+        inertia_rows(py, self.run.learner().centres(), X)
+    }
+
     /// None: no theorem bounds the regret of sequential k-means (the library gives none).
     #[getter]
     fn bound(&self) -> Option<f64> {
@@ -427,6 +447,59 @@ pub fn predict_rows<'py>(
         })
     })?;
     Ok(PyArray1::from_vec(py, labels))
+}
+
+fn no_model() -> PyErr {
+    PyValueError::new_err("no centres yet: learn some points first")
+}
+
+/// The squared distances of every row of `x` to every centre (the library's
+/// `Centres::transform`).
+pub fn transform_rows<'py>(
+    py: Python<'py>,
+    centres: Option<&Centres>,
+    x: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let centres = centres.ok_or_else(no_model)?;
+    let array = arrays::rows(x, "X")?;
+    let view = array.as_array();
+    let k = centres.n_centres();
+    let values = py.detach(|| {
+        lib(|| {
+            let mut out = Vec::with_capacity(view.nrows() * k);
+            for (row, point) in view.rows().into_iter().enumerate() {
+                let point = point.as_slice().unwrap_or(&[]);
+                out.extend(centres.transform(point).map_err(|e| e.at_row(row))?);
+            }
+            Ok(out)
+        })
+    })?;
+    let array = ndarray::Array2::from_shape_vec((view.nrows(), k), values)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(array.to_pyarray(py))
+}
+
+/// The sum of the model's losses (`Model::loss`) over the rows of `x`, each checked first.
+pub fn inertia_rows(
+    py: Python<'_>,
+    centres: Option<&Centres>,
+    x: &Bound<'_, PyAny>,
+) -> PyResult<f64> {
+    use pacstream::Model;
+    let centres = centres.ok_or_else(no_model)?;
+    let array = arrays::rows(x, "X")?;
+    let view = array.as_array();
+    py.detach(|| {
+        lib(|| {
+            let mut total = 0.0;
+            for (row, point) in view.rows().into_iter().enumerate() {
+                let point = point.as_slice().unwrap_or(&[]);
+                pacstream::data::check_point(point, centres.dim()).map_err(|e| e.at_row(row))?;
+                total += centres.loss(point);
+            }
+            Ok(total)
+        })
+    })
 }
 
 fn paco_radius(radius: &Bound<'_, PyAny>) -> PyResult<Radius> {

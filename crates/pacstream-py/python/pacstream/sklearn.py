@@ -103,10 +103,36 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         )
         core.fit(X, sample_weight)
         self._core = core
+        self._stream = None
         self.cluster_centers_ = core.centres
         self.labels_ = core.labels
         self.inertia_ = core.inertia
         self.n_iter_ = core.report["n_iter"]
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Learns the rows of ``X`` as a stream (sequential k-means, ``pacstream.
+        SequentialKMeans``): the first batch is the warm-up, fitted by the seeding and
+        Lloyd (from the centres of an earlier ``fit``, if any); every later row moves its
+        nearest centre by 1/n_j. Batches in order give the run of one stream."""
+        first = getattr(self, "_stream", None) is None
+        X = validate_data(self, X, dtype=np.float64, order="C", reset=first)
+        if first:
+            init = self.init
+            if hasattr(self, "cluster_centers_"):
+                init = self.cluster_centers_
+            if not isinstance(init, str):
+                init = np.ascontiguousarray(init, dtype=np.float64)
+            self._stream = _pacstream.SequentialKMeans(
+                int(self.n_clusters),
+                init=init,
+                init_size=X.shape[0],
+                seed=_seed(self.random_state),
+            )
+        self._stream.learn_many(X)
+        self._core = self._stream
+        self.cluster_centers_ = self._stream.centres
+        self.n_steps_ = self._stream.n_rounds
         return self
 
     def _validated(self, X):

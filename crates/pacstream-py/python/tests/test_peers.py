@@ -101,3 +101,21 @@ def test_sklearn_kmeans_is_the_core_fit():
     np.testing.assert_array_equal(ours.transform(X), np.sqrt(core.transform(np.ascontiguousarray(X))))
     # Fortran-ordered or int input is converted by scikit-learn's validation, never misread
     np.testing.assert_array_equal(ours.predict(np.asfortranarray(X)), core.predict(np.ascontiguousarray(X)))
+
+
+def test_sklearn_partial_fit_is_one_sequential_stream():
+    import pacstream as ps
+
+    rng = np.random.default_rng(4)
+    X = np.ascontiguousarray(rng.normal(size=(500, 3)))
+    ours = psk.KMeans(n_clusters=3, random_state=2)
+    for start in range(0, 500, 100):
+        ours.partial_fit(X[start : start + 100])
+    core = ps.SequentialKMeans(3, init_size=100, seed=2)
+    core.learn_many(X)
+    np.testing.assert_array_equal(ours.cluster_centers_, core.centres)
+    np.testing.assert_array_equal(ours.predict(X), core.predict(X))
+    assert ours.score(X) == -core.inertia_on(X)
+    assert ours.n_steps_ == 500
+    with pytest.raises(ValueError, match="features"):
+        ours.partial_fit(X[:, :2])
