@@ -257,8 +257,7 @@ macro_rules! aggregator_class {
                         };
                         let step = rule
                             .learn_advice(round, loss)
-                            .map_err(|e| library_error(e.at_row(row)))
-                            .map_err(|e| at_round(e, row))?;
+                            .map_err(|e| round_error(e, row))?;
                         columns.push(&step);
                     }
                     Ok(())
@@ -290,7 +289,7 @@ macro_rules! aggregator_class {
                         };
                         let step = rule
                             .learn_losses(round)
-                            .map_err(|e| at_round(library_error(e), row))?;
+                            .map_err(|e| round_error(e, row))?;
                         columns.push(&step);
                     }
                     Ok(())
@@ -406,16 +405,15 @@ macro_rules! aggregator_class {
     };
 }
 
-/// Prefixes an error of a batch with its round (advice errors carry no row of their own).
-fn at_round(error: PyErr, row: usize) -> PyErr {
-    Python::attach(|py| {
-        let message = error.value(py).to_string();
-        if message.starts_with("row ") {
-            error
-        } else {
-            PyValueError::new_err(format!("round {row}: {message}"))
-        }
-    })
+/// An error of round `row` of a batch, naming the round (the library's round errors carry
+/// no row of their own).
+fn round_error(error: pacstream::Error, row: usize) -> PyErr {
+    let located = error.clone().at_row(row);
+    if located == error {
+        PyValueError::new_err(format!("round {row}: {error}"))
+    } else {
+        library_error(located)
+    }
 }
 
 fn params(rule: Rule, n_experts: usize, seed: u64) -> AggregatorParams {

@@ -348,3 +348,19 @@ def test_kmeans_fits_predicts_and_transforms():
     assert fit.transform(X).shape == (4, 2)
     with pytest.raises(ValueError, match="not fitted"):
         ps.KMeans(2).predict(X)
+
+
+def test_a_bad_round_of_a_batch_is_named_and_the_rounds_before_stay_learned():
+    advice = np.ones((6, 2))
+    outcomes = np.zeros(6)
+    outcomes[3] = np.nan
+    ewa = ps.EWA(2)
+    with pytest.raises(ValueError, match="round 3: .*outcome NaN is not finite"):
+        ewa.learn_many(advice, outcomes)
+    assert ewa.n_rounds == 3
+    losses = np.zeros((4, 2))
+    losses[2, 1] = np.nan
+    hedge = ps.Hedge(2)
+    with pytest.raises(ValueError, match="row 2: value NaN in column 1"):
+        hedge.learn_many_losses(losses)
+    assert hedge.n_rounds == 2
