@@ -364,3 +364,30 @@ def test_a_bad_round_of_a_batch_is_named_and_the_rounds_before_stay_learned():
     with pytest.raises(ValueError, match="row 2: value NaN in column 1"):
         hedge.learn_many_losses(losses)
     assert hedge.n_rounds == 2
+
+
+def test_learn_many_releases_the_gil():
+    import threading
+    import time
+
+    X = stream(300)
+    learner = ps.Paco(max_k=5, warmup=10, iterations=3000, seed=1)
+    inside = threading.Event()
+    done = threading.Event()
+
+    def work():
+        inside.set()
+        learner.learn_many(X)
+        done.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    inside.wait()
+    stamps = []
+    while not done.is_set():
+        stamps.append(time.perf_counter())
+    thread.join()
+    duration = stamps[-1] - stamps[0]
+    assert duration > 0.05, "the batch should take a while"
+    # With the GIL held for the whole batch, this thread would stall for all of it.
+    assert np.max(np.diff(stamps)) < 0.5 * duration
