@@ -391,3 +391,13 @@ def test_learn_many_releases_the_gil():
     assert duration > 0.05, "the batch should take a while"
     # With the GIL held for the whole batch, this thread would stall for all of it.
     assert np.max(np.diff(stamps)) < 0.5 * duration
+
+
+def test_the_readme_python_example_runs(monkeypatch, capsys):
+    text = (REPO / "README.md").read_text()
+    blocks = text.split("```python\n")[1:]
+    assert blocks, "the README has a Python example"
+    monkeypatch.chdir(REPO)
+    for block in blocks:
+        exec(compile(block.split("```")[0], "README.md", "exec"), {})
+    assert "[[" in capsys.readouterr().out
