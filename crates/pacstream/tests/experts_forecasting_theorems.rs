@@ -258,3 +258,56 @@ fn oracles_are_ordered() {
     assert!((shifting.best_loss(2000) - least_each_round).abs() < 1e-9);
     let _ = bounds::ml_poly(1.0, 1.0);
 }
+
+/// Fixed share's update on a hand-computed round: v ∝ w e^{−η c}, w' = α/N + (1 − α) v.
+#[test]
+fn fixed_share_matches_hand_computed_weights() {
+    let (eta, alpha) = (1.0, 0.3);
+    let mut learner = FixedShareParams::new(3, eta, alpha)
+        .loss(Loss::Absolute)
+        .check()
+        .unwrap()
+        .build();
+    let step = learner
+        .learn_one(AdviceRound::new(&[2.0, 3.0, 1.0], 2.0))
+        .unwrap();
+    assert!((step.prediction.unwrap() - 2.0).abs() < 1e-12);
+    let e = (-1.0f64).exp();
+    let v = [
+        1.0 / (1.0 + 2.0 * e),
+        e / (1.0 + 2.0 * e),
+        e / (1.0 + 2.0 * e),
+    ];
+    for (w, v) in learner.weights().iter().zip(v) {
+        assert!((w - (alpha / 3.0 + (1.0 - alpha) * v)).abs() < 1e-12, "{w}");
+    }
+}
+
+/// ML-Poly on two hand-computed rounds: weights ∝ η (R)₊, η = 1/(E + V), and the bound's
+/// S = 1 + 2 after the second round.
+#[test]
+fn ml_poly_matches_hand_computed_rounds() {
+    let mut learner = MlPolyParams::new(2)
+        .loss(Loss::Absolute)
+        .check()
+        .unwrap()
+        .build();
+    let first = learner
+        .learn_one(AdviceRound::new(&[0.0, 1.0], 0.0))
+        .unwrap();
+    assert_eq!(first.prediction, Some(0.5));
+    assert_eq!(learner.weights(), vec![1.0, 0.0]);
+    let second = learner
+        .learn_one(AdviceRound::new(&[0.0, 1.0], 1.0))
+        .unwrap();
+    assert_eq!(second.prediction, Some(0.0));
+    let weights = learner.weights();
+    assert!(
+        (weights[0] - 0.4 / (0.4 + 0.5 / 2.25)).abs() < 1e-12,
+        "{weights:?}"
+    );
+    assert_eq!(learner.learning_rates(), vec![1.0 / 1.25, 1.0 / 2.25]);
+    let bound = learner.regret_bound_against(1).value().unwrap();
+    assert!((bound - (2.25f64 * 3.0).sqrt()).abs() < 1e-12, "{bound}");
+    assert_eq!(learner.ledger().regret_against(1), 0.5);
+}
