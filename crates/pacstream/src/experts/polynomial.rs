@@ -219,11 +219,18 @@ impl MlPoly {
     /// If `expert` is not an expert index.
     pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
         assert!(expert < self.params.n_experts, "no expert {expert}");
+        let value = bounds::ml_poly(
+            self.largest_square + self.squared[expert],
+            self.potential_growth,
+        );
+        if !value.is_finite() {
+            return Guarantee::none(
+                Bounded::Regret,
+                "the squared regrets of this run are too large for the bound to be represented",
+            );
+        }
         Guarantee::Bound(RegretBound {
-            value: bounds::ml_poly(
-                self.largest_square + self.squared[expert],
-                self.potential_growth,
-            ),
+            value,
             expert,
             bounded: Bounded::Regret,
             theorem: "ML-Poly: √((E_T + V_T,k) S_T), S_T = Σ_t Σ_i η_t−1,i r²_t,i (the \
