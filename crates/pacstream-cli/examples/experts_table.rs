@@ -6,6 +6,9 @@
 //! Run from the repository root:
 //! `cargo run --release -p pacstream-cli --example experts_table`.
 
+// The table is the program's output.
+#![allow(clippy::print_stdout)]
+
 use std::error::Error;
 
 use pacstream::experts::{
