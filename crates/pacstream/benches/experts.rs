@@ -106,7 +106,9 @@ fn forecasters(c: &mut Criterion) {
         let rules = [
             (
                 "ewa-fixed",
-                AggregatorParams::new(Rule::Ewa, n).rate(LearningRate::Fixed(0.1)),
+                AggregatorParams::new(Rule::Ewa, n)
+                    .rate(LearningRate::Fixed(0.1))
+                    .loss_bound(4.0),
             ),
             (
                 "fixed-share",
