@@ -10,8 +10,9 @@
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pacstream::experts::{
-    AdviceRound, EwaParams, ExpertLedger, ExpertStep, FplParams, HedgeParams, LearningRate, Loss,
-    LossRound, RandomizedWeightedMajorityParams, WeightedMajorityParams,
+    AdviceRound, EwaParams, ExpertLedger, ExpertStep, FixedShareParams, FplParams, HedgeParams,
+    LearningRate, Loss, LossRound, MlPolyParams, RandomizedWeightedMajorityParams,
+    WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::Serialize;
@@ -126,7 +127,7 @@ fn rate(u: &mut Unstructured<'_>) -> arbitrary::Result<LearningRate> {
 }
 
 fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
-    let learner = u.int_in_range(0..=7)?;
+    let learner = u.int_in_range(0..=9)?;
     let dim = u.int_in_range(1..=3)?;
     let n_rounds = u.int_in_range(1..=40)?;
     let seed = u64::arbitrary(u)?;
@@ -348,6 +349,51 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                             check_expert_step(s, l.ledger(), &l.weights())
                         }
                     );
+                }
+                8 | 9 => {
+                    let loss = match u.int_in_range(0..=3)? {
+                        0 => Loss::ZeroOne,
+                        1 => Loss::Square,
+                        2 => Loss::Absolute,
+                        _ => Loss::Pinball { tau: value(u)? },
+                    };
+                    let gradient = bool::arbitrary(u)?;
+                    if learner == 8 {
+                        let mut params = FixedShareParams::new(n, value(u)?, value(u)?)
+                            .loss(loss)
+                            .gradient(gradient);
+                        params.loss_bound = bound;
+                        let Ok(p) = params.check() else {
+                            return Ok(());
+                        };
+                        run_rounds!(
+                            p.build(),
+                            rounds,
+                            advice_of,
+                            |l: &pacstream::experts::FixedShare, s: &ExpertStep| {
+                                check_expert_step(s, l.ledger(), &l.weights());
+                                if let Some(b) = l.regret_bound().value() {
+                                    finite("the bound", b);
+                                }
+                            }
+                        );
+                    } else {
+                        let Ok(p) = MlPolyParams::new(n).loss(loss).gradient(gradient).check()
+                        else {
+                            return Ok(());
+                        };
+                        run_rounds!(
+                            p.build(),
+                            rounds,
+                            advice_of,
+                            |l: &pacstream::experts::MlPoly, s: &ExpertStep| {
+                                check_expert_step(s, l.ledger(), &l.weights());
+                                if let Some(b) = l.regret_bound().value() {
+                                    finite("the bound", b);
+                                }
+                            }
+                        );
+                    }
                 }
                 _ => {
                     let Ok(p) = FplParams::new(n, bound.unwrap_or(1.0))

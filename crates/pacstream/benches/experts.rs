@@ -7,7 +7,10 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use pacstream::experts::{AdviceRound, EwaParams, HedgeParams, LearningRate, Loss, LossRound};
+use pacstream::experts::{
+    AdviceRound, Aggregator, AggregatorParams, EwaParams, HedgeParams, LearningRate, Loss,
+    LossRound, Rule,
+};
 use pacstream::{OnlineLearner, StreamRng};
 
 /// `rounds` rounds of N losses in [0, 1] (or advice around an outcome), pre-drawn.
@@ -91,9 +94,59 @@ fn ewa(c: &mut Criterion) {
     group.finish();
 }
 
+/// One round of each real-valued rule through the `Aggregator` trait (what the front-ends
+/// drive), at N = 10 and 1,000, EWA beside them for the ratio.
+fn forecasters(c: &mut Criterion) {
+    let mut group = c.benchmark_group("forecaster_round");
+    for n in [10usize, 1_000] {
+        let rounds = rounds_for(n).max(2);
+        let advice = table(n, rounds);
+        let outcomes = table(1, rounds);
+        group.throughput(Throughput::Elements(n as u64));
+        let rules = [
+            (
+                "ewa-fixed",
+                AggregatorParams::new(Rule::Ewa, n)
+                    .rate(LearningRate::Fixed(0.1))
+                    .loss_bound(4.0),
+            ),
+            (
+                "fixed-share",
+                AggregatorParams::new(Rule::FixedShare, n)
+                    .rate(LearningRate::Fixed(0.1))
+                    .alpha(0.01)
+                    .loss_bound(4.0),
+            ),
+            ("mlpol", AggregatorParams::new(Rule::Mlpol, n)),
+        ];
+        for (name, params) in rules {
+            let config = params.check().expect("valid parameters");
+            let mut learner = config.build().expect("valid parameters");
+            let mut next = 0usize;
+            group.bench_function(BenchmarkId::new(name, n), |b| {
+                b.iter(|| {
+                    let round = next % rounds;
+                    next += 1;
+                    let step = learner
+                        .learn_advice(
+                            AdviceRound::new(
+                                black_box(&advice[round * n..(round + 1) * n]),
+                                outcomes[round],
+                            ),
+                            Loss::Square,
+                        )
+                        .expect("valid round");
+                    black_box(step.loss)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = hedge, ewa
+    targets = hedge, ewa, forecasters
 }
 criterion_main!(benches);

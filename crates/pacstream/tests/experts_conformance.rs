@@ -4,9 +4,10 @@
 use pacstream::StreamRng;
 use pacstream::conformance::{Conformance, assert_send_sync};
 use pacstream::experts::{
-    AdviceRoundBuf, Ewa, EwaParams, FollowThePerturbedLeader, FplParams, Hedge, HedgeParams,
-    LearningRate, Loss, LossRoundBuf, RandomizedWeightedMajority, RandomizedWeightedMajorityParams,
-    WeightedMajority, WeightedMajorityParams,
+    AdviceRoundBuf, Ewa, EwaParams, FixedShare, FixedShareParams, FollowThePerturbedLeader,
+    FplParams, Hedge, HedgeParams, LearningRate, Loss, LossRoundBuf, MlPoly, MlPolyParams,
+    RandomizedWeightedMajority, RandomizedWeightedMajorityParams, WeightedMajority,
+    WeightedMajorityParams,
 };
 
 const N: usize = 5;
@@ -244,6 +245,59 @@ fn follow_the_perturbed_leader() {
                 .invalid_first_inputs(&invalid_losses())
                 .check_all()
                 .unwrap_or_else(|v| panic!("expected={expected} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn fixed_share_losses_gradient_and_sleep() {
+    assert_send_sync::<FixedShare>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 6, sleeping);
+        for (loss, gradient, alpha) in [
+            (Loss::Square, false, 0.05),
+            (Loss::Absolute, true, 0.0),
+            (Loss::Pinball { tau: 0.3 }, false, 0.2),
+        ] {
+            let make = |_seed| {
+                FixedShareParams::new(N, 0.7, alpha)
+                    .loss(loss)
+                    .gradient(gradient)
+                    .loss_bound(4.0)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn ml_poly_losses_gradient_and_sleep() {
+    assert_send_sync::<MlPoly>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 7, sleeping);
+        for (loss, gradient) in [
+            (Loss::Square, true),
+            (Loss::Absolute, false),
+            (Loss::Pinball { tau: 0.9 }, true),
+        ] {
+            let make = |_seed| {
+                MlPolyParams::new(N)
+                    .loss(loss)
+                    .gradient(gradient)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
         }
     }
 }

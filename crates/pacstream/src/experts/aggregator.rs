@@ -26,6 +26,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{Bounded, Guarantee};
+use super::fixed_share::{FixedShare, FixedShareParams};
 use super::fpl::FollowThePerturbedLeader;
 use super::hedge::{Ewa, Hedge};
 use super::loss::Loss;
@@ -35,6 +36,7 @@ use super::params::{
     EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
     check_rate,
 };
+use super::polynomial::{MlPoly, MlPolyParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::LearningRate;
 use crate::error::{Error, Result};
@@ -114,6 +116,13 @@ pub enum Rule {
     Ewa,
     /// Follow the perturbed leader.
     Fpl,
+    /// Fixed share (Herbster & Warmuth 1998): EWA that gives back a share α each round, to
+    /// follow the best expert of each period (takes --eta and --alpha).
+    #[serde(rename = "fixed-share")]
+    FixedShare,
+    /// ML-Poly (Gaillard, Stoltz & van Erven 2014): polynomial weights with one rate per
+    /// expert tuned on line; no parameter (opera's default rule).
+    Mlpol,
 }
 
 impl Rule {
@@ -125,6 +134,8 @@ impl Rule {
             Rule::Hedge => "hedge",
             Rule::Ewa => "ewa",
             Rule::Fpl => "fpl",
+            Rule::FixedShare => "fixed-share",
+            Rule::Mlpol => "mlpol",
         }
     }
 
@@ -136,6 +147,11 @@ impl Rule {
     /// Whether the rule learns from the experts' losses (which may be given directly).
     pub fn learns_from_losses(self) -> bool {
         matches!(self, Rule::Hedge | Rule::Fpl)
+    }
+
+    /// Whether the rule takes the gradient trick (real-valued advice, convex loss).
+    pub fn takes_gradient(self) -> bool {
+        matches!(self, Rule::Ewa | Rule::FixedShare | Rule::Mlpol)
     }
 
     /// Whether the rule takes prior weights.
@@ -228,6 +244,17 @@ impl Aggregator for FollowThePerturbedLeader {
     aggregator!(FollowThePerturbedLeader, Rule::Fpl, losses);
 }
 
+impl Aggregator for FixedShare {
+    aggregator!(FixedShare, Rule::FixedShare, advice);
+    fn out_of_range_rounds(&self) -> u64 {
+        FixedShare::out_of_range_rounds(self)
+    }
+}
+
+impl Aggregator for MlPoly {
+    aggregator!(MlPoly, Rule::Mlpol, advice);
+}
+
 /// A rule chosen at run time: what a front-end holds, snapshots and restores.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[allow(
@@ -245,6 +272,10 @@ pub enum AnyAggregator {
     Ewa(Ewa),
     /// Follow the perturbed leader.
     Fpl(FollowThePerturbedLeader),
+    /// Fixed share.
+    FixedShare(FixedShare),
+    /// ML-Poly.
+    Mlpol(MlPoly),
 }
 
 impl AnyAggregator {
@@ -256,6 +287,8 @@ impl AnyAggregator {
             AnyAggregator::Hedge(rule) => rule,
             AnyAggregator::Ewa(rule) => rule,
             AnyAggregator::Fpl(rule) => rule,
+            AnyAggregator::FixedShare(rule) => rule,
+            AnyAggregator::Mlpol(rule) => rule,
         }
     }
 
@@ -267,6 +300,8 @@ impl AnyAggregator {
             AnyAggregator::Hedge(rule) => rule,
             AnyAggregator::Ewa(rule) => rule,
             AnyAggregator::Fpl(rule) => rule,
+            AnyAggregator::FixedShare(rule) => rule,
+            AnyAggregator::Mlpol(rule) => rule,
         }
     }
 }
@@ -331,6 +366,9 @@ pub struct AggregatorParams {
     pub losses_given: bool,
     /// The seed of the randomised rules.
     pub seed: u64,
+    /// Fixed share: the share α ∈ [0, 1) given back to every expert each round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
 }
 
 impl AggregatorParams {
@@ -347,6 +385,7 @@ impl AggregatorParams {
             sample: false,
             losses_given: false,
             seed: 0,
+            alpha: None,
         }
     }
 
@@ -371,6 +410,12 @@ impl AggregatorParams {
     /// Sets the seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Sets fixed share's α.
+    pub fn alpha(mut self, alpha: f64) -> Self {
+        self.alpha = Some(alpha);
         self
     }
 
@@ -400,8 +445,43 @@ impl AggregatorParams {
                 "losses given directly go with rule hedge or fpl".to_string(),
             );
         }
-        if self.gradient && rule != Rule::Ewa {
-            return refuse("gradient", "the gradient trick applies to rule ewa".into());
+        if self.gradient && !rule.takes_gradient() {
+            return refuse(
+                "gradient",
+                "the gradient trick applies to rules ewa, fixed-share and mlpol".into(),
+            );
+        }
+        if self.alpha.is_some() != (rule == Rule::FixedShare) {
+            return refuse(
+                "alpha",
+                if rule == Rule::FixedShare {
+                    "rule fixed-share needs its share α ∈ [0, 1)".into()
+                } else {
+                    "the share α is a parameter of rule fixed-share".into()
+                },
+            );
+        }
+        if rule == Rule::Mlpol && self.rate.is_some() {
+            return refuse(
+                "eta",
+                "rule mlpol tunes one rate per expert itself: it takes no rate option".into(),
+            );
+        }
+        if rule == Rule::Mlpol && self.loss_bound.is_some() {
+            return refuse(
+                "loss_bound",
+                "rule mlpol needs no loss range: its bound is computed from the run".into(),
+            );
+        }
+        if matches!(rule, Rule::FixedShare | Rule::Mlpol) && !loss.is_convex() {
+            return refuse(
+                "loss",
+                format!(
+                    "rule {} averages real-valued advice: take a convex loss (square, \
+                     absolute, pinball)",
+                    rule.name()
+                ),
+            );
         }
         if self.sample && rule != Rule::Hedge {
             return refuse("sample", "sampling an expert applies to rule hedge".into());
@@ -424,8 +504,15 @@ impl AggregatorParams {
                         "rule fpl needs a rate: a fixed η or a horizon T".into(),
                     );
                 }
+                Rule::FixedShare => {
+                    return refuse("eta", "rule fixed-share needs a fixed rate η".into());
+                }
+                Rule::Mlpol => LearningRate::PerExpert,
             },
         };
+        if rule == Rule::FixedShare && !matches!(rate, LearningRate::Fixed(_)) {
+            return refuse("eta", "rule fixed-share takes a fixed rate η".into());
+        }
         if rule == Rule::Wm && !matches!(rate, LearningRate::Fixed(_)) {
             return refuse("beta", "rule wm takes a fixed β".into());
         }
@@ -465,6 +552,7 @@ impl AggregatorParams {
             losses_given: self.losses_given,
             n_experts: self.n_experts,
             seed: self.seed,
+            alpha: self.alpha,
         })
     }
 }
@@ -496,6 +584,9 @@ pub struct AggregatorConfig {
     pub n_experts: usize,
     /// The seed.
     pub seed: u64,
+    /// Fixed share's α.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
 }
 
 /// The settings a run records, by name: what must be equal for a snapshot to be resumed.
@@ -525,6 +616,9 @@ pub struct AggregatorSettings {
     pub losses: bool,
     /// The seed.
     pub seed: u64,
+    /// Fixed share's α.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
 }
 
 impl AggregatorConfig {
@@ -549,6 +643,7 @@ impl AggregatorConfig {
             sample: self.sample,
             losses: self.losses_given,
             seed: self.seed,
+            alpha: self.alpha,
         }
     }
 
@@ -604,6 +699,26 @@ impl AggregatorConfig {
                     .seed(self.seed);
                 AnyAggregator::Fpl(params.check()?.build())
             }
+            Rule::FixedShare => {
+                let LearningRate::Fixed(eta) = self.rate else {
+                    return Err(Error::invalid_parameter(
+                        "eta",
+                        "rule fixed-share needs a fixed η",
+                    ));
+                };
+                let mut params = FixedShareParams::new(n, eta, self.alpha.unwrap_or(0.0))
+                    .loss(self.loss)
+                    .gradient(self.gradient);
+                params.loss_bound = self.loss_bound;
+                AnyAggregator::FixedShare(params.check()?.build())
+            }
+            Rule::Mlpol => AnyAggregator::Mlpol(
+                MlPolyParams::new(n)
+                    .loss(self.loss)
+                    .gradient(self.gradient)
+                    .check()?
+                    .build(),
+            ),
         })
     }
 }
@@ -708,10 +823,21 @@ mod tests {
             (&[1.0, 1.0, 0.0], 1.0),
             (&[0.0, 1.0, 1.0], 1.0),
         ];
-        for rule in [Rule::Wm, Rule::Rwm, Rule::Hedge, Rule::Ewa, Rule::Fpl] {
+        for rule in [
+            Rule::Wm,
+            Rule::Rwm,
+            Rule::Hedge,
+            Rule::Ewa,
+            Rule::Fpl,
+            Rule::FixedShare,
+            Rule::Mlpol,
+        ] {
             let mut params = AggregatorParams::new(rule, 3).seed(3);
             if rule == Rule::Fpl {
                 params = params.rate(LearningRate::Fixed(0.5)).loss_bound(1.0);
+            }
+            if rule == Rule::FixedShare {
+                params = params.rate(LearningRate::Fixed(0.5)).alpha(0.1);
             }
             let config = params.check().unwrap();
             let mut any = config.build().unwrap();
@@ -723,6 +849,8 @@ mod tests {
                     AnyAggregator::Wm(r) => r.learn_one(round),
                     AnyAggregator::Rwm(r) => r.learn_one(round),
                     AnyAggregator::Ewa(r) => r.learn_one(round),
+                    AnyAggregator::FixedShare(r) => r.learn_one(round),
+                    AnyAggregator::Mlpol(r) => r.learn_one(round),
                     AnyAggregator::Hedge(r) => {
                         let losses: Vec<f64> = advice
                             .iter()
@@ -822,6 +950,24 @@ mod tests {
         let mut ewa = AggregatorParams::new(Rule::Ewa, 2);
         ewa.sample = true;
         refused(ewa, "sample");
+        refused(AggregatorParams::new(Rule::FixedShare, 2).alpha(0.1), "eta");
+        refused(
+            AggregatorParams::new(Rule::FixedShare, 2).rate(LearningRate::Fixed(1.0)),
+            "alpha",
+        );
+        refused(AggregatorParams::new(Rule::Ewa, 2).alpha(0.1), "alpha");
+        refused(
+            AggregatorParams::new(Rule::Mlpol, 2).rate(LearningRate::Anytime),
+            "eta",
+        );
+        refused(
+            AggregatorParams::new(Rule::Mlpol, 2).loss_bound(1.0),
+            "loss_bound",
+        );
+        refused(
+            AggregatorParams::new(Rule::Mlpol, 2).loss(Loss::ZeroOne),
+            "loss",
+        );
     }
 
     /// The defaults are those the rules' theorems are stated with.

@@ -24,6 +24,8 @@
 //! | Hedge/EWA, doubling | Σ_m [ln(1/π_i)/η_m + η_m B² ℓ_m/8] over the epochs |
 //! | Hedge/EWA, AdaHedge | (1 + ln(1/π_i)/ln N) (S/2 + √(S²/4 + ln N Σ_t s_t²/4)) |
 //! | FPL, η | (η' L_i + B ln N)/(1 − e^{−η'}) − L_i, η' = ηB, in expectation |
+//! | fixed share, η, α (m switches) | ((m+1) ln N + m ln(1/α) + (T−m−1) ln(1/(1−α)))/η + η B² T/8 |
+//! | ML-Poly | √((E_T + V_{T,k}) S_T), every quantity kept by the learner |
 //!
 //! **The prior.** Exponential weights with a prior π pay ln(1/π_i) instead of ln N against
 //! expert i; every Hedge/EWA row above is the prior form (π_i = 1/N gives the uniform one).
@@ -345,6 +347,64 @@ pub fn fpl_expected_simple(n_experts: usize, eta: f64, loss_bound: f64, best_los
     (1.0 + scaled_eta) * best_loss + (1.0 + 1.0 / scaled_eta) * loss_bound * ln_n(n_experts)
 }
 
+/// Fixed share with rate η and share α (Cesa-Bianchi & Lugosi 2006, *Prediction, Learning,
+/// and Games*, Theorem 5.2, for charges in a range of width B): the **regret** over T
+/// rounds against any sequence of experts with m switches is at most
+///
+/// ((m + 1) ln N + m ln(1/α) + (T − m − 1) ln(1/(1 − α))) / η + η B² T / 8.
+///
+/// Infinite when α = 0 and m > 0 (fixed share without a share cannot switch); 0 when N = 1
+/// (the learner copies the one expert). With m ≥ T the sequence may switch every round and
+/// the bound takes m = T − 1.
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// let (n, eta, b) = (4, 0.5, 1.0);
+/// // α = 0, m = 0: the fixed-rate exponential-weights bound ln N/η + η B² T/8.
+/// let plain = bounds::fixed_share(100, n, eta, 0.0, b, 0);
+/// assert!((plain - (4f64.ln() / eta + eta * 100.0 / 8.0)).abs() < 1e-12);
+/// assert!(bounds::fixed_share(100, n, eta, 0.0, b, 1).is_infinite());
+/// assert_eq!(bounds::fixed_share(100, 1, eta, 0.1, b, 3), 0.0);
+/// ```
+pub fn fixed_share(
+    rounds: u64,
+    n_experts: usize,
+    eta: f64,
+    alpha: f64,
+    loss_bound: f64,
+    shifts: u64,
+) -> f64 {
+    if n_experts <= 1 || rounds == 0 {
+        return 0.0;
+    }
+    let shifts = shifts.min(rounds - 1);
+    if alpha == 0.0 && shifts > 0 {
+        return f64::INFINITY;
+    }
+    let (t, m) = (rounds as f64, shifts as f64);
+    let switching = if shifts > 0 {
+        m * (1.0 / alpha).ln()
+    } else {
+        0.0
+    };
+    let staying = (t - m - 1.0) * -(-alpha).ln_1p();
+    ((m + 1.0) * ln_n(n_experts) + switching + staying) / eta
+        + eta * loss_bound * loss_bound * t / 8.0
+}
+
+/// ML-Poly (Gaillard, Stoltz & van Erven 2014, §4): the **regret** against expert k is at
+/// most √((E_T + V_{T,k}) · S_T), with E_T + V_{T,k} = 1/η_{T,k} the inverse of k's final
+/// rate and S_T = Σ_t Σ_i η_{t−1,i} r²_{t,i} the growth of the polynomial potential, both
+/// kept by the learner ([`MlPoly`](super::MlPoly) explains the argument).
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// assert_eq!(bounds::ml_poly(4.0, 9.0), 6.0);
+/// ```
+pub fn ml_poly(inverse_rate: f64, potential_growth: f64) -> f64 {
+    (inverse_rate * potential_growth).sqrt()
+}
+
 /// What a reported bound bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -468,6 +528,9 @@ pub(crate) fn exponential_weights(
     let prior = core.weights.log_prior(expert).exp();
     let loss = core.ledger.expert_losses()[expert];
     let (bound, theorem) = match core.schedule.rate {
+        LearningRate::PerExpert => {
+            return Guarantee::none(Bounded::Regret, "no single-rate schedule");
+        }
         LearningRate::Fixed(eta) => (
             hedge_fixed(rounds, eta, loss_range, prior, loss),
             "exponential weights, fixed rate: ln(1/π_i)/η + ηB²T/8",

@@ -14,6 +14,8 @@
 //! | [`Hedge`] | losses in [0, B] | mixture loss | L* + B√(T ln N / 2) (tuned) |
 //! | [`Ewa`] | real advice, convex ℓ | ℓ(ŷ, y) | as Hedge |
 //! | [`FollowThePerturbedLeader`] | losses in [0, B] | chosen expert's loss | (η L* + ln N)/(1 − e^{−η}) |
+//! | [`FixedShare`] | real advice, convex ℓ | ℓ(ŷ, y) | against m switches: ((m+1) ln N + m ln(1/α) + T ln(1/(1−α)))/η + η B² T/8 |
+//! | [`MlPoly`] | real advice, convex ℓ | ℓ(ŷ, y) | √((E_T + V_{T,k}) S_T), no parameter |
 //!
 //! The learning rate follows a [`LearningRate`] schedule: fixed, tuned for a horizon, anytime,
 //! the doubling trick, or AdaHedge (no horizon, no loss range).
@@ -21,20 +23,25 @@
 mod aggregator;
 pub mod bounds;
 mod core;
+mod fixed_share;
 mod fpl;
 mod hedge;
 mod loss;
 mod majority;
+mod mixing;
 mod oracle;
 mod params;
+mod polynomial;
 mod round;
 mod schedule;
+mod shifting;
 mod weights;
 
 pub use aggregator::{
     Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings, AggregatorSummary,
     AnyAggregator, ExpertSummary, Rule,
 };
+pub use fixed_share::{FixedShare, FixedShareParams};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;
@@ -44,6 +51,8 @@ pub use params::{
     CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
     WeightedMajorityParams, check_rate, limits,
 };
+pub use polynomial::{MlPoly, MlPolyParams};
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
 pub use schedule::LearningRate;
+pub use shifting::{MAX_SHIFTING_CELLS, ShiftingOracle};
 pub use weights::ExpWeights;

@@ -305,6 +305,87 @@ impl ConvexCombinationOracle {
     }
 }
 
+impl ConvexCombinationOracle {
+    /// The best **linear** combination in hindsight, min_{w ∈ ℝᴺ} Σ_t (w·ỹ_t − y_t)² (least
+    /// squares, no constraint), and its loss: the comparator of the rules that may put
+    /// negative weights or weights summing to more than 1 on the experts (ridge; ML-Poly and
+    /// EWA compete with the convex one). Solved by Cholesky on the Gram matrix plus λI,
+    /// λ = 1e-12 · trace/N (raised a hundredfold until the factorisation succeeds), so that
+    /// collinear experts (moving averages of one series) still give an answer; its loss is at
+    /// most the convex combination's up to that λ.
+    ///
+    /// ```
+    /// use pacstream::experts::ConvexCombinationOracle;
+    /// let mut oracle = ConvexCombinationOracle::new(2);
+    /// for t in 0..30 {
+    ///     let (a, b) = ((t as f64).sin(), (t as f64 * 0.3).cos());
+    ///     oracle.observe(&[a, b], 2.0 * a - b)?; // outside the simplex
+    /// }
+    /// let (weights, loss) = oracle.solve_linear();
+    /// assert!((weights[0] - 2.0).abs() < 1e-6 && (weights[1] + 1.0).abs() < 1e-6);
+    /// assert!(loss < 1e-9 && loss < oracle.solve().1);
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    pub fn solve_linear(&self) -> (Vec<f64>, f64) {
+        let n = self.n_experts;
+        let trace: f64 = (0..n).map(|i| self.gram[i * n + i]).sum();
+        if !(trace > 0.0 && trace.is_finite()) {
+            let zero = vec![0.0; n];
+            let loss = self.loss_of(&zero);
+            return (zero, loss);
+        }
+        let mut ridge = 1e-12 * trace / n as f64;
+        for _ in 0..12 {
+            if let Some(weights) = cholesky_solve(&self.gram, &self.cross, n, ridge) {
+                let loss = self.loss_of(&weights);
+                return (weights, loss);
+            }
+            ridge *= 100.0;
+        }
+        let zero = vec![0.0; n];
+        let loss = self.loss_of(&zero);
+        (zero, loss)
+    }
+}
+
+/// Solves (G + λI) w = b by Cholesky; `None` if a pivot is not positive.
+fn cholesky_solve(gram: &[f64], rhs: &[f64], n: usize, ridge: f64) -> Option<Vec<f64>> {
+    let mut lower = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            let mut sum = gram[i * n + j] + if i == j { ridge } else { 0.0 };
+            for k in 0..j {
+                sum -= lower[i * n + k] * lower[j * n + k];
+            }
+            if i == j {
+                if !(sum > 0.0 && sum.is_finite()) {
+                    return None;
+                }
+                lower[i * n + i] = sum.sqrt();
+            } else {
+                lower[i * n + j] = sum / lower[j * n + j];
+            }
+        }
+    }
+    let mut z = vec![0.0; n];
+    for i in 0..n {
+        let mut sum = rhs[i];
+        for k in 0..i {
+            sum -= lower[i * n + k] * z[k];
+        }
+        z[i] = sum / lower[i * n + i];
+    }
+    let mut w = vec![0.0; n];
+    for i in (0..n).rev() {
+        let mut sum = z[i];
+        for k in i + 1..n {
+            sum -= lower[k * n + i] * w[k];
+        }
+        w[i] = sum / lower[i * n + i];
+    }
+    w.iter().all(|x| x.is_finite()).then_some(w)
+}
+
 /// Euclidean projection onto the probability simplex (sort-based, Duchi et al. 2008).
 pub(crate) fn project_on_simplex(values: &mut [f64]) {
     let mut sorted = values.to_vec();

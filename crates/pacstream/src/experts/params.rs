@@ -48,6 +48,13 @@ where
     }
 }
 
+impl<P> Checked<P> {
+    /// Wraps parameters that the caller's `check_params` has just validated.
+    pub(crate) fn validated(params: P) -> Self {
+        Checked(params)
+    }
+}
+
 impl<P> std::ops::Deref for Checked<P> {
     type Target = P;
     fn deref(&self) -> &P {

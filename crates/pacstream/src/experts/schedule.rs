@@ -38,6 +38,9 @@ pub enum LearningRate {
     /// AdaHedge (de Rooij, van Erven, Grünwald, Koolen 2014): η_t = ln N / Δ_{t−1}; needs no
     /// horizon and no loss range.
     AdaHedge,
+    /// One rate per expert, tuned on line by the rule itself (ML-Poly); the exponential
+    /// weights rules refuse it.
+    PerExpert,
 }
 
 impl LearningRate {
@@ -60,6 +63,7 @@ impl LearningRate {
             LearningRate::Anytime => "anytime",
             LearningRate::Doubling => "doubling",
             LearningRate::AdaHedge => "adahedge",
+            LearningRate::PerExpert => "per-expert",
         }
     }
 
@@ -71,6 +75,10 @@ impl LearningRate {
             LearningRate::Horizon(0) => {
                 Err(Error::invalid_parameter("horizon", "must be >= 1, got 0"))
             }
+            LearningRate::PerExpert => Err(Error::invalid_parameter(
+                "eta",
+                "one rate per expert is ML-Poly's own tuning, not a schedule of this rule",
+            )),
             _ => Ok(()),
         }
     }
@@ -146,6 +154,9 @@ impl Schedule {
                 } else {
                     f64::INFINITY
                 }
+            }
+            LearningRate::PerExpert => {
+                unreachable!("invariant: checked schedules are never per-expert")
             }
         }
     }

@@ -15,6 +15,7 @@
 //! of every expert against the learner's.
 
 mod columns;
+mod config;
 mod history;
 mod report;
 
@@ -22,21 +23,20 @@ use std::cell::RefCell;
 
 use clap::{ArgGroup, Args};
 use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings,
-    AggregatorSummary, AnyAggregator, ExpertStep, LearningRate, Loss, LossRound, Rule, check_rate,
-    limits,
+    AdviceRound, Aggregator, AggregatorConfig, AggregatorSettings, AggregatorSummary,
+    AnyAggregator, ExpertStep, Loss, LossRound, Rule, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{InputSummary, no_good_rows, stream_input, write_summary};
-use crate::failure::bad_input;
 use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
 use crate::options::{BadRowPolicy, CommonArgsWithoutColumns};
 use crate::stream::{StreamTask, inconsistent, point_fault};
 use crate::ui::{Notes, report_writer};
 use columns::{Columns, plan_columns};
+use config::aggregator_config;
 use history::History;
 use report::{draw_figure, print_report};
 
@@ -98,7 +98,7 @@ pub struct ExpertsArgs {
 
     /// The loss: zero-one, square, absolute or pinball:τ [default: zero-one for wm and rwm,
     /// square otherwise].
-    #[arg(long, value_name = "LOSS", value_parser = parse_loss)]
+    #[arg(long, value_name = "LOSS", value_parser = config::parse_loss)]
     pub loss: Option<Loss>,
 
     /// The loss range B: every expert's loss lies in [0, B] (with --gradient, the
@@ -119,6 +119,11 @@ pub struct ExpertsArgs {
     #[arg(long)]
     pub sample: bool,
 
+    /// Fixed share: the share α ∈ [0, 1) of the weight given back to every expert each
+    /// round (with --eta).
+    #[arg(long, value_name = "A")]
+    pub alpha: Option<f64>,
+
     /// The outcome column (name or 1-based index).
     #[arg(long, value_name = "COL", help_heading = "Input")]
     pub outcome: Option<String>,
@@ -138,66 +143,6 @@ pub struct ExpertsArgs {
 
     #[command(flatten)]
     pub common: CommonArgsWithoutColumns,
-}
-
-/// `--loss`, by the library's names of the losses.
-fn parse_loss(text: &str) -> Result<Loss, String> {
-    text.parse().map_err(|error| match error {
-        pacstream::Error::InvalidParameter { reason, .. } => reason,
-        other => other.to_string(),
-    })
-}
-
-/// The rule's settings from the arguments: which rate option was given, and the library
-/// resolves the rest (defaults, what each rule takes).
-fn aggregator_config(
-    args: &ExpertsArgs,
-    n_experts: usize,
-    seed: u64,
-) -> anyhow::Result<AggregatorConfig> {
-    let rule = args.rule;
-    if !args.losses && args.outcome.is_none() {
-        return Err(bad_input(
-            "name the outcome column with --outcome (or give losses with --losses)",
-        ));
-    }
-    if args.beta.is_some() && !rule.is_binary() {
-        return Err(bad_input(
-            "--beta is weighted majority's parameter; the other rules take --eta",
-        ));
-    }
-    let rate = if let Some(beta) = args.beta {
-        Some(LearningRate::beta(beta).map_err(|e| bad_input(format!("--beta: {e}")))?)
-    } else if let Some(eta) = args.eta {
-        // Checked as the η given, before weighted majority turns it into β = e^{−η}.
-        let rate = LearningRate::Fixed(eta);
-        check_rate(rate).map_err(library_error)?;
-        Some(rate)
-    } else if let Some(horizon) = args.horizon {
-        Some(LearningRate::Horizon(horizon))
-    } else if args.anytime {
-        Some(LearningRate::Anytime)
-    } else if args.doubling {
-        Some(LearningRate::Doubling)
-    } else if args.adahedge {
-        Some(LearningRate::AdaHedge)
-    } else {
-        None
-    };
-    AggregatorParams {
-        rule,
-        n_experts,
-        rate,
-        loss: args.loss,
-        loss_bound: args.loss_bound,
-        gradient: args.gradient,
-        prior: args.prior.clone(),
-        sample: args.sample,
-        losses_given: args.losses,
-        seed,
-    }
-    .check()
-    .map_err(library_error)
 }
 
 /// The settings a checkpoint must match: the rule's, and how the input is read.

@@ -1,0 +1,320 @@
+//! ML-Poly (Gaillard, Stoltz & van Erven 2014, *A second-order bound with excess losses*,
+//! COLT): polynomially weighted averages with one learning rate per expert, tuned on line,
+//! with no parameter at all (opera's default rule).
+//!
+//! With r_{t,i} = a_{t,i}(ĉ_t − c_{t,i}) the instantaneous regret against expert i (c the
+//! charges: own losses, or linearised losses with the gradient trick; ĉ_t the learner's;
+//! 0 for an asleep expert), R_{t,i} = Σ_{s≤t} r_{s,i}, V_{t,i} = Σ_{s≤t} r²_{s,i} and
+//! E_t = max_{s≤t, j} r²_{s,j}:
+//!
+//! p_{t,i} ∝ a_{t,i} η_{t−1,i} (R_{t−1,i})₊,   η_{t,i} = 1 / (E_t + V_{t,i}),
+//!
+//! uniform over the awake experts while no regret is positive (η_0 = ∞ before any regret).
+//! These are the rates opera uses; E_t replaces the known loss range of the paper. The
+//! weights are polynomial in the regrets, not exponential: there is no log-space form to keep.
+//!
+//! **Bound** ([`bounds::ml_poly`]): the potential Φ_t = Σ_i η_{t,i} (R_{t,i})₊² of the paper's
+//! analysis (§4, polynomial potentials with multiple learning rates) does not grow by more
+//! than Σ_i η_{t−1,i} r²_{t,i} per round — the cross term Σ_i η_{t−1,i}(R_{t−1,i})₊ r_{t,i} is
+//! ≤ 0 by the choice of p (and Jensen for a convex loss), and η decreases — so that for every
+//! expert k and every sequence
+//!
+//! R_{T,k} ≤ √( (E_T + V_{T,k}) · S_T ),   S_T = Σ_t Σ_i η_{t−1,i} r²_{t,i}
+//!
+//! (the first round with a non-zero regret uses η_t in place of the infinite η_{t−1}). The
+//! run computes S_T as it goes: the bound is the paper's second-order bound before its last
+//! step (S_T ≤ N(1 + ln(1 + T)) for losses in [0, 1]), so it needs no loss range and holds
+//! on every sequence. It bounds the regret of ℓ(ŷ_t, y_t) against k on k's awake rounds.
+//!
+//! ```
+//! use pacstream::experts::{AdviceRound, Loss, MlPolyParams};
+//! use pacstream::OnlineLearner;
+//!
+//! let mut learner = MlPolyParams::new(3).loss(Loss::Absolute).check()?.build();
+//! for t in 0..200 {
+//!     let outcome = (t % 5) as f64;
+//!     learner.learn_one(AdviceRound::new(&[outcome + 1.0, outcome - 0.2, 2.0], outcome))?;
+//! }
+//! assert!(learner.weights()[1] > 0.5);
+//! let bound = learner.regret_bound().value().unwrap();
+//! assert!(learner.ledger().regret() <= bound);
+//! # Ok::<(), pacstream::Error>(())
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use super::bounds::{self, Bounded, Guarantee, RegretBound};
+use super::fixed_share::{check_common, check_played};
+use super::loss::Loss;
+use super::mixing::{normalise_awake, play};
+use super::oracle::ExpertLedger;
+use super::params::{CheckParams, Checked};
+use super::round::{AdviceRound, ExpertStep};
+use crate::error::{Error, Result};
+use crate::online::OnlineLearner;
+
+/// The settings of [`MlPoly`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MlPolyParams {
+    /// N.
+    pub n_experts: usize,
+    /// The loss ℓ (convex).
+    pub loss: Loss,
+    /// Charge the linearised losses (the gradient trick).
+    pub gradient: bool,
+}
+
+impl MlPolyParams {
+    /// N experts, the square loss, no gradient trick.
+    pub fn new(n_experts: usize) -> Self {
+        Self {
+            n_experts,
+            loss: Loss::Square,
+            gradient: false,
+        }
+    }
+
+    /// Sets the loss.
+    pub fn loss(mut self, loss: Loss) -> Self {
+        self.loss = loss;
+        self
+    }
+
+    /// Charges the linearised losses.
+    pub fn gradient(mut self, gradient: bool) -> Self {
+        self.gradient = gradient;
+        self
+    }
+
+    /// Checks the settings.
+    pub fn check(self) -> Result<Checked<Self>> {
+        self.check_params()
+    }
+}
+
+impl CheckParams for MlPolyParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        check_common(self.n_experts, self.loss, None)?;
+        Ok(Checked::validated(self))
+    }
+}
+
+impl Checked<MlPolyParams> {
+    /// The learner, no regret yet.
+    pub fn build(&self) -> MlPoly {
+        let n = self.n_experts;
+        MlPoly {
+            params: self.clone(),
+            regrets: vec![0.0; n],
+            squared: vec![0.0; n],
+            largest_square: 0.0,
+            potential_growth: 0.0,
+            ledger: ExpertLedger::new(n),
+        }
+    }
+}
+
+/// ML-Poly; see the [module documentation](self).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "MlPolyState")]
+pub struct MlPoly {
+    params: Checked<MlPolyParams>,
+    /// R_{t,i}.
+    regrets: Vec<f64>,
+    /// V_{t,i}.
+    squared: Vec<f64>,
+    /// E_t.
+    largest_square: f64,
+    /// S_t.
+    potential_growth: f64,
+    ledger: ExpertLedger,
+}
+
+#[derive(Deserialize)]
+struct MlPolyState {
+    params: Checked<MlPolyParams>,
+    regrets: Vec<f64>,
+    squared: Vec<f64>,
+    largest_square: f64,
+    potential_growth: f64,
+    ledger: ExpertLedger,
+}
+
+impl TryFrom<MlPolyState> for MlPoly {
+    type Error = Error;
+    fn try_from(state: MlPolyState) -> Result<Self> {
+        let n = state.params.n_experts;
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        if state.regrets.len() != n
+            || state.squared.len() != n
+            || state.ledger.expert_losses().len() != n
+            || !finite(&state.regrets)
+            || !finite(&state.squared)
+            || state
+                .squared
+                .iter()
+                .any(|&v| v < 0.0 || v > 0.0 && state.largest_square == 0.0)
+            || !(state.largest_square >= 0.0 && state.largest_square.is_finite())
+            || !(state.potential_growth >= 0.0 && state.potential_growth.is_finite())
+        {
+            return Err(Error::InvalidSnapshot("ML-Poly: inconsistent".into()));
+        }
+        Ok(MlPoly {
+            params: state.params,
+            regrets: state.regrets,
+            squared: state.squared,
+            largest_square: state.largest_square,
+            potential_growth: state.potential_growth,
+            ledger: state.ledger,
+        })
+    }
+}
+
+impl MlPoly {
+    /// The settings.
+    pub fn params(&self) -> &MlPolyParams {
+        &self.params
+    }
+
+    /// Every expert's cumulative loss and the learner's.
+    pub fn ledger(&self) -> &ExpertLedger {
+        &self.ledger
+    }
+
+    /// The normalised weights of the next round (every expert awake).
+    pub fn weights(&self) -> Vec<f64> {
+        self.awake_weights(None)
+    }
+
+    /// R_{t,i}: the (linearised, with the gradient trick) regret against each expert.
+    pub fn regrets(&self) -> &[f64] {
+        &self.regrets
+    }
+
+    /// η_{t,i} = 1/(E_t + V_{t,i}); infinite before any regret.
+    pub fn learning_rates(&self) -> Vec<f64> {
+        self.squared
+            .iter()
+            .map(|&v| 1.0 / (self.largest_square + v))
+            .collect()
+    }
+
+    fn awake_weights(&self, awake: Option<&[bool]>) -> Vec<f64> {
+        let mut weights: Vec<f64> = if self.largest_square > 0.0 {
+            self.regrets
+                .iter()
+                .zip(&self.squared)
+                .map(|(&r, &v)| r.max(0.0) / (self.largest_square + v))
+                .collect()
+        } else {
+            vec![0.0; self.regrets.len()]
+        };
+        normalise_awake(&mut weights, awake);
+        weights
+    }
+
+    /// The bound on the regret against `expert` (on its awake rounds).
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        assert!(expert < self.params.n_experts, "no expert {expert}");
+        let value = bounds::ml_poly(
+            self.largest_square + self.squared[expert],
+            self.potential_growth,
+        );
+        if !value.is_finite() {
+            return Guarantee::none(
+                Bounded::Regret,
+                "the squared regrets of this run are too large for the bound to be represented",
+            );
+        }
+        Guarantee::Bound(RegretBound {
+            value,
+            expert,
+            bounded: Bounded::Regret,
+            theorem: "ML-Poly: √((E_T + V_T,k) S_T), S_T = Σ_t Σ_i η_t−1,i r²_t,i (the \
+                      polynomial potential of Gaillard, Stoltz & van Erven 2014, §4)",
+        })
+    }
+
+    /// The bound on the regret against the best expert in hindsight.
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.ledger.best_expert().0)
+    }
+}
+
+impl OnlineLearner for MlPoly {
+    type Input<'a> = AdviceRound<'a>;
+    type Step = ExpertStep;
+
+    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        round.check(self.params.n_experts)?;
+        let weights = self.awake_weights(round.awake);
+        let played = play(&weights, &round, self.params.loss, self.params.gradient);
+        check_played(&played)?;
+        let n = self.regrets.len();
+        let instant: Vec<f64> = played
+            .charges
+            .iter()
+            .map(|&c| played.learner_charge - c)
+            .collect();
+        let largest = instant
+            .iter()
+            .map(|r| r * r)
+            .fold(self.largest_square, f64::max);
+        if !largest.is_finite() {
+            return Err(Error::InconsistentInput(
+                "the squared regrets of this round are too large to be represented".into(),
+            ));
+        }
+        // S grows by Σ_i η_{t−1,i} r²_{t,i} (η_t on the first round with a regret).
+        let growth: f64 = (0..n)
+            .map(|i| {
+                let r2 = instant[i] * instant[i];
+                if r2 == 0.0 {
+                    0.0
+                } else if self.largest_square > 0.0 {
+                    r2 / (self.largest_square + self.squared[i])
+                } else {
+                    r2 / (largest + r2)
+                }
+            })
+            .sum();
+        let mut regrets = self.regrets.clone();
+        let mut squared = self.squared.clone();
+        for i in 0..n {
+            regrets[i] += instant[i];
+            squared[i] += instant[i] * instant[i];
+        }
+        if !(regrets.iter().all(|r| r.is_finite())
+            && squared.iter().all(|v| v.is_finite())
+            && (self.potential_growth + growth).is_finite())
+        {
+            return Err(Error::InconsistentInput(
+                "the cumulative regrets would overflow".into(),
+            ));
+        }
+        self.regrets = regrets;
+        self.squared = squared;
+        self.largest_square = largest;
+        self.potential_growth += growth;
+        self.ledger
+            .record(played.learner_loss, &played.own_losses, round.awake);
+        let (best_expert, regret) = self.ledger.best_expert();
+        Ok(ExpertStep {
+            round: self.ledger.rounds(),
+            prediction: Some(played.prediction),
+            loss: played.learner_loss,
+            realised_loss: None,
+            chosen: None,
+            learning_rate: None,
+            best_expert,
+            regret,
+        })
+    }
+
+    fn n_rounds(&self) -> u64 {
+        self.ledger.rounds()
+    }
+}
