@@ -30,7 +30,7 @@
 use ndarray::ArrayView2;
 use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
-use pacstream::eval::Prequential;
+use pacstream::eval::{Prequential, Totals};
 use pacstream::kmeans::{
     CentreStats, SequentialKMeans, SequentialKMeansConfig, SequentialKMeansStep,
 };
@@ -86,6 +86,8 @@ pub struct KMeansOutcome {
     pub learner: SequentialKMeans,
     /// The totals of the records (worker 0; other workers hold empty totals).
     pub totals: Prequential,
+    /// The totals after the last round (worker 0).
+    pub last: Option<Totals>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -93,6 +95,7 @@ struct State {
     learner: SequentialKMeans,
     rows: u64,
     totals: Prequential,
+    last: Option<Totals>,
     records_len: Option<u64>,
 }
 
@@ -112,24 +115,26 @@ pub fn run_kmeans(
         None => None,
     };
     let resume = agree_on_epoch(worker, store.as_ref())?;
-    let (mut learner, mut done, mut totals, records_len, mut epoch) = match (resume, &store) {
-        (Some(epoch), Some(store)) => {
-            let state: State = store.load(epoch)?;
-            if state.learner.config() != &job.config {
-                return Err(Error::Checkpoint(
-                    "the checkpoint was written with other settings".into(),
-                ));
+    let (mut learner, mut done, mut totals, mut last, records_len, mut epoch) =
+        match (resume, &store) {
+            (Some(epoch), Some(store)) => {
+                let state: State = store.load(epoch)?;
+                if state.learner.config() != &job.config {
+                    return Err(Error::Checkpoint(
+                        "the checkpoint was written with other settings".into(),
+                    ));
+                }
+                (
+                    state.learner,
+                    state.rows,
+                    state.totals,
+                    state.last,
+                    state.records_len,
+                    epoch,
+                )
             }
-            (
-                state.learner,
-                state.rows,
-                state.totals,
-                state.records_len,
-                epoch,
-            )
-        }
-        _ => (job.config.build(), 0, Prequential::new(), None, 0),
-    };
+            _ => (job.config.build(), 0, Prequential::new(), None, None, 0),
+        };
     let mut records = match (&files.records, index) {
         (Some(path), 0) => Some(Records::open(
             path,
@@ -202,15 +207,14 @@ pub fn run_kmeans(
         }
         // The steps travel to worker 0, which writes them in stream order.
         let mut steps = steps_channel.round(worker, steps);
-        if let Some(records) = &mut records {
+        if index == 0 {
             steps.sort_unstable_by_key(|(position, _)| *position);
             for (_, step) in &steps {
                 let round = totals.record(step);
-                records.write(&learner.record(step, &round))?;
-            }
-        } else if index == 0 {
-            for (_, step) in &steps {
-                totals.record(step);
+                if let Some(records) = &mut records {
+                    records.write(&learner.record(step, &round))?;
+                }
+                last = Some(round);
             }
         }
         done += batch.len() as u64;
@@ -228,6 +232,7 @@ pub fn run_kmeans(
                     learner: learner.clone(),
                     rows: done,
                     totals: totals.clone(),
+                    last,
                     records_len,
                 },
             )?;
@@ -236,7 +241,11 @@ pub fn run_kmeans(
     if let Some(records) = &mut records {
         records.sync()?;
     }
-    Ok(KMeansOutcome { learner, totals })
+    Ok(KMeansOutcome {
+        learner,
+        totals,
+        last,
+    })
 }
 
 /// The one-process computation data-parallel k-means equals bit for bit, written with the
