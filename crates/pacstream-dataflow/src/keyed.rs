@@ -164,6 +164,8 @@ struct State<S> {
 pub struct KeyedOutcome {
     /// Key → summary.
     pub summaries: BTreeMap<String, serde_json::Value>,
+    /// The epoch the run resumed from (None: it started afresh).
+    pub resumed_from: Option<u64>,
 }
 
 /// Runs keyed learners on this worker; `rows` is the whole stream (every worker reads it
@@ -292,5 +294,8 @@ pub fn run_keyed<F: KeyedFamily>(
             (key, value)
         })
         .collect();
-    Ok(KeyedOutcome { summaries })
+    Ok(KeyedOutcome {
+        summaries,
+        resumed_from: resume,
+    })
 }

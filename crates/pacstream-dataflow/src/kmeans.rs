@@ -88,6 +88,8 @@ pub struct KMeansOutcome {
     pub totals: Prequential,
     /// The totals after the last round (worker 0).
     pub last: Option<Totals>,
+    /// The epoch the run resumed from (None: it started afresh).
+    pub resumed_from: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -245,6 +247,7 @@ pub fn run_kmeans(
         learner,
         totals,
         last,
+        resumed_from: resume,
     })
 }
 

@@ -24,6 +24,7 @@ use timely::{CommunicationConfig, Config, WorkerConfig};
 
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
+use crate::ui::Notes;
 
 /// The largest number of worker threads per process, and of processes.
 pub const WORKERS_LIMIT: usize = 256;
@@ -293,13 +294,11 @@ fn run_kmeans_command(args: &KMeansArgs) -> anyhow::Result<()> {
             let summary = outcome
                 .learner
                 .summary(&outcome.totals, outcome.last.as_ref());
-            serde_json::to_vec_pretty(&summary).unwrap_or_default()
+            let bytes = serde_json::to_vec_pretty(&summary).unwrap_or_default();
+            (bytes, outcome.resumed_from)
         }))
     })?;
-    if let (Some(summary), Some(path)) = (outcome, &cluster.summary) {
-        write_atomically(path, &summary)?;
-    }
-    Ok(())
+    finish(outcome, cluster)
 }
 
 fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
@@ -343,7 +342,25 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
         }
         _ => return Err(bad_input("give exactly one of --k and --rule")),
     };
-    if let (Some(summary), Some(path)) = (summary, &cluster.summary) {
+    finish(summary, cluster)
+}
+
+/// Worker 0's process notes a resumption and writes the summary.
+fn finish(outcome: Option<(Vec<u8>, Option<u64>)>, cluster: &ClusterArgs) -> anyhow::Result<()> {
+    let Some((summary, resumed_from)) = outcome else {
+        return Ok(());
+    };
+    if let Some(epoch) = resumed_from {
+        Notes::new(false).note(format!(
+            "resumed from the checkpoints of epoch {epoch} in '{}'",
+            cluster
+                .checkpoint_dir
+                .as_deref()
+                .unwrap_or(Path::new(""))
+                .display()
+        ));
+    }
+    if let Some(path) = &cluster.summary {
         write_atomically(path, &summary)?;
     }
     Ok(())
@@ -355,7 +372,7 @@ fn keyed<F>(
     family: Arc<F>,
     epoch_size: usize,
     files: RunFiles,
-) -> anyhow::Result<Option<Vec<u8>>>
+) -> anyhow::Result<Option<(Vec<u8>, Option<u64>)>>
 where
     F: KeyedFamily + Send + Sync + 'static,
 {
@@ -364,7 +381,8 @@ where
         let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
         Ok((worker.index() == 0).then(|| {
             let summaries: BTreeMap<_, _> = outcome.summaries;
-            serde_json::to_vec_pretty(&summaries).unwrap_or_default()
+            let bytes = serde_json::to_vec_pretty(&summaries).unwrap_or_default();
+            (bytes, outcome.resumed_from)
         }))
     })
 }
