@@ -19,6 +19,7 @@
 pub mod channel;
 pub mod checkpoint;
 mod error;
+pub mod experts;
 pub mod keyed;
 
 pub mod kmeans;

@@ -262,3 +262,79 @@ fn keyed_hedge_is_the_same_for_any_number_of_workers() {
         );
     }
 }
+
+#[test]
+fn sharded_hedge_is_the_same_bits_for_any_number_of_workers_and_matches_the_library() {
+    use pacstream::experts::{Aggregator, LossRound};
+    use pacstream_dataflow::experts::{
+        ConstantGrid, ExpertFamily, ShardedHedge, ShardedSummary, run_sharded_hedge,
+    };
+    let grid = ConstantGrid {
+        low: 0.0,
+        high: 8.0,
+        n_experts: 1001,
+    };
+    let rows: Arc<Vec<Vec<f64>>> =
+        Arc::new(points(400, 5).into_iter().map(|p| vec![p[0]]).collect());
+    let settings = ShardedHedge {
+        eta: 0.05,
+        block_size: 64,
+        loss_bound: Some(81.0),
+    };
+    let run = |workers: usize| -> ShardedSummary {
+        let rows = Arc::clone(&rows);
+        let settings = settings.clone();
+        let out = Arc::new(Mutex::new(None));
+        let sink = Arc::clone(&out);
+        timely::execute(Config::process(workers), move |worker| {
+            let summary = run_sharded_hedge(worker, &settings, &grid, &rows).unwrap();
+            if worker.index() == 0 {
+                *sink.lock().unwrap() = Some(summary);
+            }
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .for_each(|r| r.unwrap());
+        let summary = out.lock().unwrap().take().unwrap();
+        summary
+    };
+    let one = run(1);
+    for workers in [2, 3] {
+        let other = run(workers);
+        assert!(other == one, "{workers} workers differ");
+        assert!(
+            other.records == one.records,
+            "{workers} workers' records differ"
+        );
+    }
+    // The library's Hedge on the same losses, one process.
+    let mut hedge = AggregatorParams::new(Rule::Hedge, 1001)
+        .rate(LearningRate::Fixed(0.05))
+        .loss_bound(81.0)
+        .check()
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut losses = vec![0.0; 1001];
+    let tolerance = 4.0 * 1001.0 * f64::EPSILON;
+    for (row, record) in rows.iter().zip(&one.records) {
+        grid.losses(0, row, &mut losses);
+        let step = hedge.learn_losses(LossRound::new(&losses)).unwrap();
+        let relative = (step.loss - record.loss).abs() / step.loss.abs().max(f64::MIN_POSITIVE);
+        assert!(
+            relative <= tolerance,
+            "round {}: {} against {}",
+            record.t,
+            record.loss,
+            step.loss
+        );
+    }
+    let ledger = hedge.ledger();
+    let (best, _) = ledger.best_expert();
+    assert_eq!(best as u64, one.best_expert);
+    assert_eq!(ledger.expert_losses()[best], one.best_expert_loss);
+    let relative = (ledger.learner_loss() - one.cumulative_loss).abs() / one.cumulative_loss;
+    assert!(relative <= tolerance, "cumulative loss {relative}");
+    assert!(one.regret_bound.unwrap() >= one.regret);
+}
