@@ -204,6 +204,7 @@ pub fn run_keyed<F: KeyedFamily>(
         _ => None,
     };
     rows.skip_rows(done)?;
+    let want_records = files.records.is_some();
     let mut rows_channel =
         Channel::<(u64, String, Vec<f64>)>::exchange(worker, |(_, key, _)| key_hash(key));
     let mut records_channel = Channel::<(u64, String)>::exchange(worker, |_| 0);
@@ -231,6 +232,8 @@ pub fn run_keyed<F: KeyedFamily>(
             }
             let state = learners.get_mut(&key).expect("inserted above");
             match family.learn(state, &values) {
+                // Without a records file, no record is built or sent.
+                Ok(_) if !want_records => {}
                 Ok(record) => {
                     let line = serde_json::to_string(&KeyedRecord {
                         key: &key,

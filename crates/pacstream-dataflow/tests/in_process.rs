@@ -296,8 +296,7 @@ fn sharded_hedge_is_the_same_bits_for_any_number_of_workers_and_matches_the_libr
         .join()
         .into_iter()
         .for_each(|r| r.unwrap());
-        let summary = out.lock().unwrap().take().unwrap();
-        summary
+        out.lock().unwrap().take().unwrap()
     };
     let one = run(1);
     for workers in [2, 3] {
