@@ -357,3 +357,56 @@ fn a_process_killed_mid_stream_restarts_from_the_checkpoints_to_the_same_output(
         "summaries differ after the restart"
     );
 }
+
+#[test]
+fn cluster_options_out_of_range_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 10);
+    let hosts = hostfile(dir.path(), 2);
+    let base = kmeans_args(&data);
+    for (extra, message) in [
+        (
+            vec!["--workers", "0"],
+            "--workers must be between 1 and 256",
+        ),
+        (
+            vec!["--workers", "100000"],
+            "--workers must be between 1 and 256",
+        ),
+        (
+            vec!["--processes", "5000"],
+            "--processes must be between 1 and 1024",
+        ),
+        (
+            vec!["--processes", "2"],
+            "--processes above 1 needs --hostfile",
+        ),
+        (
+            vec![
+                "--processes",
+                "2",
+                "--process",
+                "2",
+                "--hostfile",
+                hosts.to_str().unwrap(),
+            ],
+            "--process must be below --processes",
+        ),
+        (
+            vec!["--processes", "3", "--hostfile", hosts.to_str().unwrap()],
+            "names 2 hosts for 3 processes",
+        ),
+        (
+            vec!["--checkpoint-every", "0"],
+            "--checkpoint-every must be >= 1",
+        ),
+    ] {
+        let mut args = base.clone();
+        args.extend(strings(&extra));
+        let output = Command::new(BIN).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(message), "{extra:?}: {stderr}");
+    }
+}

@@ -71,7 +71,10 @@ impl Source for KeyedGenerated {
     }
 }
 
-fn timed(workers: usize, work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static) -> f64 {
+fn timed(
+    workers: usize,
+    work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static,
+) -> f64 {
     let start = Instant::now();
     timely::execute(Config::process(workers), work)
         .unwrap()
@@ -82,7 +85,10 @@ fn timed(workers: usize, work: impl Fn(&mut timely::worker::Worker) + Send + Syn
 }
 
 fn main() {
-    let rows: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let rows: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
     // Optionally only one pattern: kmeans, keyed or sharded.
     let only = std::env::args().nth(2);
     let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
@@ -95,7 +101,11 @@ fn main() {
             chunk_size: 8_192,
         };
         let seconds = timed(workers, move |worker| {
-            let mut source = Generated { next: 0, end: rows, dim: 5 };
+            let mut source = Generated {
+                next: 0,
+                end: rows,
+                dim: 5,
+            };
             run_kmeans(worker, &job, &mut source, &RunFiles::default()).unwrap();
         });
         if workers == 1 {
@@ -118,7 +128,11 @@ fn main() {
         });
         let seconds = timed(workers, move |worker| {
             let mut source = KeyedGenerated {
-                inner: Generated { next: 0, end: keyed_rows, dim: 11 },
+                inner: Generated {
+                    next: 0,
+                    end: keyed_rows,
+                    dim: 11,
+                },
                 keys: 100_000,
             };
             run_keyed(worker, &*family, 65_536, &mut source, &RunFiles::default()).unwrap();
@@ -134,19 +148,30 @@ fn main() {
     }
     for (n_experts, rounds) in [(10_000_000u64, 20usize), (100_000_000, 3)] {
         for workers in [1, 2].into_iter().filter(|_| runs("sharded")) {
-            let outcomes: Arc<Vec<Vec<f64>>> =
-                Arc::new((0..rounds).map(|r| vec![value(r as u64, 0) / 3.0]).collect());
+            let outcomes: Arc<Vec<Vec<f64>>> = Arc::new(
+                (0..rounds)
+                    .map(|r| vec![value(r as u64, 0) / 3.0])
+                    .collect(),
+            );
             let seconds = timed(workers, move |worker| {
-                let grid = ConstantGrid { low: 0.0, high: 10.0, n_experts };
-                let settings = ShardedHedge { eta: 0.1, block_size: 1 << 16, loss_bound: None };
+                let grid = ConstantGrid {
+                    low: 0.0,
+                    high: 10.0,
+                    n_experts,
+                };
+                let settings = ShardedHedge {
+                    eta: 0.1,
+                    block_size: 1 << 16,
+                    loss_bound: None,
+                };
                 run_sharded_hedge(worker, &settings, &grid, &outcomes).unwrap();
             });
             if workers == 1 {
                 base = seconds;
             }
             println!(
-                "sharded Hedge (N = {n_experts}) | {workers} | {rounds} | {seconds:.2} | {:.1} expert-rounds/ns | {:.2}",
-                (n_experts as f64 * rounds as f64) / seconds / 1e9,
+                "sharded Hedge (N = {n_experts}) | {workers} | {rounds} | {seconds:.2} | {:.1} ns per expert-round | {:.2}",
+                seconds * 1e9 / (n_experts as f64 * rounds as f64),
                 base / seconds
             );
         }

@@ -101,22 +101,29 @@ impl Store {
 }
 
 /// The epoch the cluster resumes from: the largest one every worker holds (None: start
-/// afresh). Every worker must call it, at the same point of the run.
-pub(crate) fn agree_on_epoch(worker: &mut Worker, store: Option<&Store>) -> Result<Option<u64>> {
+/// afresh); and whether any worker writes records (only process 0 may be given a records
+/// file, yet every worker must know whether to send them). Every worker must call it, at the
+/// same point of the run.
+pub(crate) fn agree_on_epoch(
+    worker: &mut Worker,
+    store: Option<&Store>,
+    writes_records: bool,
+) -> Result<(Option<u64>, bool)> {
     let mine = match store {
         Some(store) => store.epochs()?,
         None => Vec::new(),
     };
-    let mut channel = Channel::<Vec<u64>>::broadcast(worker);
-    let all = channel.round(worker, [mine]);
+    let mut channel = Channel::<(Vec<u64>, bool)>::broadcast(worker);
+    let all = channel.round(worker, [(mine, writes_records)]);
+    let records = all.iter().any(|(_, writes)| *writes);
     let mut common: Option<Vec<u64>> = None;
-    for epochs in all {
+    for (epochs, _) in all {
         common = Some(match common {
             None => epochs,
             Some(common) => common.into_iter().filter(|e| epochs.contains(e)).collect(),
         });
     }
-    Ok(common.and_then(|c| c.into_iter().max()))
+    Ok((common.and_then(|c| c.into_iter().max()), records))
 }
 
 /// Truncates `path` to `len` bytes (a restart drops what was written after its checkpoint).

@@ -188,7 +188,8 @@ pub fn run_keyed<F: KeyedFamily>(
         Some(config) => Some(Store::new(config, index, peers)?),
         None => None,
     };
-    let resume = agree_on_epoch(worker, store.as_ref())?;
+    let writes_records = index == 0 && files.records.is_some();
+    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
     let (mut learners, mut done, records_len, mut epoch) = match (resume, &store) {
         (Some(epoch), Some(store)) => {
             let state: State<F::State> = store.load(epoch)?;
@@ -204,7 +205,6 @@ pub fn run_keyed<F: KeyedFamily>(
         _ => None,
     };
     rows.skip_rows(done)?;
-    let want_records = files.records.is_some();
     let mut rows_channel =
         Channel::<(u64, String, Vec<f64>)>::exchange(worker, |(_, key, _)| key_hash(key));
     let mut records_channel = Channel::<(u64, String)>::exchange(worker, |_| 0);

@@ -116,7 +116,8 @@ pub fn run_kmeans(
         Some(config) => Some(Store::new(config, index, peers)?),
         None => None,
     };
-    let resume = agree_on_epoch(worker, store.as_ref())?;
+    let writes_records = index == 0 && files.records.is_some();
+    let (resume, _) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
     let (mut learner, mut done, mut totals, mut last, records_len, mut epoch) =
         match (resume, &store) {
             (Some(epoch), Some(store)) => {
