@@ -401,6 +401,7 @@ fn cluster_options_out_of_range_are_refused_before_anything_starts() {
             vec!["--checkpoint-every", "0"],
             "--checkpoint-every must be >= 1",
         ),
+        (vec!["--output", data.to_str().unwrap()], "is the input"),
     ] {
         let mut args = base.clone();
         args.extend(strings(&extra));

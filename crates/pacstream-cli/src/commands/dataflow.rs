@@ -24,6 +24,7 @@ use timely::{CommunicationConfig, Config, WorkerConfig};
 
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
+use crate::io::files::file_id;
 use crate::ui::Notes;
 
 /// The largest number of worker threads per process, and of processes.
@@ -183,6 +184,7 @@ pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<Config> {
     if args.checkpoint_every == 0 {
         return Err(bad_input("--checkpoint-every must be >= 1"));
     }
+    check_outputs(args)?;
     Ok(Config {
         communication,
         worker: WorkerConfig::default(),
@@ -227,6 +229,33 @@ impl TakeBounded for File {
     fn take_bounded(self) -> std::io::Take<File> {
         std::io::Read::take(self, HOSTFILE_LIMIT)
     }
+}
+
+/// Refuses an output that is the input, or another output, under another name (compared by
+/// device and inode, before anything is written).
+fn check_outputs(args: &ClusterArgs) -> anyhow::Result<()> {
+    let input = file_id(&args.input);
+    let outputs: Vec<&PathBuf> = args.output.iter().chain(&args.summary).collect();
+    for (i, output) in outputs.iter().enumerate() {
+        let id = file_id(output);
+        if id.is_some() && id == input {
+            return Err(bad_input(format!(
+                "'{}' is the input '{}': refusing to overwrite it",
+                output.display(),
+                args.input.display()
+            )));
+        }
+        if outputs[..i]
+            .iter()
+            .any(|o| o == output || (id.is_some() && file_id(o) == id))
+        {
+            return Err(bad_input(format!(
+                "'{}' is given as two outputs",
+                output.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn files(args: &ClusterArgs) -> RunFiles {
