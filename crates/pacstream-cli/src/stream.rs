@@ -33,9 +33,9 @@ use serde_json::Value;
 use crate::failure::bad_input;
 use crate::io::atomic::{checkpoint_path, remove_stale_temporaries};
 use crate::io::checkpoint::{self, Checkpoint};
-use crate::io::reader::{InputProgress, Row, RowReader};
+use crate::io::reader::{ColumnLayout, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
-use crate::options::{CheckpointOptions, OutputTarget, RecordOutput};
+use crate::options::{CheckpointOptions, OutputTarget, RecordOutput, RunOptions};
 use crate::ui::{Notes, Progress};
 
 /// Where in a row a [`RowFault`] lies.
@@ -501,6 +501,28 @@ impl<F: PointFamily> StreamTask for PointTask<F> {
     fn finish(&mut self, sink: &mut RecordSink) -> anyhow::Result<()> {
         self.family.finish(&mut self.state, sink)
     }
+}
+
+/// The settings a point learner's checkpoint must match: the learner's own, by name, and
+/// how the input is read: the 1-based columns learned, the 1-based extra column under
+/// `extra` (`weights`, `labels`) for a command that reads one, `--on-bad-row`, and the size
+/// of the figure's sample (part of the state) when plotting.
+pub fn point_settings(
+    learner: impl Serialize,
+    layout: &ColumnLayout,
+    extra: Option<&str>,
+    options: &RunOptions,
+) -> anyhow::Result<Value> {
+    let mut settings = serde_json::to_value(learner)?;
+    let columns: Vec<usize> = layout.features.iter().map(|i| i + 1).collect();
+    settings["columns"] = serde_json::to_value(columns)?;
+    if let Some(name) = extra {
+        settings[name] = serde_json::to_value(layout.extras.first().map(|i| i + 1))?;
+    }
+    settings["on_bad_row"] = serde_json::to_value(options.input.on_bad_row)?;
+    let plot_points = options.plot.is_some().then_some(options.plot_points);
+    settings["plot_points"] = serde_json::to_value(plot_points)?;
+    Ok(settings)
 }
 
 /// Checks a restored figure sample against this run's: both absent, or both present and

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Outcome, data, run, run_within, write};
+use common::{Outcome, data, data_arg, make_fifo, refused, run, run_within, write};
 use serde_json::Value;
 
 /// A run that must end quickly: a refusal is immediate, and a hang fails the test.
@@ -18,17 +18,8 @@ fn run_prompt(dir: &Path, args: &[&str]) -> Outcome {
     run_within(dir, args, None, PROMPT)
 }
 
-fn refused(outcome: &Outcome, message: &str) {
-    assert_eq!(outcome.code, 2, "{outcome:?}");
-    assert!(
-        outcome.stderr.contains(message),
-        "expected {message:?} in: {}",
-        outcome.stderr
-    );
-}
-
 fn faithful() -> String {
-    data("faithful.csv").to_str().expect("UTF-8").to_string()
+    data_arg("faithful.csv")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -290,15 +281,6 @@ fn a_wide_header_costs_linear_time() {
         &run_prompt(dir.path(), &["kmeans", "--k", "1", "too-wide.csv"]),
         "more than 1048576",
     );
-}
-
-#[cfg(unix)]
-fn make_fifo(path: &Path) {
-    let status = std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo runs");
-    assert!(status.success());
 }
 
 /// Feeds `head`, then `chunk` again and again, into the FIFO at `path` until its reader

@@ -15,7 +15,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{data, pacstream, run, write};
+use common::{data, make_fifo, pacstream, refused, run, write};
 
 /// Makes a character device node `major:minor` at `path`; `false` (and a note) when this
 /// user cannot.
@@ -36,14 +36,6 @@ fn make_device(path: &Path, major: u32, minor: u32) -> bool {
         );
     }
     made
-}
-
-fn make_fifo(path: &Path) {
-    let status = Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo runs");
-    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 fn is_char_device(path: &Path) -> bool {
@@ -89,12 +81,7 @@ fn a_device_named_as_an_output_is_written_through() {
                 "full",
             ],
         );
-        assert_eq!(outcome.code, 2, "{outcome:?}");
-        assert!(
-            outcome.stderr.contains("is not a regular file"),
-            "{}",
-            outcome.stderr
-        );
+        refused(&outcome, "is not a regular file");
         assert!(is_char_device(&dir.join("full")));
     }
     // A null device (like /dev/null) takes every output, several at once.
@@ -232,12 +219,7 @@ fn a_fifo_named_as_an_output_is_written_through() {
             "pipe",
         ],
     );
-    assert_eq!(outcome.code, 2, "{outcome:?}");
-    assert!(
-        outcome.stderr.contains("is not a regular file"),
-        "{}",
-        outcome.stderr
-    );
+    refused(&outcome, "is not a regular file");
 }
 
 #[test]
@@ -339,13 +321,9 @@ fn project_never_overwrites_its_curve() {
     for output in ["c.json", "d.json"] {
         for flag in ["-o", "--summary"] {
             let outcome = run(dir, &["project", "--curve", "c.json", quakes, flag, output]);
-            assert_eq!(outcome.code, 2, "{outcome:?}");
-            assert!(
-                outcome
-                    .stderr
-                    .contains(&format!("and --curve are the same file '{output}'")),
-                "{}",
-                outcome.stderr
+            refused(
+                &outcome,
+                &format!("and --curve are the same file '{output}'"),
             );
         }
     }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{TestRng, blobs_csv, data, pacstream, run, write};
+use common::{TestRng, blobs_csv, data_arg, pacstream, refused, run, write};
 use serde_json::Value;
 
 /// A streaming run, killed and resumed.
@@ -382,10 +382,7 @@ fn killed_and_resumed_experts_equals_uninterrupted() {
 
 /// A finished faithful run with a checkpoint, in a fresh directory.
 fn checkpointed_faithful(dir: &Path) -> String {
-    let faithful = data("faithful.csv")
-        .to_str()
-        .expect("a UTF-8 path")
-        .to_string();
+    let faithful = data_arg("faithful.csv");
     let outcome = run(
         dir,
         &[
@@ -418,24 +415,14 @@ fn resuming_with_other_settings_or_input_is_refused() {
         run(dir, &args)
     };
     let outcome = resume(&["--k", "3"]);
-    assert_eq!(outcome.code, 2);
-    assert!(
-        outcome.stderr.contains("it was made with other settings"),
-        "{}",
-        outcome.stderr
-    );
+    refused(&outcome, "it was made with other settings");
     assert!(
         outcome.stderr.contains("--k was 2, now 3"),
         "{}",
         outcome.stderr
     );
     let outcome = resume(&["--k", "2", "--decay", "100"]);
-    assert_eq!(outcome.code, 2);
-    assert!(
-        outcome.stderr.contains("--decay was not given, now 100.0"),
-        "{}",
-        outcome.stderr
-    );
+    refused(&outcome, "--decay was not given, now 100.0");
     let outcome = resume(&["--k", "2", "--columns", "2"]);
     assert!(
         outcome.stderr.contains("--columns was [1,2], now [2]"),
@@ -454,12 +441,7 @@ fn resuming_with_other_settings_or_input_is_refused() {
     );
     // The output must continue in its format.
     let outcome = resume(&["--k", "2", "-o", "rounds.csv", "--format", "jsonl"]);
-    assert_eq!(outcome.code, 2);
-    assert!(
-        outcome.stderr.contains("resume with --format csv"),
-        "{}",
-        outcome.stderr
-    );
+    refused(&outcome, "resume with --format csv");
     // Another input with the same columns.
     let mut other = std::fs::read_to_string(&faithful).expect("faithful");
     other = other.replacen("3.6,79", "3.6,80", 1);
@@ -476,25 +458,11 @@ fn resuming_with_other_settings_or_input_is_refused() {
             "ck.json",
         ],
     );
-    assert_eq!(outcome.code, 2);
-    assert!(
-        outcome
-            .stderr
-            .contains("differ from those the checkpoint was made from"),
-        "{}",
-        outcome.stderr
-    );
+    refused(&outcome, "differ from those the checkpoint was made from");
     // An output file changed since the checkpoint: refused, and left as it is.
     write(dir, "rounds.csv", "t\n");
     let outcome = resume(&["--k", "2", "-o", "rounds.csv"]);
-    assert_eq!(outcome.code, 2);
-    assert!(
-        outcome
-            .stderr
-            .contains("is not the output the checkpoint recorded"),
-        "{}",
-        outcome.stderr
-    );
+    refused(&outcome, "is not the output the checkpoint recorded");
     assert_eq!(
         std::fs::read_to_string(dir.join("rounds.csv")).expect("output"),
         "t\n"
@@ -765,13 +733,9 @@ fn a_bad_row_stops_the_run_but_keeps_what_was_learned() {
         "1000",
     ];
     let outcome = run(dir, &args);
-    assert_eq!(outcome.code, 2);
-    assert!(
-        outcome
-            .stderr
-            .contains("input.csv: line 1501, column 2 (\"x2\"): \"NaN\" is not a finite number"),
-        "{}",
-        outcome.stderr
+    refused(
+        &outcome,
+        "input.csv: line 1501, column 2 (\"x2\"): \"NaN\" is not a finite number",
     );
     assert!(
         outcome

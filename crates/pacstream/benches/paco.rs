@@ -99,10 +99,7 @@ fn round(c: &mut Criterion) {
         for &dim in &[2usize, 5, 20] {
             let points = mixture(t + 1, 4, dim, dim as u64);
             let next = &points[t * dim..(t + 1) * dim];
-            for (name, memory) in [
-                ("exact", Memory::Exact),
-                ("window1000", Memory::Window(1000)),
-            ] {
+            for (name, memory) in [("exact", Memory::All), ("window1000", Memory::Window(1000))] {
                 let learner = learner_at(t, dim, memory, &points);
                 let step = learner.clone().learn_one(next).expect("valid point");
                 if let Some(report) = &step.sampler {

@@ -143,10 +143,10 @@ fn rounds(args: &[String]) {
     let dims = option(args, "--dims").map_or(vec![2, 5, 20], |s| list(&s));
     let measured: usize = option(args, "--rounds").map_or(20, |s| s.parse().expect("a number"));
     let windows: Vec<(String, Memory)> = match option(args, "--memory").as_deref() {
-        Some("exact") => vec![("exact".into(), Memory::Exact)],
+        Some("exact") => vec![("exact".into(), Memory::All)],
         Some("window") => vec![("window 1000".into(), Memory::Window(1000))],
         _ => vec![
-            ("exact".into(), Memory::Exact),
+            ("exact".into(), Memory::All),
             ("window 1000".into(), Memory::Window(1000)),
         ],
     };

@@ -18,6 +18,11 @@
 //! - **thread-count independence**: the run is the same in a 1-thread and a 3-thread pool;
 //! - **`Send + Sync`**: checked at compile time by [`assert_send_sync`].
 //!
+//! For learners of points, [`InvalidPoints::around`] generates the invalid inputs every such
+//! learner must refuse from one valid point (as River's checks generate theirs): the wrong
+//! dimension, no coordinate at all, NaN, +∞ and −∞ at the first and at the last coordinate,
+//! and coordinates beyond ±[`crate::data::MAX_COORDINATE`].
+//!
 //! States and steps are compared through their JSON serialisation: `serde_json` writes the
 //! shortest text that reads back to the same `f64`, so equal text means equal bits (and it
 //! rejects NaN and infinities, which snapshots must not hold).
@@ -80,6 +85,61 @@ where
 {
     fn as_input(&self) -> &[f64] {
         self
+    }
+}
+
+/// The invalid points every learner of points must refuse, generated from one valid point
+/// of dimension d.
+///
+/// ```
+/// use pacstream::conformance::InvalidPoints;
+///
+/// let invalid = InvalidPoints::around(&[1.0, 2.0]);
+/// assert!(invalid.after_first.iter().all(|p| p.len() != 2));
+/// assert!(invalid.always.iter().any(|p| p.iter().any(|v| v.is_nan())));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvalidPoints {
+    /// Refused once the first point has fixed the dimension: d − 1 (when d > 1), d + 1 and
+    /// 2d + 1 coordinates.
+    pub after_first: Vec<Vec<f64>>,
+    /// Refused even as the first point: no coordinate; NaN, +∞, −∞ at the first and at the
+    /// last coordinate; a coordinate beyond ±`MAX_COORDINATE`.
+    pub always: Vec<Vec<f64>>,
+}
+
+impl InvalidPoints {
+    /// The invalid points of the dimension of `valid` (a point of the stream).
+    pub fn around(valid: &[f64]) -> Self {
+        let dim = valid.len();
+        let with = |position: usize, value: f64| {
+            let mut point = valid.to_vec();
+            point[position] = value;
+            point
+        };
+        let mut after_first = Vec::new();
+        if dim > 1 {
+            after_first.push(valid[..dim - 1].to_vec());
+        }
+        for extra in [1, dim + 1] {
+            let mut longer = valid.to_vec();
+            longer.extend(valid.iter().cycle().take(extra));
+            after_first.push(longer);
+        }
+        let mut always = vec![Vec::new()];
+        if dim > 0 {
+            let beyond = crate::data::MAX_COORDINATE * 10.0;
+            for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, beyond, -beyond] {
+                always.push(with(0, value));
+                if dim > 1 {
+                    always.push(with(dim - 1, value));
+                }
+            }
+        }
+        Self {
+            after_first,
+            always,
+        }
     }
 }
 
@@ -327,6 +387,17 @@ where
 struct Run {
     steps: Vec<String>,
     state: String,
+}
+
+impl<'s, F> Conformance<'s, F, Vec<f64>> {
+    /// Offers the generated invalid points ([`InvalidPoints::around`]): those refused after
+    /// the first round at every cut point, those refused always before round 1 too.
+    #[must_use]
+    pub fn invalid_points(mut self, invalid: &'s InvalidPoints) -> Self {
+        self.invalid = &invalid.after_first;
+        self.invalid_first = &invalid.always;
+        self
+    }
 }
 
 fn to_json<T: Serialize>(value: &T, check: &'static str) -> Result<String, Violation> {

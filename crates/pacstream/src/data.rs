@@ -305,3 +305,62 @@ mod tests {
         assert!(Points::from_slice(&[1.0], 0).is_err());
     }
 }
+
+/// R, the radius of the data that a learner's guarantees assume (PACBO: ‖x_t − μ_0‖ ≤ R;
+/// principal curves: the points lie in B(μ_0, √d R)), given or measured on the warm-up
+/// points. PACBO and the principal curves share this one type (`paco::Radius` and
+/// `curves::Radius` name it); each family's documentation says how `Auto` measures it.
+///
+/// ```
+/// use pacstream::data::Radius;
+///
+/// assert_eq!("auto".parse::<Radius>(), Ok(Radius::Auto));
+/// assert_eq!("2.5".parse::<Radius>(), Ok(Radius::Given(2.5)));
+/// assert!("big".parse::<Radius>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Radius {
+    /// Measured on the warm-up points, which fix the centre μ_0 too (and are not predicted).
+    Auto,
+    /// This value (finite, > 0), in the units of the data.
+    Given(f64),
+}
+
+impl std::str::FromStr for Radius {
+    type Err = String;
+
+    /// `auto`, or a number.
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        if text == "auto" {
+            return Ok(Radius::Auto);
+        }
+        text.parse::<f64>()
+            .map(Radius::Given)
+            .map_err(|_| format!("expected a number or `auto`, got {text:?}"))
+    }
+}
+
+impl Radius {
+    /// Writes `"auto"` or the number (the principal curves' settings).
+    pub(crate) fn serialize_auto_or_number<S: serde::Serializer>(
+        radius: &Radius,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match radius {
+            Radius::Auto => serializer.serialize_str("auto"),
+            Radius::Given(value) => serializer.serialize_f64(*value),
+        }
+    }
+
+    /// Writes `"auto"` or the number in scientific notation as text (PACBO's settings, as
+    /// its checkpoints have always recorded them).
+    pub(crate) fn serialize_auto_or_text<S: serde::Serializer>(
+        radius: &Radius,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match radius {
+            Radius::Auto => serializer.serialize_str("auto"),
+            Radius::Given(value) => serializer.serialize_str(&format!("{value:e}")),
+        }
+    }
+}

@@ -130,7 +130,26 @@ const EXP_Q: [f64; 8] = [
 /// returns the same bits whether its lanes run as one vector or one after the other.
 pub(crate) const QUAD: usize = 4;
 
-/// (l₀ + l₁) + (l₂ + l₃): the fixed order in which lane sums are combined.
+/// The sum of N lanes (N a power of two) by a fixed halving tree: lane i + lane i + N/2 for
+/// i < N/2, then again on the first half, down to one. The one reduction of the 16-lane
+/// kernels (PACBO's S_t, the curves' rewards and losses, [`sum_quad`]'s callers excepted), so
+/// that a sum has the same bits whatever the CPU or the number of threads.
+#[inline(always)]
+pub(crate) fn tree_sum<const N: usize>(mut lanes: [f64; N]) -> f64 {
+    debug_assert!(N.is_power_of_two());
+    let mut width = N;
+    while width > 1 {
+        width /= 2;
+        for lane in 0..width {
+            lanes[lane] += lanes[lane + width];
+        }
+    }
+    lanes[0]
+}
+
+/// (l₀ + l₁) + (l₂ + l₃): the fixed order in which four lane sums are combined (the experts'
+/// fused passes and the distances; not [`tree_sum`]'s order, which pairs l₀ with l₂, and
+/// which would change the bits their snapshots hold).
 #[inline(always)]
 pub(crate) fn sum_quad(lanes: [f64; QUAD]) -> f64 {
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
@@ -461,7 +480,7 @@ pub(crate) fn sum(values: &[f64]) -> f64 {
     for value in chunks.remainder() {
         tail += value;
     }
-    combine(lanes) + tail
+    tree_sum(lanes) + tail
 }
 
 /// Whether every value is finite: Σ 0·v_i is 0 when they all are and NaN otherwise, a
@@ -479,7 +498,7 @@ pub(crate) fn all_finite(values: &[f64]) -> bool {
     for value in chunks.remainder() {
         tail += 0.0 * value;
     }
-    (combine(lanes) + tail) == 0.0
+    (tree_sum(lanes) + tail) == 0.0
 }
 
 struct AllFinite<'a>(&'a [f64]);
@@ -583,22 +602,24 @@ pub(crate) fn first_position(values: &[f64], target: f64) -> usize {
             .unwrap_or(0)
 }
 
-#[inline(always)]
-fn combine(lanes: [f64; LANES]) -> f64 {
-    let mut width = LANES;
-    let mut lanes = lanes;
-    while width > 1 {
-        width /= 2;
-        for lane in 0..width {
-            lanes[lane] += lanes[lane + width];
-        }
-    }
-    lanes[0]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reduction's order is fixed (the bits of PACBO's and the curves' sums, and so of
+    /// their snapshots, depend on it): lane i with lane i + N/2, then again on the first half.
+    #[test]
+    fn tree_sum_adds_in_its_fixed_order() {
+        // (1e16 + −1e16) + (1 + 1) = 2; one lane after the other would round 1e16 + 1 away.
+        assert_eq!(tree_sum([1e16, 1.0, -1e16, 1.0]), 2.0);
+        let mut rng = crate::rng::StreamRng::seed_from(5);
+        for _ in 0..100 {
+            let lanes: [f64; 16] = std::array::from_fn(|_| (rng.next_f64() - 0.5) * 1e3);
+            let s: [f64; 8] = std::array::from_fn(|i| lanes[i] + lanes[i + 8]);
+            let expected = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+            assert_eq!(tree_sum(lanes).to_bits(), expected.to_bits());
+        }
+    }
 
     /// The stated bound, relative error ≤ 1e−13, over every argument the weights engine can
     /// pass (x ≤ 0 down to the floor, and the positive side up to 709 that a re-shift

@@ -1,7 +1,7 @@
 //! The conformance suite must be able to fail: each check is run against a learner broken in
 //! exactly the way that check exists to catch.
 
-use pacstream::conformance::Conformance;
+use pacstream::conformance::{Conformance, InvalidPoints};
 use pacstream::data::check_point;
 use pacstream::{OnlineLearner, Result, Step, StreamRng};
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,8 @@ enum Defect {
     BatchDiffers,
     /// Results depend on the size of the thread pool.
     ThreadDependent,
+    /// Checks the dimension and NaN, but lets an infinite coordinate in.
+    AcceptsInfinity,
 }
 
 /// A running mean with random jitter, broken as asked.
@@ -72,7 +74,11 @@ impl OnlineLearner for Toy {
             check_point(point, 1)?;
             self.n_rounds -= 1;
         }
-        check_point(point, 1)?;
+        let lets_in =
+            self.defect == Defect::AcceptsInfinity && point.len() == 1 && point[0].is_infinite();
+        if !lets_in {
+            check_point(point, 1)?;
+        }
         let loss = self.mean.map(|m| (point[0] - m).powi(2));
         let mut jitter = 1e-3 * self.rng.next_f64();
         match self.defect {
@@ -141,4 +147,22 @@ fn each_defect_is_caught_by_its_check() {
         let violation = suite_result(defect).unwrap_err();
         assert_eq!(violation.check, check, "{defect:?}: {violation}");
     }
+}
+
+/// The invalid points the suite generates catch what a hand-written list missed: a learner
+/// that refuses the wrong dimension and NaN but takes an infinite coordinate.
+#[test]
+fn generated_invalid_points_catch_an_infinity_let_in() {
+    suite_result(Defect::AcceptsInfinity).unwrap();
+    let stream: Vec<Vec<f64>> = (0..30).map(|i| vec![(i % 7) as f64]).collect();
+    let generated = InvalidPoints::around(&stream[0]);
+    Conformance::new(|seed| Toy::new(seed, Defect::None), &stream)
+        .invalid_points(&generated)
+        .check_all()
+        .unwrap();
+    let violation = Conformance::new(|seed| Toy::new(seed, Defect::AcceptsInfinity), &stream)
+        .invalid_points(&generated)
+        .check_all()
+        .unwrap_err();
+    assert_eq!(violation.check, "atomic steps", "{violation}");
 }

@@ -2,7 +2,7 @@
 //! curve from one segment, the seismic data against the batch reference, projections, the
 //! hindsight comparator, and property tests of the polygonal-line geometry.
 
-use pacstream::conformance::{Conformance, assert_send_sync};
+use pacstream::conformance::{Conformance, InvalidPoints, assert_send_sync};
 use pacstream::curves::{
     Comparator, Estimator, Feedback, Memory, Phase, PrincipalCurve, PrincipalCurveLearner,
     PrincipalCurveParams, Radius, learning_rate,
@@ -36,19 +36,10 @@ fn quakes() -> Vec<Vec<f64>> {
         .collect()
 }
 
-fn invalid_after_first() -> Vec<Vec<f64>> {
-    vec![vec![1.0], vec![1.0, 2.0, 3.0], vec![0.0, f64::INFINITY]]
-}
-
-fn invalid_always() -> Vec<Vec<f64>> {
-    vec![vec![f64::NAN, 0.0], vec![], vec![1e200, 0.0]]
-}
-
 fn conformance(params: PrincipalCurveParams, stream: &[Vec<f64>], cuts: &[usize]) {
     let make = |seed| params.clone().seed(seed).check().unwrap().build();
     Conformance::new(make, stream)
-        .invalid_inputs(&invalid_after_first())
-        .invalid_first_inputs(&invalid_always())
+        .invalid_points(&InvalidPoints::around(&stream[0]))
         .cuts(cuts)
         .check_all()
         .unwrap();

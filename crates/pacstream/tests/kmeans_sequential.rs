@@ -2,7 +2,7 @@
 //! reassignment, mini-batches and mergeable statistics.
 
 use ndarray::Array2;
-use pacstream::conformance::{Conformance, assert_send_sync};
+use pacstream::conformance::{Conformance, InvalidPoints, assert_send_sync};
 use pacstream::kmeans::{
     CentreStats, Centres, Init, SequentialKMeans, SequentialKMeansParams, SequentialKMeansStep,
 };
@@ -26,22 +26,6 @@ fn blobs(n_points: usize, n_groups: usize, dim: usize, spread: f64, seed: u64) -
         .collect()
 }
 
-fn invalid_after_first() -> Vec<Vec<f64>> {
-    vec![
-        vec![1.0],
-        vec![1.0, 2.0, 3.0, 4.0],
-        vec![0.0, f64::INFINITY, 1.0],
-    ]
-}
-
-fn invalid_always() -> Vec<Vec<f64>> {
-    vec![
-        vec![f64::NAN, 0.0, 0.0],
-        vec![],
-        vec![0.0, f64::NEG_INFINITY, 0.0],
-    ]
-}
-
 #[test]
 fn conformance_plain() {
     assert_send_sync::<SequentialKMeans>();
@@ -54,8 +38,7 @@ fn conformance_plain() {
             .build()
     };
     Conformance::new(make, &stream)
-        .invalid_inputs(&invalid_after_first())
-        .invalid_first_inputs(&invalid_always())
+        .invalid_points(&InvalidPoints::around(&stream[0]))
         .cuts(&[0, 1, 2, 5, 39, 40, 41, 100, 149])
         .check_all()
         .unwrap();
@@ -76,8 +59,7 @@ fn conformance_with_decay_and_reassignment() {
             .build()
     };
     Conformance::new(make, &stream)
-        .invalid_inputs(&invalid_after_first())
-        .invalid_first_inputs(&invalid_always())
+        .invalid_points(&InvalidPoints::around(&stream[0]))
         .cuts(&[0, 1, 11, 12, 13, 60, 199])
         .check_all()
         .unwrap();

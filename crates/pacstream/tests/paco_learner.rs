@@ -6,7 +6,7 @@
 // The measured fractions are printed for the record (`--nocapture`), beside the assertions.
 #![allow(clippy::print_stderr)]
 
-use pacstream::conformance::{Conformance, assert_send_sync};
+use pacstream::conformance::{Conformance, InvalidPoints, assert_send_sync};
 use pacstream::paco::bounds::{BoundSettings, loss_bound};
 use pacstream::paco::oracle::{IdealSamplerBound, hindsight_oracle, hindsight_report};
 use pacstream::paco::{Memory, Paco, PacoParams, PacoStep, ProposalScale, Radius};
@@ -34,18 +34,6 @@ fn three_groups(n: usize, seed: u64) -> Vec<Vec<f64>> {
     mixture(&means, n, 1.0, seed)
 }
 
-fn invalid_after_first() -> Vec<Vec<f64>> {
-    vec![
-        vec![1.0],
-        vec![1.0, 2.0, 3.0, 4.0],
-        vec![0.0, f64::INFINITY, 1.0],
-    ]
-}
-
-fn invalid_always() -> Vec<Vec<f64>> {
-    vec![vec![f64::NAN, 0.0, 0.0], vec![], vec![0.0, 1e200, 0.0]]
-}
-
 #[test]
 fn conformance_with_warmup() {
     assert_send_sync::<Paco>();
@@ -61,8 +49,7 @@ fn conformance_with_warmup() {
             .build()
     };
     Conformance::new(make, &stream)
-        .invalid_inputs(&invalid_after_first())
-        .invalid_first_inputs(&invalid_always())
+        .invalid_points(&InvalidPoints::around(&stream[0]))
         .cuts(&[0, 1, 5, 9, 10, 11, 40, 69])
         .check_all()
         .unwrap();
@@ -84,8 +71,7 @@ fn conformance_with_given_radius_window_and_paper_proposal() {
             .build()
     };
     Conformance::new(make, &stream)
-        .invalid_inputs(&invalid_after_first())
-        .invalid_first_inputs(&invalid_always())
+        .invalid_points(&InvalidPoints::around(&stream[0]))
         .cuts(&[0, 1, 2, 24, 25, 26, 50, 69])
         .check_all()
         .unwrap();
@@ -110,7 +96,7 @@ fn conformance_with_restart_and_parallel_evaluation() {
             .build()
     };
     Conformance::new(make, &stream)
-        .invalid_inputs(&invalid_after_first())
+        .invalid_points(&InvalidPoints::around(&stream[0]))
         .cuts(&[0, 4099, 4100, 4150, 4199])
         .check_all()
         .unwrap();
@@ -275,7 +261,7 @@ fn a_changing_number_of_clusters_is_followed() {
     ];
     let mut stream = mixture(&first, 300, 1.0, 7);
     stream.extend(mixture(&all, 600, 1.0, 8));
-    for memory in [Memory::Exact, Memory::Window(300)] {
+    for memory in [Memory::All, Memory::Window(300)] {
         let mut learner = PacoParams::new()
             .iterations(200)
             .memory(memory)
@@ -667,7 +653,7 @@ fn conformance_on_the_index() {
         1.0,
         12,
     ));
-    for memory in [Memory::Exact, Memory::Window(150)] {
+    for memory in [Memory::All, Memory::Window(150)] {
         let make = |seed| {
             PacoParams::new()
                 .warmup(20)
@@ -681,7 +667,7 @@ fn conformance_on_the_index() {
                 .build()
         };
         Conformance::new(make, &stream)
-            .invalid_inputs(&invalid_after_first())
+            .invalid_points(&InvalidPoints::around(&stream[0]))
             .cuts(&[0, 19, 20, 21, 63, 64, 65, 149, 150, 151, 257, 419])
             .check_all()
             .unwrap();

@@ -1,15 +1,182 @@
-//! What the clustering commands (k-means, PACBO) write alike: the table of centres in the
-//! report, the figure of the points coloured by cluster, and the two axes it is drawn on.
+//! What the clustering commands (k-means, PACBO) do alike: read every row for a batch fit,
+//! write the label of every row, the table of centres in the report, the figure of the
+//! points coloured by cluster, and the two axes it is drawn on.
 
 use std::io::Write;
+use std::path::Path;
 
+use anyhow::Context;
+use ndarray::ArrayView2;
+use pacstream::geometry::squared_distance;
 use pacstream::kmeans::Centres;
+use serde::Serialize;
 
-use super::human_number;
+use super::{human_number, no_good_rows, note_skipped};
 use crate::failure::bad_input;
+use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_column_list;
-use crate::io::reader::RowReader;
-use crate::plot::{CentreMarks, ClusterFigure, LossCurve};
+use crate::io::reader::{InputProgress, RowReader};
+use crate::io::records::RecordSink;
+use crate::options::RecordOutput;
+use crate::plot::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+use crate::ui::{Notes, Progress};
+
+/// Every good row of the input, read into memory for a batch fit.
+#[derive(Debug)]
+pub struct BatchRows {
+    /// The clustered values, row after row.
+    pub values: Vec<f64>,
+    /// The data row number of every row (1-based; skipped bad rows are counted).
+    pub numbers: Vec<u64>,
+    /// The first extra column of every row (weights or labels), when there is one.
+    pub extras: Vec<f64>,
+    /// The number of columns clustered.
+    pub dim: usize,
+    /// What was read.
+    pub input: InputProgress,
+}
+
+/// One `--output` record of a batch fit.
+#[derive(Serialize)]
+struct LabelRecord {
+    /// The data row number in the input (1-based; skipped bad rows are counted).
+    row: u64,
+    /// The index of the row's centre in the summary's `centres`.
+    label: usize,
+    /// The squared distance from the row to its centre.
+    squared_distance: f64,
+}
+
+impl BatchRows {
+    /// Reads the rest of the input (noting the bad rows skipped); an input without a good
+    /// row is an error.
+    pub fn read(reader: &mut RowReader, notes: Notes) -> anyhow::Result<Self> {
+        let dim = reader.layout().features.len();
+        let mut values = Vec::new();
+        let mut numbers = Vec::new();
+        let mut extras = Vec::new();
+        let mut progress = Progress::new(notes, reader.bytes().1);
+        while let Some(row) = reader.next_row()? {
+            values.extend_from_slice(row.values);
+            numbers.push(row.number);
+            if let Some(&extra) = row.extras.first() {
+                extras.push(extra);
+            }
+            if numbers.len() % 4096 == 0 {
+                progress.update(numbers.len() as u64, reader.bytes().0);
+            }
+        }
+        progress.finish();
+        let input = reader.progress();
+        note_skipped(notes, &input, reader.source_name());
+        if numbers.is_empty() {
+            return Err(no_good_rows(reader.source_name(), &input));
+        }
+        Ok(Self {
+            values,
+            numbers,
+            extras,
+            dim,
+            input,
+        })
+    }
+
+    /// The number of rows (never zero: an input without a good row is refused).
+    pub fn len(&self) -> usize {
+        self.numbers.len()
+    }
+
+    /// Whether there is no row (never, once read).
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
+    }
+
+    /// The rows as a matrix.
+    pub fn view(&self) -> anyhow::Result<ArrayView2<'_, f64>> {
+        ArrayView2::from_shape((self.len(), self.dim), &self.values)
+            .context("invariant: every row has the number of columns")
+    }
+
+    /// Writes the label of every row and its squared distance to its centre.
+    pub fn write_labels(
+        &self,
+        output: Option<&RecordOutput>,
+        centres: &Centres,
+        labels: &[usize],
+    ) -> anyhow::Result<()> {
+        let mut sink = RecordSink::create(output)?;
+        if sink.is_enabled() {
+            for (index, point) in self.values.chunks_exact(self.dim).enumerate() {
+                let label = labels[index];
+                sink.write(&LabelRecord {
+                    row: self.numbers[index],
+                    label,
+                    squared_distance: squared_distance(point, centres.centre(label)),
+                })?;
+            }
+        }
+        sink.finish()
+    }
+
+    /// Draws at most `plot_points` rows (every n-th), coloured by label, with the centres.
+    #[allow(clippy::too_many_arguments, reason = "one figure, every part of it")]
+    pub fn draw(
+        &self,
+        path: &Path,
+        plot_points: usize,
+        reader: &RowReader,
+        axes: Axes,
+        title: String,
+        labels: &[usize],
+        centres: &Centres,
+    ) -> anyhow::Result<()> {
+        let n = self.len();
+        let dim = self.dim;
+        let stride = n.div_ceil(plot_points.max(1));
+        let sample: Vec<usize> = (0..n).step_by(stride).collect();
+        let figure = cluster_figure(
+            reader,
+            axes,
+            title,
+            sample
+                .iter()
+                .map(|&i| (&self.values[i * dim..(i + 1) * dim], self.numbers[i])),
+            sample.iter().map(|&i| labels[i]),
+            centres,
+            None,
+        );
+        write_atomically(path, draw_clusters(&figure)?.as_bytes())
+    }
+}
+
+/// The number of rows of each of the `k` clusters.
+pub fn cluster_sizes(labels: &[usize], k: usize) -> Vec<u64> {
+    let mut sizes = vec![0u64; k];
+    for &label in labels {
+        sizes[label] += 1;
+    }
+    sizes
+}
+
+/// `--axes`, for the commands that draw points.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AxesArg {
+    /// The two columns drawn by --plot (default: the first two columns learned).
+    #[arg(
+        long,
+        value_name = "COL,COL",
+        requires = "plot",
+        help_heading = "Output"
+    )]
+    pub axes: Option<String>,
+}
+
+impl AxesArg {
+    /// The axes chosen, resolved against the input's columns ([`Axes::choose`]).
+    pub fn choose(&self, reader: &RowReader) -> anyhow::Result<Axes> {
+        Axes::choose(self.axes.as_deref(), reader)
+    }
+}
 
 /// The axes of a figure: the positions, among the columns learned, of the x and y columns;
 /// no y for one-dimensional data (the row number is drawn instead).

@@ -18,6 +18,21 @@ use crate::options::RunOptions;
 use crate::stream::{StreamTask, run_stream};
 use crate::ui::Notes;
 
+/// Sets an option the user may leave out on a library builder, keeping the library's
+/// default otherwise: `params.given(args.delta, PrincipalCurveParams::delta)`.
+pub trait Given: Sized {
+    /// `set(self, value)` when there is a value, else `self`.
+    #[must_use]
+    fn given<T>(self, value: Option<T>, set: impl FnOnce(Self, T) -> Self) -> Self {
+        match value {
+            Some(value) => set(self, value),
+            None => self,
+        }
+    }
+}
+
+impl<P> Given for P {}
+
 /// What the summary says of the input. The first extra column is the weights column of
 /// the commands that weigh rows, or the labels column of those that compare with labels.
 #[derive(Debug, Serialize)]

@@ -179,3 +179,28 @@ pub fn blobs_csv(rows: usize, dim: usize, seed: u64, weights: bool) -> String {
     }
     text
 }
+
+/// Asserts a usage or input error (exit code 2) whose message contains `message`.
+pub fn refused(outcome: &Outcome, message: &str) {
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(message),
+        "expected {message:?} in: {}",
+        outcome.stderr
+    );
+}
+
+/// Makes a FIFO at `path`.
+#[cfg(unix)]
+pub fn make_fifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// The path of a shipped data set, as an argument.
+pub fn data_arg(name: &str) -> String {
+    data(name).to_str().expect("a UTF-8 path").to_string()
+}

@@ -607,7 +607,10 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
             reward[lane] += dr;
             loss[lane] += dl;
         }
-        (combine(reward), combine(loss))
+        (
+            crate::kernels::tree_sum(reward),
+            crate::kernels::tree_sum(loss),
+        )
     }
 }
 
@@ -722,7 +725,10 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
             reward[lane] += dr;
             loss[lane] += dl;
         }
-        (combine(reward), combine(loss))
+        (
+            crate::kernels::tree_sum(reward),
+            crate::kernels::tree_sum(loss),
+        )
     }
 }
 
@@ -778,18 +784,6 @@ impl crate::kernels::Kernel for SegmentColumn<'_> {
             *out = if inside { d } else { f64::INFINITY };
         }
     }
-}
-
-#[inline(always)]
-fn combine(mut lanes: [f64; 16]) -> f64 {
-    let mut width = lanes.len();
-    while width > 1 {
-        width /= 2;
-        for lane in 0..width {
-            lanes[lane] += lanes[lane + width];
-        }
-    }
-    lanes[0]
 }
 
 /// The nearest unchanged part of the curve (parts outside the window's modified cells, in

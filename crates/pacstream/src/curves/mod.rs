@@ -85,6 +85,7 @@
 
 mod candidates;
 mod comparator;
+mod describe;
 mod evaluate;
 mod init;
 mod lattice;
@@ -96,6 +97,9 @@ mod pca;
 mod scoring;
 
 pub use comparator::{Comparator, HindsightCurve, SearchStart};
+pub use describe::{
+    LatticeSummary, PrincipalCurveRecord, PrincipalCurveSettings, PrincipalCurveSummary,
+};
 pub use lattice::{Lattice, MAX_BALL_RADII, MAX_LATTICE_STEPS};
 pub use learner::{Phase, PrincipalCurveLearner, PrincipalCurveReport, PrincipalCurveStep};
 pub use model::PrincipalCurve;

@@ -40,17 +40,13 @@ pub mod limits {
 
 use limits::{MAX_CANDIDATES, MAX_DIM, MAX_LOCAL_VERTICES, MAX_SEGMENTS, MAX_WARMUP, MAX_WINDOW};
 
-/// R, the radius of the data: points are assumed in B(μ_0, √d R).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Radius {
-    /// 1.5 · max ‖x − μ_0‖/√d over the warm-up points.
-    Auto,
-    /// This value (finite, > 0).
-    Given(f64),
-}
+/// R, the radius of the data: points are assumed in B(μ_0, √d R); `Auto` is
+/// 1.5 · max ‖x − μ_0‖/√d over the warm-up points.
+pub use crate::data::Radius;
 
 /// What the learner observes after each round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Feedback {
     /// The paper's Algorithm 3: exploration rounds (probability ε) observe the reward of
     /// every curve, exploitation rounds only that of the chosen curve.
@@ -61,6 +57,7 @@ pub enum Feedback {
 
 /// How `bandit` feedback estimates the cumulative reward of curves it did not observe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Estimator {
     /// r̂ = r · I/ε: the exploration rounds' rewards, scaled by 1/ε; unbiased for every
     /// curve, no probabilities needed.
@@ -69,6 +66,26 @@ pub enum Estimator {
     /// curve α. Biased: with α near c_0 the incumbent is penalised and the curve wanders;
     /// with α = 0 the incumbent locks in.
     Paper,
+}
+
+impl Feedback {
+    /// The name settings give it (`bandit`, `full`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Feedback::Bandit => "bandit",
+            Feedback::Full => "full",
+        }
+    }
+}
+
+impl Estimator {
+    /// The name settings give it (`label-efficient`, `paper`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Estimator::LabelEfficient => "label-efficient",
+            Estimator::Paper => "paper",
+        }
+    }
 }
 
 /// Which past points the learner keeps.

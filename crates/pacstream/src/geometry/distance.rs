@@ -27,7 +27,7 @@ pub fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
         let diff = x - y;
         tail += diff * diff;
     }
-    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail
+    crate::kernels::sum_quad(lanes) + tail
 }
 
 /// ‖a‖².
@@ -41,7 +41,7 @@ pub fn squared_norm(a: &[f64]) -> f64 {
         }
     }
     let tail: f64 = chunks.remainder().iter().map(|x| x * x).sum();
-    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail
+    crate::kernels::sum_quad(lanes) + tail
 }
 
 #[cfg(test)]

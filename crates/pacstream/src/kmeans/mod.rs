@@ -39,7 +39,10 @@ pub use describe::{
     SequentialKMeansSummary, centre_rows,
 };
 #[doc(hidden)]
+#[cfg(feature = "testing")]
 pub use init::seed_indices;
+#[cfg(not(feature = "testing"))]
+pub(crate) use init::seed_indices;
 pub use params::{
     Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
     Stopping, limits,

@@ -84,7 +84,7 @@ impl PacoConfig {
         let dim = points.dim();
         self.check_dim(dim)?;
         let frame = Frame::from_points(points.as_slice(), dim, self)?;
-        let mut memory = PointMemory::with_summation(dim, Memory::Exact, self.summation);
+        let mut memory = PointMemory::with_summation(dim, Memory::All, self.summation);
         let mut internal = vec![0.0; dim];
         let mut start = vec![0.0; dim];
         for (row, point) in points.rows().enumerate() {

@@ -1001,7 +1001,7 @@ mod tests {
     #[test]
     fn cached_covers_equal_fresh_ones() {
         let mut rng = StreamRng::seed_from(4);
-        let mut memory = PointMemory::with_summation(2, Memory::Exact, Summation::Index);
+        let mut memory = PointMemory::with_summation(2, Memory::All, Summation::Index);
         let groups = [[0.0, 0.0], [9.0, 1.0], [1.0, 8.0]];
         let mut push = |memory: &mut PointMemory, n: usize| {
             for _ in 0..n {

@@ -847,20 +847,7 @@ fn chunk_sum<S: Simd>(
     for (out, lane) in S::as_mut_simd_f64s(&mut values).0.iter_mut().zip(&lanes) {
         *out = *lane;
     }
-    combine(values)
-}
-
-/// The 16 lanes added by a fixed tree.
-#[inline(always)]
-fn combine(mut lanes: [f64; GROUP]) -> f64 {
-    let mut width = GROUP;
-    while width > 1 {
-        width /= 2;
-        for lane in 0..width {
-            lanes[lane] += lanes[lane + width];
-        }
-    }
-    lanes[0]
+    crate::kernels::tree_sum(values)
 }
 
 #[cfg(test)]
@@ -900,9 +887,9 @@ mod tests {
     #[test]
     fn matches_the_definition() {
         for (n, dim, mode) in [
-            (1, 1, MemoryMode::Exact),
-            (300, 3, MemoryMode::Exact),
-            (5000, 2, MemoryMode::Exact),
+            (1, 1, MemoryMode::All),
+            (300, 3, MemoryMode::All),
+            (5000, 2, MemoryMode::All),
             (5000, 7, MemoryMode::Window(1000)),
             (4000, 20, MemoryMode::Window(3500)),
         ] {
@@ -921,7 +908,7 @@ mod tests {
 
     #[test]
     fn early_rejection_stops_where_the_running_sum_crosses() {
-        let memory = memory(6000, 3, MemoryMode::Exact, 4);
+        let memory = memory(6000, 3, MemoryMode::All, 4);
         let mut prepared = PreparedCentres::new(3);
         prepared.set(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
         let full = memory.evaluate(&mut prepared, f64::INFINITY, None);
@@ -945,7 +932,7 @@ mod tests {
     #[test]
     fn every_instruction_set_gives_the_same_bits() {
         for (n, dim) in [(1000, 1), (700, 5), (300, 19)] {
-            let memory = memory(n, dim, MemoryMode::Exact, 77);
+            let memory = memory(n, dim, MemoryMode::All, 77);
             let mut rng = StreamRng::seed_from(5);
             let centres: Vec<f64> = (0..3 * dim).map(|_| 3.0 * rng.standard_normal()).collect();
             let mut prepared = PreparedCentres::new(dim);
@@ -971,7 +958,7 @@ mod tests {
     #[test]
     fn thread_count_does_not_change_the_bits() {
         // Beyond PARALLEL_MIN_CHUNKS chunks, so that the waves run.
-        let memory = memory(70_000, 5, MemoryMode::Exact, 9);
+        let memory = memory(70_000, 5, MemoryMode::All, 9);
         assert!(memory.n_chunks() > PARALLEL_MIN_CHUNKS);
         let mut prepared = PreparedCentres::new(5);
         prepared.set(&[1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 2.0, 0.0, 1.0, 0.5]);
@@ -989,7 +976,7 @@ mod tests {
     /// stops at the same chunk and reports the same partial sum whatever the thread count.
     #[test]
     fn early_rejection_in_waves_is_exact_and_thread_independent() {
-        let memory = memory(70_000, 3, MemoryMode::Exact, 11);
+        let memory = memory(70_000, 3, MemoryMode::All, 11);
         assert!(memory.n_chunks() > PARALLEL_MIN_CHUNKS);
         let mut prepared = PreparedCentres::new(3);
         prepared.set(&[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
@@ -1035,7 +1022,7 @@ mod index_tests {
     fn clustered(means: &[Vec<f64>], per_cluster: usize, spread: f64, seed: u64) -> PointMemory {
         let dim = means[0].len();
         let mut rng = StreamRng::seed_from(seed);
-        let mut memory = PointMemory::with_summation(dim, MemoryMode::Exact, Summation::Index);
+        let mut memory = PointMemory::with_summation(dim, MemoryMode::All, Summation::Index);
         for s in 0..per_cluster * means.len() {
             let mean = &means[rng.index_below(means.len())];
             let point: Vec<f64> = mean
@@ -1136,7 +1123,7 @@ mod index_tests {
     fn early_rejection_is_exact_at_the_threshold() {
         let mut cases = Vec::new();
         // Coinciding points, w = 0: bounds equal the pieces.
-        let mut tight = PointMemory::with_summation(2, MemoryMode::Exact, Summation::Index);
+        let mut tight = PointMemory::with_summation(2, MemoryMode::All, Summation::Index);
         for s in 0..600 {
             let p = [(s % 3) as f64 * 10.0, ((s / 3) % 2) as f64 * 10.0];
             tight.push(&p, 0.0, 0.0);

@@ -480,7 +480,7 @@ impl Paco {
 
 fn window_of(memory: Memory) -> Option<usize> {
     match memory {
-        Memory::Exact => None,
+        Memory::All => None,
         Memory::Window(w) => Some(w),
     }
 }

@@ -414,6 +414,10 @@ impl DistinctScan {
 }
 
 /// Means given from outside, for tests of the sampler (deliberately bad ones, for example).
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(dead_code, reason = "used by the entry points of the testing feature")
+)]
 pub(crate) struct FixedMeans {
     pub(crate) by_k: Vec<ProposalMeans>,
 }
@@ -430,7 +434,7 @@ mod tests {
     use crate::paco::params::Memory as MemoryMode;
 
     fn memory_of(points: &[[f64; 1]]) -> PointMemory {
-        let mut memory = PointMemory::new(1, MemoryMode::Exact);
+        let mut memory = PointMemory::new(1, MemoryMode::All);
         for p in points {
             memory.push(p, 0.0, 0.0);
         }

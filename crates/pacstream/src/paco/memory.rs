@@ -16,7 +16,7 @@
 //!   a point that left the window). Column storage lets the kernel run the same arithmetic on
 //!   many points at once with vector instructions.
 //!
-//! Exact memory keeps every point. Window memory keeps the last W: the oldest point's flag is
+//! Memory `All` keeps every point. Window memory keeps the last W: the oldest point's flag is
 //! cleared when a new one arrives, and a chunk is dropped once all its points have left.
 //! Chunk boundaries depend only on the positions of the points in the stream, never on the
 //! number of threads, so every sum over chunks is a fixed function of the data.
@@ -154,6 +154,10 @@ impl TryFrom<MemorySnapshot> for PointMemory {
 impl PointMemory {
     /// An empty memory whose S_t is summed on the index where it pays
     /// ([`super::params::Summation::Auto`]).
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "used by the entry points of the testing feature")
+    )]
     pub(crate) fn new(dim: usize, mode: MemoryMode) -> Self {
         Self::with_summation(dim, mode, Summation::Auto)
     }
@@ -163,7 +167,7 @@ impl PointMemory {
         Self {
             dim,
             window: match mode {
-                MemoryMode::Exact => None,
+                MemoryMode::All => None,
                 MemoryMode::Window(w) => Some(w),
             },
             rows: Vec::new(),
@@ -396,7 +400,7 @@ mod tests {
 
     #[test]
     fn exact_memory_keeps_everything_in_chunks() {
-        let memory = filled(MemoryMode::Exact, 300);
+        let memory = filled(MemoryMode::All, 300);
         assert_eq!(memory.len(), 300);
         assert_eq!(memory.n_chunks(), 3);
         let live: f64 = (0..3)
@@ -429,7 +433,7 @@ mod tests {
 
     #[test]
     fn snapshots_restore_the_same_memory() {
-        for mode in [MemoryMode::Exact, MemoryMode::Window(50)] {
+        for mode in [MemoryMode::All, MemoryMode::Window(50)] {
             for n in [0, 1, 127, 128, 129, 333] {
                 let memory = filled(mode, n);
                 let text = serde_json::to_string(&memory).unwrap();

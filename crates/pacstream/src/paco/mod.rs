@@ -93,6 +93,7 @@
 mod batch;
 pub mod bounds;
 mod cover;
+mod describe;
 mod evaluate;
 mod filtering;
 mod frame;
@@ -108,9 +109,11 @@ mod relabel;
 mod sampler;
 mod temperature;
 #[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use batch::PacoFit;
+pub use describe::{PacoRecord, PacoSettings, PacoSummary};
 pub use frame::Frame;
 pub use learner::{Paco, PacoReport, PacoStep};
 #[doc(hidden)]

@@ -342,7 +342,7 @@ pub fn ideal_sampler_bound(
 pub fn hindsight_report(learner: &Paco, restarts: usize, seed: u64) -> Result<HindsightReport> {
     let warmup_rows = learner.memory_warmup_points();
     let losses = learner.memory_losses();
-    let exact = learner.config().memory() == Memory::Exact;
+    let exact = learner.config().memory() == Memory::All;
     let predicted_rows = learner.n_rounds().saturating_sub(warmup_rows as u64);
     let cumulative_loss = if exact {
         losses[warmup_rows.min(losses.len())..].iter().sum()

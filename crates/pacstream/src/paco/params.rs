@@ -37,25 +37,22 @@ pub mod limits {
 
 use limits::{MAX_ETA, MAX_ITERATIONS, MAX_K, MAX_MODEL_VALUES, MAX_WARMUP, MAX_WINDOW};
 
-/// The radius R that bounds the centred data, ‖x_t − μ_0‖ ≤ R.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Radius {
-    /// This radius, in the units of the data (after `--scale`, if any: see
-    /// [`PacoParams::scale`], which requires [`Radius::Auto`]).
-    Given(f64),
-    /// 1.5 × the largest ‖x − μ_0‖ among the warm-up points, which are buffered and not
-    /// predicted (see [`PacoParams::warmup`]).
-    Auto,
-}
+/// The radius R that bounds the centred data, ‖x_t − μ_0‖ ≤ R: `Given` in the units of the
+/// data (after [`PacoParams::scale`], which requires `Auto`), or `Auto`, 1.5 × the largest
+/// ‖x − μ_0‖ among the warm-up points, which are buffered and not predicted (see
+/// [`PacoParams::warmup`]).
+pub use crate::data::Radius;
 
 /// Which past points enter S_t, the proposal means and n_t.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Memory {
     /// Every past point: S_t is the paper's cumulative loss and the bound of its corollary
-    /// applies (for the ideal sampler).
-    Exact,
+    /// applies (for the ideal sampler). The word of the principal curves' memory; written
+    /// `Exact` in snapshots, its name before (both load).
+    #[serde(rename = "Exact", alias = "All")]
+    All,
     /// Only the last W points, and n_t = min(t, W) in λ_t and τ_t: the cost of a round is
-    /// bounded and the model forgets. The regret guarantee is for `Exact` only.
+    /// bounded and the model forgets. The regret guarantee is for `All` only.
     Window(usize),
 }
 
@@ -79,6 +76,7 @@ pub enum Summation {
 
 /// The scale σ_j of the Student-t proposal of each centre.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ProposalScale {
     /// σ_j = b / √(2 λ_t max(n_j, 1)), n_j the number of points in memory assigned to the
     /// proposal mean m_j: the width of the quasi-posterior of one centre, so that moves on k
@@ -90,6 +88,7 @@ pub enum ProposalScale {
     /// quasi-posterior for large t, so that the number of clusters found is set mostly by b;
     /// kept for fidelity. (Named `Seed` before; snapshots with that name still load.)
     #[serde(alias = "Seed")]
+    #[cfg_attr(feature = "clap", value(alias = "seed"))]
     Paper,
 }
 
@@ -177,7 +176,7 @@ impl PacoParams {
             proposal: ProposalScale::Laplace,
             proposal_scale: None,
             iterations: 500,
-            memory: Memory::Exact,
+            memory: Memory::All,
             restart: false,
             seed: 0,
             summation: Summation::Auto,
@@ -261,7 +260,7 @@ impl PacoParams {
         self
     }
 
-    /// Exact memory or a window of the last W points.
+    /// Every point (`Memory::All`) or a window of the last W points.
     #[must_use]
     pub fn memory(mut self, memory: Memory) -> Self {
         self.memory = memory;
@@ -538,7 +537,7 @@ mod tests {
         assert_eq!(config.warmup(), 50);
         assert_eq!(config.iterations(), 500);
         assert_eq!(config.proposal(), ProposalScale::Laplace);
-        assert_eq!(config.memory(), Memory::Exact);
+        assert_eq!(config.memory(), Memory::All);
         let given = PacoParams::new()
             .radius(Radius::Given(3.0))
             .check()

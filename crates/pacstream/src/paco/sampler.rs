@@ -123,6 +123,10 @@ pub(crate) struct Target<'a> {
 /// Deliberate defects, for showing that the statistical tests can fail.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(dead_code, reason = "used by the entry points of the testing feature")
+)]
 pub enum Defect {
     /// The correct sampler.
     #[default]
@@ -157,6 +161,10 @@ pub struct MoveMix {
 
 impl MoveMix {
     /// The paper's jump alone (the sampler before the birth, death and random-walk moves).
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "used by the entry points of the testing feature")
+    )]
     pub const JUMP_ONLY: MoveMix = MoveMix {
         jump: 1.0,
         birth_death: 0.0,
@@ -221,6 +229,10 @@ pub(crate) struct ChainOutcome {
     /// S(c) of the final state.
     pub(crate) cumulative_loss: f64,
     /// Per iteration, whether the move was accepted (when recorded).
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "used by the entry points of the testing feature")
+    )]
     pub(crate) decisions: Vec<bool>,
 }
 

@@ -124,7 +124,7 @@ pub fn run_toy_chain_with(
     start: Vec<f64>,
     rng: &mut StreamRng,
 ) -> ChainRun {
-    let mut memory = PointMemory::new(target.dim, Memory::Exact);
+    let mut memory = PointMemory::new(target.dim, Memory::All);
     for (s, point) in target.points.chunks_exact(target.dim).enumerate() {
         memory.push(
             point,

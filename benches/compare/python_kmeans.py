@@ -1,0 +1,69 @@
+"""Per-row cost of sequential k-means from Python: pacstream's learn_many (one call, rows
+read in place, GIL released) and learn_one (one call per row, a list), River's KMeans
+(learn_one on dicts) and scikit-learn's MiniBatchKMeans.partial_fit (batches of 1,024),
+side by side in one run, as ratios to pacstream's learn_many.
+
+    crates/pacstream-py/ci.sh   # builds the package into target/python-venv
+    target/python-venv/bin/python benches/compare/python_kmeans.py
+
+k = 8, d = 5, n = 60,000 Gaussian rows (seed 0); the best of 3 repetitions of each.
+"""
+
+import time
+
+import numpy as np
+
+import pacstream as ps
+from river import cluster
+from sklearn.cluster import MiniBatchKMeans
+
+K, D, N = 8, 5, 60_000
+X = np.random.default_rng(0).normal(size=(N, D))
+rows = X.tolist()
+dicts = [dict(enumerate(r)) for r in rows[:10_000]]
+
+
+def best(run, repeat=3):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        n = run()
+        times.append((time.perf_counter() - start) / n)
+    return min(times)
+
+
+def pacstream_many():
+    ps.SequentialKMeans(K, seed=1).learn_many(X)
+    return N
+
+
+def pacstream_one():
+    learner = ps.SequentialKMeans(K, seed=1)
+    for r in rows:
+        learner.learn_one(r)
+    return N
+
+
+def river_one():
+    model = cluster.KMeans(n_clusters=K, seed=1)
+    for x in dicts:
+        model.learn_one(x)
+    return len(dicts)
+
+
+def sklearn_partial_fit():
+    model = MiniBatchKMeans(n_clusters=K, random_state=1, n_init=1)
+    for start in range(0, N, 1024):
+        model.partial_fit(X[start : start + 1024])
+    return N
+
+
+results = {
+    "pacstream SequentialKMeans.learn_many": best(pacstream_many),
+    "pacstream SequentialKMeans.learn_one (list)": best(pacstream_one),
+    "River KMeans.learn_one (dict)": best(river_one),
+    "scikit-learn MiniBatchKMeans.partial_fit (1,024 rows)": best(sklearn_partial_fit),
+}
+reference = results["pacstream SequentialKMeans.learn_many"]
+for name, seconds in results.items():
+    print(f"{name:55s} {seconds * 1e9:10.0f} ns/row  {seconds / reference:8.1f}x")

@@ -1,0 +1,183 @@
+//! `pacstream kmeans`: batch k-means (seeding, then Lloyd's iterations) or, with `--online`,
+//! sequential k-means over a stream.
+//!
+//! Batch mode reads every row into memory, fits, prints the report, and writes the labels
+//! (`--output`: row, label, squared distance), the centres and report (`--summary`, with the
+//! wall time of the fit alone as `fit_seconds`) and a figure (`--plot`).
+//!
+//! Online mode streams the rows through [`SequentialKMeans`] in constant memory, writes one
+//! record per round (t, label, loss, cumulative loss; the loss of round 1 is undefined), the
+//! final centres and totals, and can checkpoint and resume.
+
+mod batch;
+mod online;
+
+use clap::Args;
+use pacstream::kmeans::{
+    InitMethod, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
+};
+
+use super::Given;
+use super::clusters::AxesArg;
+use crate::failure::bad_input;
+use crate::io::columns::parse_selector;
+use crate::io::reader::{ExtraColumn, RowReader};
+use crate::options::CommonArgs;
+use crate::ui::Notes;
+
+/// Arguments of `pacstream kmeans`.
+#[derive(Args, Debug, Clone)]
+#[command(
+    about = "Cluster points with k-means (batch) or sequential k-means (--online)",
+    long_about = "Cluster points with k-means.\n\n\
+        Batch mode (the default) reads every row, seeds the centres (greedy k-means++ by \
+        default), runs Lloyd's iterations, prints a report, and writes the label of every row \
+        (--output), the centres (--summary) and a figure (--plot).\n\n\
+        Online mode (--online) learns from the stream one row at a time in constant memory: \
+        the first --init-size rows are buffered and fitted, then every row pays the squared \
+        distance to its nearest centre and moves that centre (a running mean). --output gets \
+        one record per round: t, label, loss, cumulative_loss (the loss of round 1 is \
+        undefined: null in JSON, empty in CSV; during the warm-up, labels index the distinct \
+        points seen so far). Long runs can be checkpointed and resumed.",
+    after_help = "Examples:\n  \
+        pacstream kmeans --k 2 data/faithful.csv --plot faithful.svg\n  \
+        pacstream kmeans --k 3 --online data/xclara.csv -o rounds.csv --summary model.json"
+)]
+pub struct KMeansArgs {
+    /// The number of clusters (1 to 10,000).
+    #[arg(long = "k", id = "n_clusters", value_name = "K")]
+    pub k: usize,
+
+    /// How the first centres are chosen.
+    #[arg(long, value_enum, default_value = "greedy++", value_name = "METHOD")]
+    pub init: InitMethod,
+
+    /// Batch restarts, each from its own seeding; the lowest inertia wins (1 to 1,000;
+    /// default 1, or 10 with --init random).
+    #[arg(long, value_name = "N", conflicts_with = "online")]
+    pub n_init: Option<usize>,
+
+    /// The largest number of Lloyd iterations per restart (1 to 1,000,000) [default: 300].
+    #[arg(long, value_name = "M", conflicts_with = "online")]
+    pub max_iter: Option<usize>,
+
+    /// Stop Lloyd's iterations once at most a fraction T of the points (by weight) changed
+    /// cluster in a pass; 0: until no label changes [default: 1e-4].
+    #[arg(
+        long,
+        value_name = "T",
+        conflicts_with = "online",
+        allow_negative_numbers = true
+    )]
+    pub tol: Option<f64>,
+
+    /// Learn from the stream, one row at a time (sequential k-means).
+    #[arg(long)]
+    pub online: bool,
+
+    /// Forget old points: a point's weight in its centre halves every H rows.
+    #[arg(
+        long = "decay",
+        id = "decay_half_life",
+        value_name = "H",
+        requires = "online",
+        help_heading = "Online mode"
+    )]
+    pub decay: Option<f64>,
+
+    /// Learn mini-batches of B rows (Sculley's mini-batch k-means) instead of one at a time
+    /// (1 to 1,000,000).
+    #[arg(long, value_name = "B", requires = "online", help_heading = "Online mode",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub batch_size: Option<u64>,
+
+    /// Rows buffered and fitted before the first update (k to 10,000,000) [default: 10·k].
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "online",
+        help_heading = "Online mode"
+    )]
+    pub init_size: Option<usize>,
+
+    /// Move a centre whose count falls below R × the largest count to a recent, badly served
+    /// point (0 = never).
+    #[arg(
+        long,
+        value_name = "R",
+        requires = "online",
+        help_heading = "Online mode"
+    )]
+    pub reassignment_ratio: Option<f64>,
+
+    /// A column of sample weights (name or 1-based index; values finite and >= 0).
+    #[arg(long, value_name = "COL", help_heading = "Input")]
+    pub weights: Option<String>,
+
+    #[command(flatten)]
+    pub axes: AxesArg,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs `pacstream kmeans`.
+pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
+    let mut options = args.common.validate()?;
+    // Rows the library would refuse are refused (or skipped) by the reader, by line.
+    options.input.max_magnitude = Some(pacstream::data::MAX_COORDINATE);
+    let checkpoints = &options.checkpoints;
+    if !args.online && (checkpoints.save.is_some() || checkpoints.resume.is_some()) {
+        return Err(bad_input(
+            "--checkpoint and --resume apply to --online runs; a batch fit is not a stream",
+        ));
+    }
+    let notes = Notes::new(options.quiet);
+    let extra_columns = match &args.weights {
+        Some(text) => vec![ExtraColumn {
+            option: "--weights",
+            selector: parse_selector(text).map_err(|r| bad_input(format!("--weights: {r}")))?,
+            non_negative: true,
+        }],
+        None => Vec::new(),
+    };
+    // Settings are checked before any data is read, so a typo fails at once.
+    if args.online {
+        let config = online_config(args, options.seed)?;
+        let reader = RowReader::open(&options.input, &extra_columns, notes)?;
+        let axes = args.axes.choose(&reader)?;
+        online::run(args, &options, config, reader, axes, notes)
+    } else {
+        let config = batch_config(args, options.seed)?;
+        let reader = RowReader::open(&options.input, &extra_columns, notes)?;
+        let axes = args.axes.choose(&reader)?;
+        batch::run(args, &options, &config, reader, axes, notes)
+    }
+}
+
+fn batch_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<KMeansConfig> {
+    let params = KMeansParams::new(args.k)
+        .init(args.init.to_init())
+        .seed(seed)
+        .given(args.n_init, KMeansParams::n_init)
+        .given(args.max_iter, KMeansParams::max_iter)
+        .given(args.tol, KMeansParams::tol);
+    params.check().map_err(library_error)
+}
+
+fn online_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<SequentialKMeansConfig> {
+    let params = SequentialKMeansParams::new(args.k)
+        .init(args.init.to_init())
+        .seed(seed)
+        .given(args.init_size, SequentialKMeansParams::init_size)
+        .given(args.decay, SequentialKMeansParams::decay_half_life)
+        .given(
+            args.reassignment_ratio,
+            SequentialKMeansParams::reassignment_ratio,
+        );
+    params.check().map_err(library_error)
+}
+
+fn library_error(error: pacstream::Error) -> anyhow::Error {
+    crate::failure::library_error::<KMeansArgs>("k-means", error)
+}

@@ -1,0 +1,229 @@
+"""Type stubs of the extension module (the classes are documented in their docstrings)."""
+
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+_F64 = npt.NDArray[np.float64]
+_I64 = npt.NDArray[np.int64]
+_Point = Sequence[float] | _F64
+_Flags = Sequence[bool] | npt.NDArray[np.bool_]
+
+class _PointLearner:
+    def learn_one(self, x: _Point) -> dict[str, Any]: ...
+    def learn_many(self, X: _F64) -> dict[str, npt.NDArray[Any]]: ...
+    def loss(self, x: _Point) -> float | None: ...
+    @property
+    def cumulative_loss(self) -> float: ...
+    @property
+    def n_rounds(self) -> int: ...
+    @property
+    def dim(self) -> int | None: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    @property
+    def report(self) -> dict[str, Any]: ...
+    def to_json(self) -> str: ...
+
+class SequentialKMeans(_PointLearner):
+    def __init__(
+        self,
+        n_clusters: int,
+        *,
+        init: str | _F64 | None = None,
+        init_size: int | None = None,
+        decay_half_life: float | None = None,
+        reassignment_ratio: float | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    @property
+    def centres(self) -> _F64 | None: ...
+    @property
+    def counts(self) -> _F64: ...
+    @property
+    def warming_up(self) -> bool: ...
+    @property
+    def bound(self) -> None: ...
+    def predict(self, X: _F64) -> _I64: ...
+    @staticmethod
+    def from_json(text: str) -> SequentialKMeans: ...
+
+class Paco(_PointLearner):
+    def __init__(
+        self,
+        *,
+        max_k: int | None = None,
+        radius: float | str | None = None,
+        center: bool | None = None,
+        scale: bool | None = None,
+        warmup: int | None = None,
+        eta: float | None = None,
+        coeff: float | None = None,
+        proposal: str | None = None,
+        proposal_scale: float | None = None,
+        iterations: int | None = None,
+        window: int | None = None,
+        restart: bool | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    @property
+    def centres(self) -> _F64 | None: ...
+    @property
+    def n_clusters(self) -> int | None: ...
+    @property
+    def warming_up(self) -> bool: ...
+    def predict(self, X: _F64) -> _I64: ...
+    def hindsight(self, restarts: int = 5, seed: int = 0) -> dict[str, Any]: ...
+    @staticmethod
+    def from_json(text: str) -> Paco: ...
+
+class PrincipalCurve(_PointLearner):
+    def __init__(
+        self,
+        *,
+        radius: float | None = None,
+        delta: float | None = None,
+        max_segments: int | None = None,
+        max_length: float | None = None,
+        penalty: float | None = None,
+        feedback: str | None = None,
+        explore: float | None = None,
+        warmup: int | None = None,
+        window: int | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    @property
+    def vertices(self) -> _F64 | None: ...
+    def project(self, X: _F64) -> dict[str, _F64]: ...
+    @staticmethod
+    def from_json(text: str) -> PrincipalCurve: ...
+
+class KMeans:
+    def __init__(
+        self,
+        n_clusters: int,
+        *,
+        init: str | _F64 | None = None,
+        n_init: int | None = None,
+        max_iter: int | None = None,
+        tol: float | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    def fit(self, X: _F64, sample_weight: _F64 | None = None) -> KMeans: ...
+    @property
+    def centres(self) -> _F64: ...
+    @property
+    def labels(self) -> _I64: ...
+    @property
+    def inertia(self) -> float: ...
+    @property
+    def report(self) -> dict[str, Any]: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    def predict(self, X: _F64) -> _I64: ...
+    def transform(self, X: _F64) -> _F64: ...
+    def inertia_on(self, X: _F64) -> float: ...
+    def to_json(self) -> str: ...
+    @staticmethod
+    def from_json(text: str) -> KMeans: ...
+
+class _Aggregator:
+    def learn_one(self, advice: _Point, outcome: float, awake: _Flags | None = None) -> dict[str, Any]: ...
+    def learn_losses(self, losses: _Point, awake: _Flags | None = None) -> dict[str, Any]: ...
+    def learn_many(
+        self, advice: _F64, outcomes: _F64, awake: npt.NDArray[np.bool_] | None = None
+    ) -> dict[str, npt.NDArray[Any]]: ...
+    def learn_many_losses(
+        self, losses: _F64, awake: npt.NDArray[np.bool_] | None = None
+    ) -> dict[str, npt.NDArray[Any]]: ...
+    @property
+    def weights(self) -> _F64: ...
+    @property
+    def expert_losses(self) -> _F64: ...
+    @property
+    def cumulative_loss(self) -> float: ...
+    @property
+    def regret(self) -> float: ...
+    @property
+    def best_expert(self) -> int: ...
+    @property
+    def bound(self) -> float | None: ...
+    @property
+    def guarantee(self) -> dict[str, Any]: ...
+    @property
+    def n_rounds(self) -> int: ...
+    @property
+    def n_experts(self) -> int: ...
+    @property
+    def settings(self) -> dict[str, Any]: ...
+    def summary(self, names: Sequence[str] | None = None) -> dict[str, Any]: ...
+    def to_json(self) -> str: ...
+
+_Rate = float | str | None
+
+class WeightedMajority(_Aggregator):
+    def __init__(self, n_experts: int, *, beta: float = 0.5) -> None: ...
+    @staticmethod
+    def from_json(text: str) -> WeightedMajority: ...
+
+class RandomizedWeightedMajority(_Aggregator):
+    def __init__(
+        self,
+        n_experts: int,
+        *,
+        beta: float | None = None,
+        learning_rate: _Rate = None,
+        horizon: int | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    @staticmethod
+    def from_json(text: str) -> RandomizedWeightedMajority: ...
+
+class Hedge(_Aggregator):
+    def __init__(
+        self,
+        n_experts: int,
+        *,
+        learning_rate: _Rate = None,
+        horizon: int | None = None,
+        loss: str | None = None,
+        loss_bound: float | None = None,
+        prior: Sequence[float] | None = None,
+        sample: bool = False,
+        seed: int = 0,
+    ) -> None: ...
+    @staticmethod
+    def from_json(text: str) -> Hedge: ...
+
+class EWA(_Aggregator):
+    def __init__(
+        self,
+        n_experts: int,
+        *,
+        loss: str | None = None,
+        learning_rate: _Rate = None,
+        horizon: int | None = None,
+        loss_bound: float | None = None,
+        prior: Sequence[float] | None = None,
+        gradient: bool = False,
+    ) -> None: ...
+    def predict(self, advice: _Point) -> float: ...
+    @staticmethod
+    def from_json(text: str) -> EWA: ...
+
+class FPL(_Aggregator):
+    def __init__(
+        self,
+        n_experts: int,
+        loss_bound: float,
+        *,
+        learning_rate: _Rate = None,
+        horizon: int | None = None,
+        loss: str | None = None,
+        seed: int = 0,
+    ) -> None: ...
+    @staticmethod
+    def from_json(text: str) -> FPL: ...
