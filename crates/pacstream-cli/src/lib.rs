@@ -61,6 +61,9 @@ pub enum Command {
     Curve(commands::curve::CurveArgs),
     /// Project rows on a principal curve fitted by `pacstream curve`.
     Project(commands::project::ProjectArgs),
+    /// Run on several worker threads and processes (timely dataflow): data-parallel
+    /// k-means, or one learner per key.
+    Dataflow(commands::dataflow::DataflowArgs),
 }
 
 /// The binary's `main`: parses the command line, runs the command, prints the error if any,
@@ -89,6 +92,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Paco(args) => commands::paco::run(args),
         Command::Curve(args) => commands::curve::run(args),
         Command::Project(args) => commands::project::run(args),
+        Command::Dataflow(args) => commands::dataflow::run(args),
     }
 }
 

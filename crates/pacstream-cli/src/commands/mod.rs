@@ -3,6 +3,7 @@
 
 pub mod clusters;
 pub mod curve;
+pub mod dataflow;
 pub mod experts;
 pub mod kmeans;
 pub mod paco;

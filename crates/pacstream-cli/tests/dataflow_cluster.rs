@@ -1,0 +1,413 @@
+//! `pacstream dataflow` as a real cluster: 2, 3 and 4 processes on 127.0.0.1 started by the
+//! test, each bounded in time, against the one-process run; a process killed with SIGKILL
+//! mid-stream and the cluster restarted from its epoch checkpoints.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pacstream");
+/// No process of these tests may run longer than this.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A reproducible stream of 2-d points around four centres, with a key column in which
+/// one key ("hot") holds half of the rows.
+fn write_data(path: &Path, n: usize) {
+    let mut state: u64 = 12_345;
+    let mut uniform = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let centres = [[0.0, 0.0], [5.0, 1.0], [1.0, 6.0], [7.0, 7.0]];
+    let mut text = String::from("key,x,y\n");
+    for i in 0..n {
+        let c = centres[(uniform() * 4.0) as usize % 4];
+        let key = if i % 2 == 0 {
+            "hot".to_string()
+        } else {
+            format!("k{}", (i * 7919) % 40)
+        };
+        text += &format!("{key},{:.6},{:.6}\n", c[0] + uniform(), c[1] + uniform());
+    }
+    fs::write(path, text).unwrap();
+}
+
+/// Free loopback ports, one per process, written as a hostfile.
+fn hostfile(dir: &Path, processes: usize) -> PathBuf {
+    let listeners: Vec<TcpListener> = (0..processes)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let lines: String = listeners
+        .iter()
+        .map(|l| format!("{}\n", l.local_addr().unwrap()))
+        .collect();
+    let path = dir.join(format!("hosts-{processes}"));
+    fs::write(&path, lines).unwrap();
+    path
+}
+
+fn spawn(args: &[String]) -> Child {
+    spawn_to(args, Stdio::null())
+}
+
+fn spawn_to(args: &[String], stderr: Stdio) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for every child, killing all of them if any outlives the limit.
+fn wait_all(mut children: Vec<Child>) {
+    let start = Instant::now();
+    loop {
+        let mut running = false;
+        for child in &mut children {
+            match child.try_wait().unwrap() {
+                Some(status) => assert!(status.success(), "a process failed: {status}"),
+                None => running = true,
+            }
+        }
+        if !running {
+            return;
+        }
+        if start.elapsed() > LIMIT {
+            for child in &mut children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!("the cluster did not finish within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// Runs `args` on `processes` processes of `workers` threads; returns (records, summary).
+fn cluster(
+    dir: &Path,
+    name: &str,
+    args: &[String],
+    processes: usize,
+    workers: usize,
+) -> (String, String) {
+    let output = dir.join(format!("{name}.jsonl"));
+    let summary = dir.join(format!("{name}.json"));
+    let mut children = Vec::new();
+    let hosts = (processes > 1).then(|| hostfile(dir, processes));
+    for process in 0..processes {
+        let mut all = args.to_vec();
+        all.extend(strings(&["--workers", &workers.to_string()]));
+        if let Some(hosts) = &hosts {
+            all.extend(strings(&[
+                "--processes",
+                &processes.to_string(),
+                "--process",
+                &process.to_string(),
+                "--hostfile",
+                hosts.to_str().unwrap(),
+            ]));
+        }
+        if process == 0 {
+            all.extend(strings(&[
+                "--output",
+                output.to_str().unwrap(),
+                "--summary",
+                summary.to_str().unwrap(),
+            ]));
+        }
+        children.push(spawn(&all));
+    }
+    wait_all(children);
+    (
+        fs::read_to_string(output).unwrap(),
+        fs::read_to_string(summary).unwrap(),
+    )
+}
+
+fn kmeans_args(data: &Path) -> Vec<String> {
+    strings(&[
+        "dataflow",
+        "kmeans",
+        data.to_str().unwrap(),
+        "--columns",
+        "x,y",
+        "--k",
+        "4",
+        "--batch-size",
+        "500",
+        "--chunk-size",
+        "100",
+        "--decay",
+        "2000",
+    ])
+}
+
+#[test]
+fn data_parallel_kmeans_on_2_3_and_4_processes_equals_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 6000);
+    let args = kmeans_args(&data);
+    let (records, summary) = cluster(dir.path(), "one", &args, 1, 1);
+    assert_eq!(records.lines().count(), 6000);
+    for (processes, workers) in [(2, 1), (3, 1), (4, 1), (2, 2)] {
+        let name = format!("p{processes}w{workers}");
+        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
+        assert!(
+            r == records,
+            "records differ on {processes} processes x {workers} workers"
+        );
+        assert!(
+            s == summary,
+            "summary differs on {processes} processes x {workers} workers"
+        );
+    }
+}
+
+#[test]
+fn data_parallel_kmeans_with_whole_batches_equals_the_one_process_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 3000);
+    let single = dir.path().join("single.jsonl");
+    let status = Command::new(BIN)
+        .args(strings(&[
+            "kmeans",
+            "--online",
+            "--k",
+            "4",
+            "--batch-size",
+            "500",
+            "--columns",
+            "x,y",
+            "--output",
+            single.to_str().unwrap(),
+            data.to_str().unwrap(),
+        ]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let args = strings(&[
+        "dataflow",
+        "kmeans",
+        data.to_str().unwrap(),
+        "--columns",
+        "x,y",
+        "--k",
+        "4",
+        "--batch-size",
+        "500",
+        "--chunk-size",
+        "500",
+    ]);
+    let (records, _) = cluster(dir.path(), "p3", &args, 3, 1);
+    assert!(
+        records == fs::read_to_string(single).unwrap(),
+        "records differ from pacstream kmeans --online"
+    );
+}
+
+#[test]
+fn keyed_learners_with_a_skewed_key_on_3_processes_equal_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 4000);
+    let args = strings(&[
+        "dataflow",
+        "keyed",
+        data.to_str().unwrap(),
+        "--key",
+        "key",
+        "--k",
+        "3",
+        "--init-size",
+        "20",
+        "--epoch-size",
+        "300",
+    ]);
+    let (records, summary) = cluster(dir.path(), "one", &args, 1, 1);
+    assert_eq!(
+        records
+            .lines()
+            .filter(|l| l.contains("\"key\":\"hot\""))
+            .count(),
+        2000
+    );
+    let (r, s) = cluster(dir.path(), "p3", &args, 3, 1);
+    assert!(r == records, "records differ on 3 processes");
+    assert!(s == summary, "summaries differ on 3 processes");
+}
+
+/// The largest epoch of any checkpoint of `worker` in `dir`.
+fn newest_checkpoint(dir: &Path, worker: usize) -> Option<u64> {
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|name| {
+            name.strip_prefix(&format!("worker-{worker}-of-2-epoch-"))?
+                .strip_suffix(".json")?
+                .parse()
+                .ok()
+        })
+        .max()
+}
+
+#[test]
+fn a_process_killed_mid_stream_restarts_from_the_checkpoints_to_the_same_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 40_000);
+    let args = strings(&[
+        "dataflow",
+        "keyed",
+        data.to_str().unwrap(),
+        "--key",
+        "key",
+        "--k",
+        "3",
+        "--init-size",
+        "20",
+        "--epoch-size",
+        "200",
+        "--checkpoint-every",
+        "2",
+    ]);
+    let (records, summary) = cluster(dir.path(), "uninterrupted", &args, 1, 1);
+
+    let checkpoints = dir.path().join("checkpoints");
+    let mut with_checkpoints = args.clone();
+    with_checkpoints.extend(strings(&[
+        "--checkpoint-dir",
+        checkpoints.to_str().unwrap(),
+    ]));
+    let output = dir.path().join("restarted.jsonl");
+    let summary_path = dir.path().join("restarted.json");
+    let notes = dir.path().join("notes.txt");
+    let run = |hosts: &Path| -> Vec<Child> {
+        (0..2)
+            .map(|process| {
+                let mut all = with_checkpoints.clone();
+                all.extend(strings(&[
+                    "--processes",
+                    "2",
+                    "--process",
+                    &process.to_string(),
+                    "--hostfile",
+                    hosts.to_str().unwrap(),
+                ]));
+                if process == 0 {
+                    all.extend(strings(&[
+                        "--output",
+                        output.to_str().unwrap(),
+                        "--summary",
+                        summary_path.to_str().unwrap(),
+                    ]));
+                }
+                if process == 0 {
+                    spawn_to(&all, fs::File::create(&notes).unwrap().into())
+                } else {
+                    spawn(&all)
+                }
+            })
+            .collect()
+    };
+    let mut children = run(&hostfile(dir.path(), 2));
+    // Kill process 1 with SIGKILL once both workers are a few epochs in.
+    let start = Instant::now();
+    while newest_checkpoint(&checkpoints, 1).is_none_or(|e| e < 10) {
+        assert!(start.elapsed() < LIMIT, "no checkpoint appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        children[1].try_wait().unwrap().is_none(),
+        "process 1 ended before it was killed"
+    );
+    let killed_at = newest_checkpoint(&checkpoints, 1).unwrap();
+    children[1].kill().unwrap();
+    children[1].wait().unwrap();
+    // Its peer cannot go on without it: stop it too, as an operator would.
+    let _ = children[0].kill();
+    let _ = children[0].wait();
+    assert!(killed_at < 200, "the run was over before the kill");
+    // The whole cluster restarts (new ports) and resumes from the common epoch.
+    wait_all(run(&hostfile(dir.path(), 2)));
+    let notes = fs::read_to_string(&notes).unwrap();
+    assert!(
+        notes.contains("resumed from the checkpoints of epoch"),
+        "the restart did not resume: {notes}"
+    );
+    assert!(
+        fs::read_to_string(&output).unwrap() == records,
+        "records differ after the restart"
+    );
+    assert!(
+        fs::read_to_string(&summary_path).unwrap() == summary,
+        "summaries differ after the restart"
+    );
+}
+
+#[test]
+fn cluster_options_out_of_range_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 10);
+    let hosts = hostfile(dir.path(), 2);
+    let base = kmeans_args(&data);
+    for (extra, message) in [
+        (
+            vec!["--workers", "0"],
+            "--workers must be between 1 and 256",
+        ),
+        (
+            vec!["--workers", "100000"],
+            "--workers must be between 1 and 256",
+        ),
+        (
+            vec!["--processes", "5000"],
+            "--processes must be between 1 and 1024",
+        ),
+        (
+            vec!["--processes", "2"],
+            "--processes above 1 needs --hostfile",
+        ),
+        (
+            vec![
+                "--processes",
+                "2",
+                "--process",
+                "2",
+                "--hostfile",
+                hosts.to_str().unwrap(),
+            ],
+            "--process must be below --processes",
+        ),
+        (
+            vec!["--processes", "3", "--hostfile", hosts.to_str().unwrap()],
+            "names 2 hosts for 3 processes",
+        ),
+        (
+            vec!["--checkpoint-every", "0"],
+            "--checkpoint-every must be >= 1",
+        ),
+        (vec!["--output", data.to_str().unwrap()], "is the input"),
+    ] {
+        let mut args = base.clone();
+        args.extend(strings(&extra));
+        let output = Command::new(BIN).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(message), "{extra:?}: {stderr}");
+    }
+}

@@ -1,0 +1,179 @@
+//! Rows per second of the three patterns on 1 and 2 worker threads, on rows generated in
+//! memory (so that parsing a file does not dominate). Run with
+//! `cargo run --release -p pacstream-dataflow --example throughput -- [rows]`.
+#![allow(clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use pacstream::experts::{AggregatorParams, LearningRate, Rule};
+use pacstream::kmeans::SequentialKMeansParams;
+use pacstream_dataflow::experts::{ConstantGrid, ShardedHedge, run_sharded_hedge};
+use pacstream_dataflow::keyed::{AggregatorFamily, KeyedRow, run_keyed};
+use pacstream_dataflow::kmeans::{KMeansJob, run_kmeans};
+use pacstream_dataflow::{Result, RunFiles, Source};
+use timely::Config;
+
+/// Rows generated from their index: d values around one of 8 centres.
+#[derive(Debug)]
+struct Generated {
+    next: u64,
+    end: u64,
+    dim: usize,
+}
+
+fn value(index: u64, coordinate: usize) -> f64 {
+    let mut x = index
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(coordinate as u64 * 0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 29;
+    let centre = (index % 8) as f64 * 3.0 + coordinate as f64;
+    centre + (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Source for Generated {
+    type Row = Vec<f64>;
+    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> Result<()> {
+        while out.len() < n && self.next < self.end {
+            out.push((0..self.dim).map(|c| value(self.next, c)).collect());
+            self.next += 1;
+        }
+        Ok(())
+    }
+    fn skip_rows(&mut self, n: u64) -> Result<()> {
+        self.next = (self.next + n).min(self.end);
+        Ok(())
+    }
+}
+
+/// Keyed rows: 10 experts' advice and the outcome, keys cycling over `keys`.
+#[derive(Debug)]
+struct KeyedGenerated {
+    inner: Generated,
+    keys: u64,
+}
+
+impl Source for KeyedGenerated {
+    type Row = KeyedRow;
+    fn next_batch(&mut self, n: usize, out: &mut Vec<KeyedRow>) -> Result<()> {
+        while out.len() < n && self.inner.next < self.inner.end {
+            let i = self.inner.next;
+            let row: Vec<f64> = (0..self.inner.dim).map(|c| value(i, c) / 30.0).collect();
+            out.push((format!("k{}", i % self.keys), row));
+            self.inner.next += 1;
+        }
+        Ok(())
+    }
+    fn skip_rows(&mut self, n: u64) -> Result<()> {
+        self.inner.skip_rows(n)
+    }
+}
+
+fn timed(
+    workers: usize,
+    work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static,
+) -> f64 {
+    let start = Instant::now();
+    timely::execute(Config::process(workers), work)
+        .unwrap()
+        .join()
+        .into_iter()
+        .for_each(|r| r.unwrap());
+    start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let rows: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
+    // Optionally only one pattern: kmeans, keyed or sharded.
+    let only = std::env::args().nth(2);
+    let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    println!("pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker");
+    let mut base = 0.0;
+    for workers in [1, 2].into_iter().filter(|_| runs("kmeans")) {
+        let job = KMeansJob {
+            config: SequentialKMeansParams::new(8).seed(1).check().unwrap(),
+            batch_size: 65_536,
+            chunk_size: 8_192,
+        };
+        let seconds = timed(workers, move |worker| {
+            let mut source = Generated {
+                next: 0,
+                end: rows,
+                dim: 5,
+            };
+            run_kmeans(worker, &job, &mut source, &RunFiles::default()).unwrap();
+        });
+        if workers == 1 {
+            base = seconds;
+        }
+        println!(
+            "data-parallel k-means (k = 8, d = 5) | {workers} | {rows} | {seconds:.2} | {:.0} | {:.2}",
+            rows as f64 / seconds,
+            base / seconds
+        );
+    }
+    let keyed_rows = rows / 10;
+    for workers in [1, 2].into_iter().filter(|_| runs("keyed")) {
+        let family = Arc::new(AggregatorFamily {
+            config: AggregatorParams::new(Rule::Hedge, 10)
+                .rate(LearningRate::AdaHedge)
+                .check()
+                .unwrap(),
+            names: (0..10).map(|i| format!("e{i}")).collect(),
+        });
+        let seconds = timed(workers, move |worker| {
+            let mut source = KeyedGenerated {
+                inner: Generated {
+                    next: 0,
+                    end: keyed_rows,
+                    dim: 11,
+                },
+                keys: 100_000,
+            };
+            run_keyed(worker, &*family, 65_536, &mut source, &RunFiles::default()).unwrap();
+        });
+        if workers == 1 {
+            base = seconds;
+        }
+        println!(
+            "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2}",
+            keyed_rows as f64 / seconds,
+            base / seconds
+        );
+    }
+    for (n_experts, rounds) in [(10_000_000u64, 20usize), (100_000_000, 3)] {
+        for workers in [1, 2].into_iter().filter(|_| runs("sharded")) {
+            let outcomes: Arc<Vec<Vec<f64>>> = Arc::new(
+                (0..rounds)
+                    .map(|r| vec![value(r as u64, 0) / 3.0])
+                    .collect(),
+            );
+            let seconds = timed(workers, move |worker| {
+                let grid = ConstantGrid {
+                    low: 0.0,
+                    high: 10.0,
+                    n_experts,
+                };
+                let settings = ShardedHedge {
+                    eta: 0.1,
+                    block_size: 1 << 16,
+                    loss_bound: None,
+                };
+                run_sharded_hedge(worker, &settings, &grid, &outcomes).unwrap();
+            });
+            if workers == 1 {
+                base = seconds;
+            }
+            println!(
+                "sharded Hedge (N = {n_experts}) | {workers} | {rounds} | {seconds:.2} | {:.1} ns per expert-round | {:.2}",
+                seconds * 1e9 / (n_experts as f64 * rounds as f64),
+                base / seconds
+            );
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The patterns on 1, 2, 3 and 4 worker threads of one process, against the library run in
+//! one thread.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use ndarray::Array2;
+use pacstream::OnlineLearner;
+use pacstream::describe::Describe;
+use pacstream::eval::Prequential;
+use pacstream::experts::{AggregatorParams, LearningRate, Rule};
+use pacstream::kmeans::{SequentialKMeans, SequentialKMeansConfig, SequentialKMeansParams};
+use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, KeyedRow, PointFamily, run_keyed};
+use pacstream_dataflow::kmeans::{KMeansJob, reference, run_kmeans};
+use pacstream_dataflow::{RunFiles, VecSource};
+use timely::Config;
+
+/// A reproducible stream of 2-d points around four centres (a small LCG, so the test needs
+/// no data file).
+fn points(n: usize, seed: u64) -> Vec<Vec<f64>> {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    let mut uniform = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let centres = [[0.0, 0.0], [5.0, 1.0], [1.0, 6.0], [7.0, 7.0]];
+    (0..n)
+        .map(|_| {
+            let c = centres[(uniform() * 4.0) as usize % 4];
+            vec![c[0] + uniform() - 0.5, c[1] + uniform() - 0.5]
+        })
+        .collect()
+}
+
+fn kmeans_config() -> SequentialKMeansConfig {
+    SequentialKMeansParams::new(4)
+        .init_size(40)
+        .decay_half_life(500.0)
+        .seed(7)
+        .check()
+        .unwrap()
+}
+
+/// Runs data-parallel k-means on `workers` threads; returns worker 0's learner and records.
+fn kmeans_on(
+    workers: usize,
+    rows: &Arc<Vec<Vec<f64>>>,
+    batch: usize,
+    chunk: usize,
+) -> (SequentialKMeans, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.jsonl");
+    let files = RunFiles {
+        records: Some(records.clone()),
+        checkpoints: None,
+    };
+    let rows = Arc::clone(rows);
+    let job = KMeansJob {
+        config: kmeans_config(),
+        batch_size: batch,
+        chunk_size: chunk,
+    };
+    let learners = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&learners);
+    timely::execute(Config::process(workers), move |worker| {
+        let mut source = VecSource::new(Arc::clone(&rows));
+        let outcome = run_kmeans(worker, &job, &mut source, &files).unwrap();
+        sink.lock().unwrap().push(outcome.learner);
+    })
+    .unwrap()
+    .join()
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let learners = learners.lock().unwrap();
+    // Every replica ends the same.
+    assert!(learners.iter().all(|l| l == &learners[0]));
+    (
+        learners[0].clone(),
+        std::fs::read_to_string(records).unwrap(),
+    )
+}
+
+#[test]
+fn data_parallel_kmeans_is_the_same_bits_for_any_number_of_workers() {
+    let rows = Arc::new(points(3000, 1));
+    let expected = reference(&kmeans_config(), &rows, 256, 64).unwrap();
+    let (one, records_one) = kmeans_on(1, &rows, 256, 64);
+    assert_eq!(one, expected);
+    for workers in [2, 3, 4] {
+        let (learner, records) = kmeans_on(workers, &rows, 256, 64);
+        assert_eq!(learner, expected, "{workers} workers");
+        assert!(
+            records == records_one,
+            "records differ on {workers} workers"
+        );
+    }
+    // The chunked sums differ from the one-pass sums of learn_batch only by rounding.
+    let mut batch = kmeans_config().build();
+    for chunk in rows.chunks(256) {
+        let flat: Vec<f64> = chunk.iter().flatten().copied().collect();
+        batch
+            .learn_batch(
+                Array2::from_shape_vec((chunk.len(), 2), flat)
+                    .unwrap()
+                    .view(),
+                None,
+            )
+            .unwrap();
+    }
+    let (a, b) = (batch.centres().unwrap(), expected.centres().unwrap());
+    let mut largest = 0.0f64;
+    for j in 0..4 {
+        for (x, y) in a.centre(j).iter().zip(b.centre(j)) {
+            largest = largest.max((x - y).abs() / y.abs().max(1.0));
+        }
+    }
+    assert!(largest < 1e-12, "relative difference {largest}");
+}
+
+#[test]
+fn data_parallel_kmeans_with_one_chunk_per_batch_is_learn_batch() {
+    let rows = Arc::new(points(1000, 2));
+    let mut batch = kmeans_config().build();
+    let mut totals = Prequential::new();
+    let mut expected_records = String::new();
+    for chunk in rows.chunks(100) {
+        let flat: Vec<f64> = chunk.iter().flatten().copied().collect();
+        let steps = batch
+            .learn_batch(
+                Array2::from_shape_vec((chunk.len(), 2), flat)
+                    .unwrap()
+                    .view(),
+                None,
+            )
+            .unwrap();
+        for step in &steps {
+            let round = totals.record(step);
+            expected_records += &serde_json::to_string(&batch.record(step, &round)).unwrap();
+            expected_records.push('\n');
+        }
+    }
+    for workers in [1, 2] {
+        let (learner, records) = kmeans_on(workers, &rows, 100, 100);
+        assert_eq!(learner, batch, "{workers} workers");
+        assert_eq!(records, expected_records, "{workers} workers");
+    }
+}
+
+/// Keyed rows with one key holding half of them (skew) and 40 others sharing the rest.
+fn keyed_points(n: usize) -> Vec<KeyedRow> {
+    points(n, 3)
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let key = if i % 2 == 0 {
+                "hot".to_string()
+            } else {
+                format!("k{}", (i * 7919) % 40)
+            };
+            (key, row)
+        })
+        .collect()
+}
+
+fn keyed_on<F: KeyedFamily + Send + Sync + 'static>(
+    workers: usize,
+    rows: &Arc<Vec<KeyedRow>>,
+    family: F,
+) -> (BTreeMap<String, serde_json::Value>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.jsonl");
+    let files = RunFiles {
+        records: Some(records.clone()),
+        checkpoints: None,
+    };
+    let rows = Arc::clone(rows);
+    let family = Arc::new(family);
+    let summaries = Arc::new(Mutex::new(BTreeMap::new()));
+    let sink = Arc::clone(&summaries);
+    timely::execute(Config::process(workers), move |worker| {
+        let mut source = VecSource::new(Arc::clone(&rows));
+        let outcome = run_keyed(worker, &*family, 97, &mut source, &files).unwrap();
+        if worker.index() == 0 {
+            *sink.lock().unwrap() = outcome.summaries;
+        }
+    })
+    .unwrap()
+    .join()
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let summaries = summaries.lock().unwrap().clone();
+    (summaries, std::fs::read_to_string(records).unwrap())
+}
+
+#[test]
+fn keyed_kmeans_equals_one_library_learner_per_key_for_any_number_of_workers() {
+    let rows = Arc::new(keyed_points(2000));
+    let family = || PointFamily(|| kmeans_config().build());
+    // The library, one learner per key, fed in stream order.
+    let mut expected = BTreeMap::new();
+    let mut states = BTreeMap::new();
+    let mut expected_records = String::new();
+    let reference = family();
+    for (key, row) in rows.iter() {
+        let state = states
+            .entry(key.clone())
+            .or_insert_with(|| reference.build().unwrap());
+        let record = reference.learn(state, row).unwrap();
+        // The key first, then the library's record as it serialises.
+        let record = serde_json::to_string(&record).unwrap();
+        expected_records += &format!("{{\"key\":{},{}\n", serde_json::json!(key), &record[1..]);
+    }
+    for (key, state) in &states {
+        expected.insert(key.clone(), reference.summary(state));
+    }
+    assert_eq!(states["hot"].learner.n_rounds(), 1000);
+    for workers in [1, 2, 3, 4] {
+        let (summaries, records) = keyed_on(workers, &rows, family());
+        assert!(
+            summaries == expected,
+            "summaries differ on {workers} workers"
+        );
+        assert!(
+            records == expected_records,
+            "records differ on {workers} workers"
+        );
+    }
+}
+
+#[test]
+fn keyed_hedge_is_the_same_for_any_number_of_workers() {
+    // Rows: three experts' advice, then the outcome.
+    let rows: Vec<KeyedRow> = points(1500, 4)
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                format!("s{}", i % 5),
+                vec![p[0], p[1], 0.5 * (p[0] + p[1]), p[0] * 0.9],
+            )
+        })
+        .collect();
+    let rows = Arc::new(rows);
+    let family = || AggregatorFamily {
+        config: AggregatorParams::new(Rule::Ewa, 3)
+            .rate(LearningRate::AdaHedge)
+            .check()
+            .unwrap(),
+        names: vec!["a".into(), "b".into(), "c".into()],
+    };
+    let (one, records_one) = keyed_on(1, &rows, family());
+    assert_eq!(one.len(), 5);
+    assert_eq!(one["s0"]["rounds"], 300);
+    for workers in [2, 4] {
+        let (summaries, records) = keyed_on(workers, &rows, family());
+        assert!(summaries == one, "summaries differ on {workers} workers");
+        assert!(
+            records == records_one,
+            "records differ on {workers} workers"
+        );
+    }
+}
+
+#[test]
+fn sharded_hedge_is_the_same_bits_for_any_number_of_workers_and_matches_the_library() {
+    use pacstream::experts::{Aggregator, LossRound};
+    use pacstream_dataflow::experts::{
+        ConstantGrid, ExpertFamily, ShardedHedge, ShardedSummary, run_sharded_hedge,
+    };
+    let grid = ConstantGrid {
+        low: 0.0,
+        high: 8.0,
+        n_experts: 1001,
+    };
+    let rows: Arc<Vec<Vec<f64>>> =
+        Arc::new(points(400, 5).into_iter().map(|p| vec![p[0]]).collect());
+    let settings = ShardedHedge {
+        eta: 0.05,
+        block_size: 64,
+        loss_bound: Some(81.0),
+    };
+    let run = |workers: usize| -> ShardedSummary {
+        let rows = Arc::clone(&rows);
+        let settings = settings.clone();
+        let out = Arc::new(Mutex::new(None));
+        let sink = Arc::clone(&out);
+        timely::execute(Config::process(workers), move |worker| {
+            let summary = run_sharded_hedge(worker, &settings, &grid, &rows).unwrap();
+            if worker.index() == 0 {
+                *sink.lock().unwrap() = Some(summary);
+            }
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .for_each(|r| r.unwrap());
+        out.lock().unwrap().take().unwrap()
+    };
+    let one = run(1);
+    for workers in [2, 3] {
+        let other = run(workers);
+        assert!(other == one, "{workers} workers differ");
+        assert!(
+            other.records == one.records,
+            "{workers} workers' records differ"
+        );
+    }
+    // The library's Hedge on the same losses, one process.
+    let mut hedge = AggregatorParams::new(Rule::Hedge, 1001)
+        .rate(LearningRate::Fixed(0.05))
+        .loss_bound(81.0)
+        .check()
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut losses = vec![0.0; 1001];
+    let tolerance = 4.0 * 1001.0 * f64::EPSILON;
+    for (row, record) in rows.iter().zip(&one.records) {
+        grid.losses(0, row, &mut losses);
+        let step = hedge.learn_losses(LossRound::new(&losses)).unwrap();
+        let relative = (step.loss - record.loss).abs() / step.loss.abs().max(f64::MIN_POSITIVE);
+        assert!(
+            relative <= tolerance,
+            "round {}: {} against {}",
+            record.t,
+            record.loss,
+            step.loss
+        );
+    }
+    let ledger = hedge.ledger();
+    let (best, _) = ledger.best_expert();
+    assert_eq!(best as u64, one.best_expert);
+    assert_eq!(ledger.expert_losses()[best], one.best_expert_loss);
+    let relative = (ledger.learner_loss() - one.cumulative_loss).abs() / one.cumulative_loss;
+    assert!(relative <= tolerance, "cumulative loss {relative}");
+    assert!(one.regret_bound.unwrap() >= one.regret);
+}
