@@ -449,12 +449,13 @@ impl Parts<'_> {
             }
             None => None,
         };
-        if let (Some(output), Some(summary)) = (&out.output, &out.summary) {
-            if output == "-" && summary == "-" {
-                return Err(bad_input(
-                    "--output and --summary cannot both go to standard output",
-                ));
-            }
+        if let (Some(output), Some(summary)) = (&out.output, &out.summary)
+            && output == "-"
+            && summary == "-"
+        {
+            return Err(bad_input(
+                "--output and --summary cannot both go to standard output",
+            ));
         }
         let plot = self.plot_options.and_then(|p| p.plot.as_ref());
         if let Some(plot) = plot {

@@ -225,14 +225,15 @@ pub fn run_stream<T: StreamTask>(
             continue;
         }
         let consumed = reader.progress().rows_consumed;
-        if consumed % 4096 == 0 {
+        if consumed.is_multiple_of(4096) {
             progress.update(consumed, reader.bytes().0);
         }
-        if let Some((path, every)) = &checkpoints.save {
-            if consumed - last_checkpoint >= *every && task.is_settled() {
-                save(task, reader.progress(), &mut sink, path)?;
-                last_checkpoint = consumed;
-            }
+        if let Some((path, every)) = &checkpoints.save
+            && consumed - last_checkpoint >= *every
+            && task.is_settled()
+        {
+            save(task, reader.progress(), &mut sink, path)?;
+            last_checkpoint = consumed;
         }
     }
     task.finish(&mut sink)?;
@@ -293,15 +294,15 @@ fn resume<T: StreamTask>(
             path.display()
         )));
     }
-    if let (Some(output), Some(mark)) = (output, &saved.output) {
-        if output.format.name() != mark.format {
-            return Err(bad_input(format!(
-                "the run saved in '{}' wrote its --output as {}; resume with --format {}",
-                path.display(),
-                mark.format,
-                mark.format
-            )));
-        }
+    if let (Some(output), Some(mark)) = (output, &saved.output)
+        && output.format.name() != mark.format
+    {
+        return Err(bad_input(format!(
+            "the run saved in '{}' wrote its --output as {}; resume with --format {}",
+            path.display(),
+            mark.format,
+            mark.format
+        )));
     }
     if let Some(mark) = &saved.output {
         // One record per row learned (the task was settled when it was saved).

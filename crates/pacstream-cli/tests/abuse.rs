@@ -291,10 +291,10 @@ fn feed_forever(path: &Path, head: &[u8], chunk: Vec<u8>) -> std::thread::JoinHa
     let head = head.to_vec();
     std::thread::spawn(move || {
         use std::io::Write;
-        if let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(path) {
-            if fifo.write_all(&head).is_ok() {
-                while fifo.write_all(&chunk).is_ok() {}
-            }
+        if let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(path)
+            && fifo.write_all(&head).is_ok()
+        {
+            while fifo.write_all(&chunk).is_ok() {}
         }
     })
 }

@@ -34,13 +34,13 @@ pub fn parse_selector(text: &str) -> Result<ColumnSelector, String> {
     if let Some(index) = parse_index(text)? {
         return Ok(ColumnSelector::Index(index));
     }
-    if let Some((from, to)) = text.split_once('-') {
-        if let (Some(from), Some(to)) = (parse_index(from.trim())?, parse_index(to.trim())?) {
-            if from > to {
-                return Err(format!("range {from}-{to} is backwards"));
-            }
-            return Ok(ColumnSelector::Range(from, to));
+    if let Some((from, to)) = text.split_once('-')
+        && let (Some(from), Some(to)) = (parse_index(from.trim())?, parse_index(to.trim())?)
+    {
+        if from > to {
+            return Err(format!("range {from}-{to} is backwards"));
         }
+        return Ok(ColumnSelector::Range(from, to));
     }
     Ok(ColumnSelector::Name(text.to_string()))
 }

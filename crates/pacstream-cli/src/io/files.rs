@@ -275,13 +275,13 @@ pub fn read_json_document(path: &Path, what: &str, limit: u64) -> anyhow::Result
             }
         };
         bytes.extend_from_slice(&chunk[..read]);
-        if let Some(&first) = bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-            if first != b'{' {
-                return Err(bad_input(format!(
-                    "'{}' is not {what}: it is not a JSON object",
-                    path.display()
-                )));
-            }
+        if let Some(&first) = bytes.iter().find(|b| !b.is_ascii_whitespace())
+            && first != b'{'
+        {
+            return Err(bad_input(format!(
+                "'{}' is not {what}: it is not a JSON object",
+                path.display()
+            )));
         }
     }
     if bytes.len() as u64 > limit {

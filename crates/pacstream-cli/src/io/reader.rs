@@ -599,15 +599,15 @@ impl RowReader {
             let value = checked_number(field).map_err(|problem| {
                 format!("line {line}, column {}: {problem}", names.describe(index))
             })?;
-            if let Some(limit) = self.max_magnitude {
-                if value.abs() > limit {
-                    return Err(format!(
-                        "line {line}, column {}: {} is too large: values must lie within \
+            if let Some(limit) = self.max_magnitude
+                && value.abs() > limit
+            {
+                return Err(format!(
+                    "line {line}, column {}: {} is too large: values must lie within \
                          ±{limit:e}, so that losses stay finite",
-                        names.describe(index),
-                        quote(field)
-                    ));
-                }
+                    names.describe(index),
+                    quote(field)
+                ));
             }
             self.values.push(value);
         }
@@ -616,14 +616,14 @@ impl RowReader {
             let value = checked_number(field).map_err(|problem| {
                 format!("line {line}, column {}: {problem}", names.describe(index))
             })?;
-            if let Some(option) = self.extra_non_negative[position] {
-                if value < 0.0 {
-                    return Err(format!(
-                        "line {line}, column {}: {} is negative, and {option} values must be >= 0",
-                        names.describe(index),
-                        quote(field)
-                    ));
-                }
+            if let Some(option) = self.extra_non_negative[position]
+                && value < 0.0
+            {
+                return Err(format!(
+                    "line {line}, column {}: {} is negative, and {option} values must be >= 0",
+                    names.describe(index),
+                    quote(field)
+                ));
             }
             self.extras.push(value);
         }
@@ -728,10 +728,8 @@ pub fn sniff_delimiter(line: &[u8]) -> u8 {
     for &byte in line {
         if byte == b'"' {
             quoted = !quoted;
-        } else if !quoted {
-            if let Some(slot) = CANDIDATES.iter().position(|&c| c == byte) {
-                counts[slot] += 1;
-            }
+        } else if !quoted && let Some(slot) = CANDIDATES.iter().position(|&c| c == byte) {
+            counts[slot] += 1;
         }
     }
     let mut best = 0;

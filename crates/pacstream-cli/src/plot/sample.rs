@@ -121,7 +121,7 @@ impl<T> ThinnedSeries<T> {
 
     /// Offers the point of index `index` (indices increase from call to call).
     pub fn push(&mut self, index: u64, value: T) {
-        if index % self.stride != 0 {
+        if !index.is_multiple_of(self.stride) {
             return;
         }
         self.points.push((index, value));

@@ -55,12 +55,14 @@ impl PlotTrace {
             );
         }
         let t = step.round;
-        if t >= 100 && (t / 100).is_power_of_two() && t % 100 == 0 {
-            if let Some(curve) = learner.curve() {
-                self.snapshots.push((t, curve.vertices().to_vec()));
-                if self.snapshots.len() > Self::SNAPSHOTS {
-                    self.snapshots.remove(0);
-                }
+        if t >= 100
+            && (t / 100).is_power_of_two()
+            && t.is_multiple_of(100)
+            && let Some(curve) = learner.curve()
+        {
+            self.snapshots.push((t, curve.vertices().to_vec()));
+            if self.snapshots.len() > Self::SNAPSHOTS {
+                self.snapshots.remove(0);
             }
         }
     }

@@ -74,11 +74,11 @@ pub(super) fn finish(
             arc_length: projection.arc_length,
             squared_distance: projection.squared_distance,
         });
-        if let Some(h) = &hindsight {
-            if *round >= first_scored {
-                comparator_sum += h.curve.polyline().squared_distance(point);
-                comparator_cumulative.push((*round, comparator_sum));
-            }
+        if let Some(h) = &hindsight
+            && *round >= first_scored
+        {
+            comparator_sum += h.curve.polyline().squared_distance(point);
+            comparator_cumulative.push((*round, comparator_sum));
         }
     }
     let run = learner.summary(&state.totals, state.last.as_ref());

@@ -39,7 +39,7 @@ impl History {
         bound: Option<f64>,
     ) {
         let n = self.awake_rounds.len();
-        if step.round % self.stride != 0 {
+        if !step.round.is_multiple_of(self.stride) {
             return;
         }
         let ledger = aggregator.ledger();

@@ -252,12 +252,11 @@ pub(super) fn run(
             .iter()
             .map(|&(_, (round, mean))| (round as f64, mean))
             .collect();
-        if let Some(last) = last {
-            if let Some(mean) = last.mean_loss() {
-                if curve.last().is_none_or(|p| p.0 < last.round as f64) {
-                    curve.push((last.round as f64, mean));
-                }
-            }
+        if let Some(last) = last
+            && let Some(mean) = last.mean_loss()
+            && curve.last().is_none_or(|p| p.0 < last.round as f64)
+        {
+            curve.push((last.round as f64, mean));
         }
         let points: Vec<&[f64]> = sample.rows.points().chunks_exact(dim).collect();
         let figure = cluster_figure(

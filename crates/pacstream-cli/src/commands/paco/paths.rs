@@ -47,10 +47,10 @@ impl CountPath {
             .iter()
             .map(|&(t, v)| (t as f64, v as f64))
             .collect();
-        if let Some(&(t, v)) = self.changes.last() {
-            if self.last_round > t {
-                points.push((self.last_round as f64, v as f64));
-            }
+        if let Some(&(t, v)) = self.changes.last()
+            && self.last_round > t
+        {
+            points.push((self.last_round as f64, v as f64));
         }
         points
     }
@@ -80,14 +80,13 @@ impl LabelTracker {
         *self.counts.entry(key).or_insert(0) += 1;
         if let Some(window) = self.window {
             self.recent.push_back(key);
-            if self.recent.len() > window {
-                if let Some(old) = self.recent.pop_front() {
-                    if let Some(count) = self.counts.get_mut(&old) {
-                        *count -= 1;
-                        if *count == 0 {
-                            self.counts.remove(&old);
-                        }
-                    }
+            if self.recent.len() > window
+                && let Some(old) = self.recent.pop_front()
+                && let Some(count) = self.counts.get_mut(&old)
+            {
+                *count -= 1;
+                if *count == 0 {
+                    self.counts.remove(&old);
                 }
             }
         }
