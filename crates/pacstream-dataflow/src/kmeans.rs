@@ -225,10 +225,7 @@ pub fn run_kmeans(
         if let Some(store) = &store
             && store.due(epoch)
         {
-            let records_len = match &mut records {
-                Some(records) => Some(records.sync()?),
-                None => None,
-            };
+            let records_len = records.as_mut().map(|records| records.sync()).transpose()?;
             store.save(
                 epoch,
                 &State {
