@@ -6,7 +6,11 @@ side by side in one run, as ratios to pacstream's learn_many.
     crates/pacstream-py/ci.sh   # builds the package into target/python-venv
     target/python-venv/bin/python benches/compare/python_kmeans.py
 
-k = 8, d = 5, n = 60,000 Gaussian rows (seed 0); the best of 3 repetitions of each.
+k = 8, d = 5, n = 60,000 rows; the best of 3 repetitions of each. Two streams: the one
+of the Rust criterion benchmark `sequential_kmeans_learn_one` (k groups whose means are
+drawn uniformly in [0, 20)^d, unit Gaussian noise around them), so that learn_many can be
+compared with its figure, and standard Gaussian rows (no groups: the nearest centre changes
+unpredictably, which costs the Rust loop itself more).
 """
 
 import time
@@ -18,9 +22,21 @@ from river import cluster
 from sklearn.cluster import MiniBatchKMeans
 
 K, D, N = 8, 5, 60_000
-X = np.random.default_rng(0).normal(size=(N, D))
-rows = X.tolist()
-dicts = [dict(enumerate(r)) for r in rows[:10_000]]
+_rng = np.random.default_rng(0)
+STREAMS = {
+    "groups": np.ascontiguousarray(
+        (20.0 * _rng.random((K, D)))[_rng.integers(0, K, N)] + _rng.normal(size=(N, D))
+    ),
+    "gaussian": _rng.normal(size=(N, D)),
+}
+X = rows = dicts = None
+
+
+def use(stream):
+    global X, rows, dicts
+    X = STREAMS[stream]
+    rows = X.tolist()
+    dicts = [dict(enumerate(r)) for r in rows[:10_000]]
 
 
 def best(run, repeat=3):
@@ -58,12 +74,15 @@ def sklearn_partial_fit():
     return N
 
 
-results = {
-    "pacstream SequentialKMeans.learn_many": best(pacstream_many),
-    "pacstream SequentialKMeans.learn_one (list)": best(pacstream_one),
-    "River KMeans.learn_one (dict)": best(river_one),
-    "scikit-learn MiniBatchKMeans.partial_fit (1,024 rows)": best(sklearn_partial_fit),
-}
-reference = results["pacstream SequentialKMeans.learn_many"]
-for name, seconds in results.items():
-    print(f"{name:55s} {seconds * 1e9:10.0f} ns/row  {seconds / reference:8.1f}x")
+for stream in STREAMS:
+    use(stream)
+    results = {
+        "pacstream SequentialKMeans.learn_many": best(pacstream_many),
+        "pacstream SequentialKMeans.learn_one (list)": best(pacstream_one),
+        "River KMeans.learn_one (dict)": best(river_one),
+        "scikit-learn MiniBatchKMeans.partial_fit (1,024 rows)": best(sklearn_partial_fit),
+    }
+    reference = results["pacstream SequentialKMeans.learn_many"]
+    print(f"stream: {stream}")
+    for name, seconds in results.items():
+        print(f"  {name:55s} {seconds * 1e9:10.0f} ns/row  {seconds / reference:8.1f}x")

@@ -15,6 +15,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
 
 /// Checks that `x` is a NumPy array of `T` with `ndim` dimensions, in C order.
 fn checked<'py, T: Element>(
@@ -79,6 +80,47 @@ pub fn mask<'py>(x: &Bound<'py, PyAny>, name: &str) -> PyResult<PyReadonlyArray2
 /// One point (or one round's values): a sequence of numbers, or a 1-D float64 array of
 /// any stride, copied.
 pub fn values(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
+    let mut out = Vec::new();
+    values_into(x, name, &mut out)?;
+    Ok(out)
+}
+
+/// [`values`] into `out` (cleared first), which a learner keeps between rounds so that a
+/// round allocates nothing. A list or a tuple, what `learn_one` is mostly given, is read
+/// item by item without the sequence protocol.
+pub fn values_into(x: &Bound<'_, PyAny>, name: &str, out: &mut Vec<f64>) -> PyResult<()> {
+    out.clear();
+    if let Ok(list) = x.cast::<PyList>() {
+        out.reserve(list.len());
+        for item in list.iter() {
+            out.push(number(&item, name)?);
+        }
+        return Ok(());
+    }
+    if let Ok(tuple) = x.cast::<PyTuple>() {
+        out.reserve(tuple.len());
+        for item in tuple.iter() {
+            out.push(number(&item, name)?);
+        }
+        return Ok(());
+    }
+    out.extend(values_slow(x, name)?);
+    Ok(())
+}
+
+/// One item of a point given as a list or tuple.
+fn number(item: &Bound<'_, PyAny>, name: &str) -> PyResult<f64> {
+    item.extract::<f64>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{name} must be a sequence of numbers or a 1-D float64 array, got an item of type {}",
+            item.get_type()
+                .name()
+                .map_or_else(|_| "?".into(), |n| n.to_string())
+        ))
+    })
+}
+
+fn values_slow(x: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<f64>> {
     if x.cast::<PyUntypedArray>().is_ok() {
         checked_1d::<f64>(x, name)?;
         return Ok(x

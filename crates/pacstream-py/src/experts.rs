@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arrays;
 use crate::errors::{guard, lib, library_error};
+use crate::record::Record;
 use crate::values::{from_json, serde_to_py, to_json};
 
 /// A rule and the settings it was built from: what a Python object holds and snapshots.
@@ -185,7 +186,7 @@ macro_rules! aggregator_class {
 
             /// Plays one round: every expert's advice (a sequence or 1-D float64 array),
             /// the outcome, and optionally which experts are awake (sleeping experts).
-            /// Returns the round's record as a dict; on error the rule is unchanged.
+            /// Returns the round's record (a read-only mapping); on error the rule is unchanged.
             #[pyo3(signature = (advice, outcome, awake = None))]
             fn learn_one(
                 &mut self,
@@ -199,7 +200,7 @@ macro_rules! aggregator_class {
                 let loss = self.run.loss();
                 let round = AdviceRound { advice: &advice, outcome, awake: awake.as_deref() };
                 let step = lib(|| self.run.rule.learn_advice(round, loss))?;
-                serde_to_py(py, &step)
+                Record::new(py, step)
             }
 
             /// Plays one round of losses given directly (Hedge and FPL): every expert's
@@ -215,7 +216,7 @@ macro_rules! aggregator_class {
                 let awake = awake.map(|a| arrays::flags(a, "awake")).transpose()?;
                 let round = LossRound { losses: &losses, awake: awake.as_deref() };
                 let step = lib(|| self.run.rule.learn_losses(round))?;
-                serde_to_py(py, &step)
+                Record::new(py, step)
             }
 
             /// Plays every round of a batch: `advice` T × N and `outcomes` of length T

@@ -21,11 +21,13 @@ mod errors;
 mod experts;
 mod kmeans;
 mod points;
+mod record;
 mod values;
 
 #[pymodule]
 fn _pacstream(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    record::register(m)?;
     points::register(m)?;
     kmeans::register(m)?;
     experts::register(m)?;

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::arrays;
 use crate::errors::{guard, lib, library_error};
 use crate::kmeans::init_from;
+use crate::record::Record;
 use crate::values::{from_json, serde_to_py, to_json};
 
 /// What `learn_many` writes per round beyond the loss: the label (nearest centre) and one
@@ -60,6 +61,9 @@ impl PointStep for pacstream::curves::PrincipalCurveStep {
 pub struct Run<L> {
     learner: L,
     totals: Prequential,
+    /// The point of the current `learn_one`, kept so that a round allocates nothing.
+    #[serde(skip)]
+    scratch: Vec<f64>,
 }
 
 /// The columns of a batch of rounds.
@@ -79,12 +83,13 @@ fn index(value: Option<usize>) -> i64 {
 impl<L> Run<L>
 where
     L: UnsupervisedLearner + Serialize + DeserializeOwned + Send,
-    L::Step: Serialize + PointStep + Layout + Send,
+    L::Step: Serialize + PointStep + Layout + Send + Sync + 'static,
 {
     pub fn new(learner: L) -> Self {
         Self {
             learner,
             totals: Prequential::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -93,10 +98,11 @@ where
     }
 
     pub fn learn_one(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let point = arrays::values(x, "x")?;
-        let step = lib(|| self.learner.learn_one(&point))?;
+        arrays::values_into(x, "x", &mut self.scratch)?;
+        let (learner, point) = (&mut self.learner, &self.scratch);
+        let step = lib(|| learner.learn_one(point))?;
         self.totals.record(&step);
-        serde_to_py(py, &step)
+        Record::new(py, step)
     }
 
     pub fn learn_many<'py>(
@@ -111,6 +117,13 @@ where
         let outcome = py.detach(|| {
             guard(|| {
                 columns.loss.reserve(n);
+                columns.cumulative_loss.reserve(n);
+                if L::Step::has_label() {
+                    columns.label.reserve(n);
+                }
+                if L::Step::count_name().is_some() {
+                    columns.count.reserve(n);
+                }
                 for row in 0..n {
                     let point = &values[row * d..(row + 1) * d];
                     let step = self
@@ -232,7 +245,8 @@ macro_rules! point_learner {
             $($extra)*
 
             /// Pays the loss of the current model on the point `x` (a sequence of floats
-            /// or a 1-D float64 array), then updates; returns the round's record as a dict.
+            /// or a 1-D float64 array), then updates; returns the round's record (a read-only
+            /// mapping, `Record`).
             /// On error (wrong dimension, NaN, inf) the learner is unchanged.
             fn learn_one(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 self.run.learn_one(py, x)
