@@ -3,8 +3,7 @@ read in place, GIL released) and learn_one (one call per row, a list), River's K
 (learn_one on dicts) and scikit-learn's MiniBatchKMeans.partial_fit (batches of 1,024),
 side by side in one run, as ratios to pacstream's learn_many.
 
-    crates/pacstream-py/ci.sh   # builds the package into target/python-venv
-    target/python-venv/bin/python benches/compare/python_kmeans.py
+    benches/compare/run-python.sh   # its own virtual environment, the package built into it
 
 k = 8, d = 5, n = 60,000 rows; the best of 3 repetitions of each. Two streams: the one
 of the Rust criterion benchmark `sequential_kmeans_learn_one` (k groups whose means are

@@ -207,6 +207,13 @@ class EWARegressor(base.Ensemble, base.Regressor):
         None (AdaHedge), a float η, "anytime", "doubling", or "horizon" with ``horizon``.
     horizon
         T, for ``learning_rate="horizon"``.
+    loss_bound
+        B, the range of the losses ([0, B]) the bound assumes; the schedules other than
+        AdaHedge need it.
+    prior
+        Prior weights of the models, in their order (None: uniform).
+    gradient
+        Charge the linearised losses (the gradient trick).
     """
 
     def __init__(
@@ -215,13 +222,25 @@ class EWARegressor(base.Ensemble, base.Regressor):
         loss: str = "square",
         learning_rate: float | str | None = None,
         horizon: int | None = None,
+        loss_bound: float | None = None,
+        prior: list | None = None,
+        gradient: bool = False,
     ):
         super().__init__(models)
         self.loss = loss
         self.learning_rate = learning_rate
         self.horizon = horizon
+        self.loss_bound = loss_bound
+        self.prior = prior
+        self.gradient = gradient
         self._core = _pacstream.EWA(
-            len(models), loss=loss, learning_rate=learning_rate, horizon=horizon
+            len(models),
+            loss=loss,
+            learning_rate=learning_rate,
+            horizon=horizon,
+            loss_bound=loss_bound,
+            prior=None if prior is None else [float(p) for p in prior],
+            gradient=gradient,
         )
 
     @classmethod
