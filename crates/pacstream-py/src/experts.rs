@@ -4,7 +4,7 @@
 //! the summary and bound as the library gives them. Each Python class is one
 //! [`aggregator_class!`] with its constructor.
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyArray2};
 use pacstream::experts::{
     AdviceRound, Aggregator, AggregatorConfig, AggregatorParams, AnyAggregator, ExpertStep,
     LearningRate, Loss, LossRound, Rule,
@@ -108,7 +108,9 @@ fn rate(
     Ok(Some(LearningRate::Fixed(value.extract::<f64>()?)))
 }
 
-/// The per-round columns of a batch.
+/// The per-round columns of a batch; with `history`, also what a round's figure needs: the
+/// weights the round was played with and, after it, every expert's cumulative loss and the
+/// bound on the regret (NaN where the rule's theorem gives none).
 #[derive(Debug, Default)]
 struct Columns {
     prediction: Vec<f64>,
@@ -118,10 +120,52 @@ struct Columns {
     learning_rate: Vec<f64>,
     best_expert: Vec<i64>,
     regret: Vec<f64>,
+    cumulative_loss: Vec<f64>,
+    history: Option<History>,
+}
+
+/// The T × N and T columns of a batch's history.
+#[derive(Debug, Default)]
+struct History {
+    n_experts: usize,
+    weights: Vec<f64>,
+    expert_cumulative_loss: Vec<f64>,
+    bound: Vec<f64>,
 }
 
 impl Columns {
-    fn push(&mut self, step: &ExpertStep) {
+    fn new(rounds: usize, n_experts: usize, history: bool) -> Self {
+        let mut columns = Columns {
+            history: history.then(|| History {
+                n_experts,
+                weights: Vec::with_capacity(rounds * n_experts),
+                expert_cumulative_loss: Vec::with_capacity(rounds * n_experts),
+                bound: Vec::with_capacity(rounds),
+            }),
+            ..Columns::default()
+        };
+        for column in [
+            &mut columns.prediction,
+            &mut columns.loss,
+            &mut columns.realised_loss,
+            &mut columns.learning_rate,
+            &mut columns.regret,
+            &mut columns.cumulative_loss,
+        ] {
+            column.reserve(rounds);
+        }
+        columns
+    }
+
+    /// What is kept before a round: the weights it is played with.
+    fn before(&mut self, rule: &AnyAggregator) {
+        if let Some(history) = &mut self.history {
+            history.weights.extend(rule.weights());
+        }
+    }
+
+    /// What is kept after a round.
+    fn push(&mut self, step: &ExpertStep, rule: &AnyAggregator) {
         self.prediction.push(step.prediction.unwrap_or(f64::NAN));
         self.loss.push(step.loss);
         self.realised_loss
@@ -134,6 +178,15 @@ impl Columns {
         self.best_expert
             .push(i64::try_from(step.best_expert).unwrap_or(-1));
         self.regret.push(step.regret);
+        self.cumulative_loss.push(rule.ledger().learner_loss());
+        if let Some(history) = &mut self.history {
+            history
+                .expert_cumulative_loss
+                .extend_from_slice(rule.ledger().expert_losses());
+            history
+                .bound
+                .push(rule.regret_bound().value().unwrap_or(f64::NAN));
+        }
     }
 
     fn into_dict(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
@@ -145,6 +198,24 @@ impl Columns {
         out.set_item("learning_rate", PyArray1::from_vec(py, self.learning_rate))?;
         out.set_item("best_expert", PyArray1::from_vec(py, self.best_expert))?;
         out.set_item("regret", PyArray1::from_vec(py, self.regret))?;
+        out.set_item(
+            "cumulative_loss",
+            PyArray1::from_vec(py, self.cumulative_loss),
+        )?;
+        if let Some(history) = self.history {
+            let rows = history.bound.len();
+            let table = |values: Vec<f64>| {
+                ndarray::Array2::from_shape_vec((rows, history.n_experts), values)
+                    .map(|a| PyArray2::from_owned_array(py, a))
+                    .map_err(|e| PyValueError::new_err(e.to_string()))
+            };
+            out.set_item("weights", table(history.weights)?)?;
+            out.set_item(
+                "expert_cumulative_loss",
+                table(history.expert_cumulative_loss)?,
+            )?;
+            out.set_item("bound", PyArray1::from_vec(py, history.bound))?;
+        }
         Ok(out)
     }
 }
@@ -200,7 +271,7 @@ macro_rules! aggregator_class {
                 let loss = self.run.loss();
                 let round = AdviceRound { advice: &advice, outcome, awake: awake.as_deref() };
                 let step = lib(|| self.run.rule.learn_advice(round, loss))?;
-                Record::new(py, step)
+                Record::wrap(py, step)
             }
 
             /// Plays one round of losses given directly (Hedge and FPL): every expert's
@@ -216,7 +287,7 @@ macro_rules! aggregator_class {
                 let awake = awake.map(|a| arrays::flags(a, "awake")).transpose()?;
                 let round = LossRound { losses: &losses, awake: awake.as_deref() };
                 let step = lib(|| self.run.rule.learn_losses(round))?;
-                Record::new(py, step)
+                Record::wrap(py, step)
             }
 
             /// Plays every round of a batch: `advice` T × N and `outcomes` of length T
@@ -224,13 +295,17 @@ macro_rules! aggregator_class {
             /// optional T × N bool mask. Returns a dict of arrays, one entry per round
             /// (NaN / -1 where the rule has no value, an infinite learning rate as inf).
             /// A bad round raises ValueError naming it; the rounds before it stay learned.
-            #[pyo3(signature = (advice, outcomes, awake = None))]
+            /// With `history`, also `weights` (T × N, the weights each round was played
+            /// with), `expert_cumulative_loss` (T × N, after each round) and `bound` (the
+            /// bound on the regret after each round, NaN where none).
+            #[pyo3(signature = (advice, outcomes, awake = None, *, history = false))]
             fn learn_many<'py>(
                 &mut self,
                 py: Python<'py>,
                 advice: &Bound<'py, PyAny>,
                 outcomes: &Bound<'py, PyAny>,
                 awake: Option<&Bound<'py, PyAny>>,
+                history: bool,
             ) -> PyResult<Bound<'py, PyDict>> {
                 let advice = arrays::rows(advice, "advice")?;
                 let outcomes = arrays::vector(outcomes, "outcomes")?;
@@ -248,7 +323,7 @@ macro_rules! aggregator_class {
                 let mask = awake.as_ref().map(|a| a.as_slice()).transpose()?;
                 let loss = self.run.loss();
                 let rule = &mut self.run.rule;
-                let mut columns = Columns::default();
+                let mut columns = Columns::new(t, n, history);
                 py.detach(|| guard(|| {
                     for row in 0..t {
                         let round = AdviceRound {
@@ -256,10 +331,11 @@ macro_rules! aggregator_class {
                             outcome: outcomes[row],
                             awake: awake_row(mask, row, n),
                         };
+                        columns.before(rule);
                         let step = rule
                             .learn_advice(round, loss)
                             .map_err(|e| round_error(e, row))?;
-                        columns.push(&step);
+                        columns.push(&step, rule);
                     }
                     Ok(())
                 }))?;
@@ -267,12 +343,13 @@ macro_rules! aggregator_class {
             }
 
             /// [`learn_many`] for losses given directly (Hedge and FPL): `losses` T × N.
-            #[pyo3(signature = (losses, awake = None))]
+            #[pyo3(signature = (losses, awake = None, *, history = false))]
             fn learn_many_losses<'py>(
                 &mut self,
                 py: Python<'py>,
                 losses: &Bound<'py, PyAny>,
                 awake: Option<&Bound<'py, PyAny>>,
+                history: bool,
             ) -> PyResult<Bound<'py, PyDict>> {
                 let losses = arrays::rows(losses, "losses")?;
                 let awake = awake.map(|a| arrays::mask(a, "awake")).transpose()?;
@@ -281,17 +358,18 @@ macro_rules! aggregator_class {
                 let losses = losses.as_slice()?;
                 let mask = awake.as_ref().map(|a| a.as_slice()).transpose()?;
                 let rule = &mut self.run.rule;
-                let mut columns = Columns::default();
+                let mut columns = Columns::new(t, n, history);
                 py.detach(|| guard(|| {
                     for row in 0..t {
                         let round = LossRound {
                             losses: &losses[row * n..(row + 1) * n],
                             awake: awake_row(mask, row, n),
                         };
+                        columns.before(rule);
                         let step = rule
                             .learn_losses(round)
                             .map_err(|e| round_error(e, row))?;
-                        columns.push(&step);
+                        columns.push(&step, rule);
                     }
                     Ok(())
                 }))?;
@@ -548,6 +626,205 @@ aggregator_class!(PyFpl, "FPL", {
     }
 });
 
+/// The settings of a rule given by its library name, from keyword arguments, with no
+/// per-rule code: `loss` by the library's name, the rate as `learning_rate` (as for the
+/// classes above), `eta` (a fixed η) or `beta` (weighted majority's β = e^{−η}); every
+/// other keyword is the `AggregatorParams` field of that name, read through its serde
+/// form, so that a rule's new setting is taken as soon as the library has it. A keyword
+/// that is no field is refused by name; the library then checks the values and what the
+/// rule takes (`AggregatorParams::check`), naming the setting it refuses.
+fn params_from(
+    rule: &str,
+    n_experts: usize,
+    settings: Option<&Bound<'_, PyDict>>,
+) -> PyResult<AggregatorParams> {
+    let rule = rule_named(rule)?;
+    let mut params = AggregatorParams::new(rule, n_experts);
+    let Some(settings) = settings else {
+        return Ok(params);
+    };
+    let settings = settings.copy()?;
+    let take = |name: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        let value = settings.get_item(name)?.filter(|v| !v.is_none());
+        settings.del_item(name).ok();
+        Ok(value)
+    };
+    if let Some(loss) = take("loss")? {
+        params.loss = Some(parse_loss(loss.extract::<&str>()?)?);
+    }
+    let learning_rate = take("learning_rate")?;
+    let horizon = take("horizon")?.map(|h| h.extract::<u64>()).transpose()?;
+    let eta = take("eta")?.map(|e| e.extract::<f64>()).transpose()?;
+    let beta = take("beta")?.map(|b| b.extract::<f64>()).transpose()?;
+    let given = [
+        learning_rate.is_some() || horizon.is_some(),
+        eta.is_some(),
+        beta.is_some(),
+    ];
+    if given.iter().filter(|&&g| g).count() > 1 {
+        return Err(PyValueError::new_err(
+            "invalid parameter `learning_rate`: give one of learning_rate (with horizon), eta \
+             or beta",
+        ));
+    }
+    params.rate = match (eta, beta) {
+        (Some(eta), _) => Some(LearningRate::Fixed(eta)),
+        (_, Some(beta)) => Some(lib(|| LearningRate::beta(beta))?),
+        _ => rate(learning_rate.as_ref(), horizon)?,
+    };
+    let mut value = serde_json::to_value(&params)
+        .map_err(|e| PyValueError::new_err(format!("cannot describe the settings: {e}")))?;
+    let fields = value
+        .as_object_mut()
+        .ok_or_else(|| PyValueError::new_err("the settings are not a map"))?;
+    let mut given = Vec::new();
+    for (key, item) in settings.iter() {
+        let key: String = key.extract()?;
+        if matches!(key.as_str(), "rule" | "n_experts" | "rate") {
+            return Err(PyValueError::new_err(format!(
+                "invalid parameter `{key}`: give it as {}",
+                match key.as_str() {
+                    "rate" => "learning_rate, eta or beta",
+                    _ => "the first arguments",
+                }
+            )));
+        }
+        if item.is_none() {
+            continue;
+        }
+        fields.insert(key.clone(), crate::values::from_py(&item, &key)?);
+        // Read after each field, so that a value of the wrong form is named.
+        serde_json::from_value::<AggregatorParams>(value_of(fields))
+            .map_err(|e| PyValueError::new_err(format!("invalid parameter `{key}`: {e}")))?;
+        given.push(key);
+    }
+    let params: AggregatorParams = serde_json::from_value(value_of(fields))
+        .map_err(|e| PyValueError::new_err(format!("invalid settings: {e}")))?;
+    // A keyword that is no field was ignored by serde: refuse it.
+    let read = serde_json::to_value(&params)
+        .map_err(|e| PyValueError::new_err(format!("cannot describe the settings: {e}")))?;
+    let known: Vec<String> = read
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    if let Some(unknown) = given.iter().find(|key| !known.contains(key)) {
+        return Err(PyValueError::new_err(format!(
+            "invalid parameter `{unknown}`: not a setting of the aggregation rules (they take \
+             loss, learning_rate, horizon, eta, beta and {})",
+            known
+                .iter()
+                .filter(|k| !matches!(k.as_str(), "rule" | "n_experts" | "rate" | "loss"))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(params)
+}
+
+fn value_of(fields: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    serde_json::Value::Object(fields.clone())
+}
+
+/// A rule by its library name.
+fn rule_named(name: &str) -> PyResult<Rule> {
+    use clap::ValueEnum;
+    Rule::from_str(name, false).map_err(|_| {
+        PyValueError::new_err(format!(
+            "invalid parameter `rule`: one of {:?}, got {name:?}",
+            rule_names()
+        ))
+    })
+}
+
+/// The library's rules, by name.
+fn rule_names() -> Vec<&'static str> {
+    use clap::ValueEnum;
+    Rule::value_variants().iter().map(|r| r.name()).collect()
+}
+
+aggregator_class!(PyAggregator, "Aggregator", {
+    /// Any aggregation rule of the library, by its name (`Aggregator.rules()` lists them),
+    /// with its settings as keywords: `loss` ("square", "absolute", "pinball:τ",
+    /// "zero-one"), the rate as `learning_rate` (a float η or a schedule's name, with
+    /// `horizon`), `eta` or `beta`, and any other setting of the library's aggregation
+    /// settings by its name (`loss_bound`, `prior`, `gradient`, `sample`, `alpha`, `seed`,
+    /// ...). The library resolves the rule's defaults and refuses, by name, a setting the
+    /// rule does not take or a bad value (ValueError).
+    #[new]
+    #[pyo3(signature = (rule, n_experts, **settings))]
+    fn new(rule: &str, n_experts: usize, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        Ok(Self {
+            run: Run::new(params_from(rule, n_experts, settings)?)?,
+        })
+    }
+
+    /// The names of the library's aggregation rules.
+    #[staticmethod]
+    fn rules() -> Vec<&'static str> {
+        rule_names()
+    }
+
+    /// The rule's name.
+    #[getter]
+    fn rule(&self) -> &'static str {
+        self.run.config().rule.name()
+    }
+
+    /// The forecast of the rule for this round's advice (a 1-D array of N values, or a
+    /// T × N array: one forecast per row, each with the current weights), without
+    /// learning: the prediction the rule would make in its next round, as the library
+    /// computes it (None, or NaN in an array, for the rules that choose an expert rather
+    /// than forecast, Hedge and FPL).
+    #[pyo3(signature = (advice, awake = None))]
+    fn predict(
+        &self,
+        py: Python<'_>,
+        advice: &Bound<'_, PyAny>,
+        awake: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        use pyo3::IntoPyObjectExt;
+        let two_d = advice
+            .cast::<numpy::PyUntypedArray>()
+            .is_ok_and(|a| numpy::PyUntypedArrayMethods::ndim(a) == 2);
+        let loss = self.run.loss();
+        // The round is played on a copy with a placeholder outcome: a rule's prediction
+        // is made before the outcome is revealed, so it does not depend on it.
+        let forecast = |advice: &[f64], awake: Option<&[bool]>| -> pacstream::Result<Option<f64>> {
+            let mut copy = self.run.rule.clone();
+            let round = AdviceRound {
+                advice,
+                outcome: 0.0,
+                awake,
+            };
+            Ok(copy.learn_advice(round, loss)?.prediction)
+        };
+        if !two_d {
+            let advice = arrays::values(advice, "advice")?;
+            let awake = awake.map(|a| arrays::flags(a, "awake")).transpose()?;
+            return lib(|| forecast(&advice, awake.as_deref()))?.into_py_any(py);
+        }
+        let advice = arrays::rows(advice, "advice")?;
+        let awake = awake.map(|a| arrays::mask(a, "awake")).transpose()?;
+        let (t, n) = advice.as_array().dim();
+        check_mask(awake.as_ref(), t, n)?;
+        let values = advice.as_slice()?;
+        let mask = awake.as_ref().map(|a| a.as_slice()).transpose()?;
+        let forecasts = py.detach(|| {
+            guard(|| {
+                (0..t)
+                    .map(|row| {
+                        forecast(&values[row * n..(row + 1) * n], awake_row(mask, row, n))
+                            .map(|p| p.unwrap_or(f64::NAN))
+                            .map_err(|e| round_error(e, row))
+                    })
+                    .collect::<PyResult<Vec<f64>>>()
+            })
+        })?;
+        PyArray1::from_vec(py, forecasts).into_py_any(py)
+    }
+});
+
 /// A loss by the library's name (`square`, `absolute`, `zero-one`, `pinball:0.9`).
 fn parse_loss(name: &str) -> PyResult<Loss> {
     name.parse::<Loss>().map_err(library_error)
@@ -559,5 +836,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHedge>()?;
     m.add_class::<PyEwa>()?;
     m.add_class::<PyFpl>()?;
+    m.add_class::<PyAggregator>()?;
     Ok(())
 }

@@ -102,7 +102,7 @@ where
         let (learner, point) = (&mut self.learner, &self.scratch);
         let step = lib(|| learner.learn_one(point))?;
         self.totals.record(&step);
-        Record::new(py, step)
+        Record::wrap(py, step)
     }
 
     pub fn learn_many<'py>(

@@ -43,7 +43,7 @@ impl std::fmt::Debug for Record {
 
 impl Record {
     /// The record of `step`, not yet turned into Python values.
-    pub fn new<T: Serialize + Send + Sync + 'static>(
+    pub fn wrap<T: Serialize + Send + Sync + 'static>(
         py: Python<'_>,
         step: T,
     ) -> PyResult<Py<PyAny>> {

@@ -59,3 +59,68 @@ pub fn from_json<T: DeserializeOwned>(text: &str, what: &str) -> PyResult<T> {
     serde_json::from_str(text)
         .map_err(|e| PyValueError::new_err(format!("invalid {what} snapshot: {e}")))
 }
+
+/// A Python value as the JSON value serde reads settings from: None, bool, int, float,
+/// str, a sequence (list, tuple, 1-D array) or a dict with str keys. A float must be
+/// finite (JSON has no NaN); anything else is a `TypeError`.
+pub fn from_py(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Value> {
+    use pyo3::exceptions::PyTypeError;
+    use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyTuple};
+    if value.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = value.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if value.cast::<PyInt>().is_ok() {
+        if let Ok(i) = value.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        return Ok(Value::from(value.extract::<u64>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "invalid parameter `{name}`: {value} is out of range"
+            ))
+        })?));
+    }
+    if let Ok(f) = value.cast::<PyFloat>() {
+        let f = f.value();
+        return serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "invalid parameter `{name}`: must be finite, got {f}"
+                ))
+            });
+    }
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_owned()));
+    }
+    if let Ok(dict) = value.cast::<PyDict>() {
+        let mut map = serde_json::Map::new();
+        for (key, item) in dict.iter() {
+            let key: String = key.extract().map_err(|_| {
+                PyTypeError::new_err(format!("`{name}`: the keys of a dict must be str"))
+            })?;
+            map.insert(key, from_py(&item, name)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    if value.cast::<PyList>().is_ok() || value.cast::<PyTuple>().is_ok() {
+        return value
+            .try_iter()?
+            .map(|item| from_py(&item?, name))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    // A NumPy array or scalar: through its Python values.
+    if value.hasattr("tolist")? {
+        let plain = value.call_method0("tolist")?;
+        if !plain.is(value) {
+            return from_py(&plain, name);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "`{name}` must be None, a bool, a number, a str, a sequence or a dict, got {}",
+        value.get_type().name()?
+    )))
+}

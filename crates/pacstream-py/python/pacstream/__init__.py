@@ -7,7 +7,10 @@ Array-first learners backed by the Rust library ``pacstream``:
 - k-means: :class:`KMeans` (batch: k-means++ then Lloyd), :class:`SequentialKMeans`;
 - :class:`Paco`: PACBO, online clustering with an unknown, changing number of clusters
   (Li, Guedj & Loustau 2018);
-- :class:`PrincipalCurve`: sequential principal curves (Li & Guedj 2021), with projection.
+- :class:`PrincipalCurve`: sequential principal curves (Li & Guedj 2021), with projection;
+- :class:`Aggregator`: any aggregation rule of the library by its name, and
+  :class:`Mixture`, an opera-like facade over it (history of the weights, losses, regret
+  and bound, and their figures).
 
 Every learner follows the online protocol: ``learn_one`` pays the loss of the current
 model on the revealed input, then updates, and returns the round's record; ``learn_many``
@@ -21,25 +24,31 @@ and :mod:`pacstream.sklearn`.
 
 from ._pacstream import (
     EWA,
+    Aggregator,
     FPL,
     Hedge,
     KMeans,
     Paco,
     PrincipalCurve,
     RandomizedWeightedMajority,
+    Record,
     SequentialKMeans,
     WeightedMajority,
     __version__,
 )
+from .mixture import Mixture
 
 __all__ = [
     "EWA",
+    "Aggregator",
     "FPL",
     "Hedge",
     "KMeans",
+    "Mixture",
     "Paco",
     "PrincipalCurve",
     "RandomizedWeightedMajority",
+    "Record",
     "SequentialKMeans",
     "WeightedMajority",
     "__version__",
