@@ -3,7 +3,9 @@
 
 use clap::ValueEnum;
 use numpy::{PyArray1, PyArray2, ToPyArray};
-use pacstream::kmeans::{Centres, Init, InitMethod, KMeans, KMeansConfig, KMeansParams};
+use pacstream::kmeans::{
+    Algorithm, Centres, Init, InitMethod, KMeans, KMeansConfig, KMeansParams, Stopping,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -11,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arrays;
 use crate::errors::lib;
-use crate::values::{from_json, serde_to_py, to_json};
+use crate::values::{from_json, named, serde_to_py, to_json};
 
 /// The seeding: a method by the library's name (`greedy++`, `k-means++`, `random`) or the
 /// initial centres as a k × d float64 array.
@@ -65,29 +67,32 @@ impl PyKMeans {
 
 #[pymethods]
 impl PyKMeans {
+    /// `stopping`: "changed-labels" (stop when at most tol × n points changed cluster)
+    /// or "centre-shift"; `algorithm`: "auto", "lloyd" or "hamerly" (the same fit, two
+    /// ways of computing it).
     #[new]
-    #[pyo3(signature = (n_clusters, *, init = None, n_init = None, max_iter = None, tol = None, seed = 0))]
+    #[pyo3(signature = (n_clusters, *, init = None, n_init = None, max_iter = None, tol = None,
+                        stopping = None, algorithm = None, seed = 0))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         n_clusters: usize,
         init: Option<&Bound<'_, PyAny>>,
         n_init: Option<usize>,
         max_iter: Option<usize>,
         tol: Option<f64>,
+        stopping: Option<&str>,
+        algorithm: Option<&str>,
         seed: u64,
     ) -> PyResult<Self> {
         let mut params = KMeansParams::new(n_clusters).seed(seed);
-        if let Some(init) = init {
-            params = params.init(init_from(init)?);
-        }
-        if let Some(v) = n_init {
-            params = params.n_init(v);
-        }
-        if let Some(v) = max_iter {
-            params = params.max_iter(v);
-        }
-        if let Some(v) = tol {
-            params = params.tol(v);
-        }
+        let init = init.map(init_from).transpose()?;
+        let stopping = stopping
+            .map(|name| named::<Stopping>(name, "stopping"))
+            .transpose()?;
+        let algorithm = algorithm
+            .map(|name| named::<Algorithm>(name, "algorithm"))
+            .transpose()?;
+        set_given!(params, init, n_init, max_iter, tol, stopping, algorithm);
         let config = lib(|| params.check())?;
         Ok(Self {
             state: State { config, fit: None },

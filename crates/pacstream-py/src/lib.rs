@@ -16,6 +16,18 @@
 
 use pyo3::prelude::*;
 
+/// Sets every builder field given (`Some`) on `params`: `set_given!(params, a, b)` is
+/// `if let Some(v) = a { params = params.a(v) }` and so on.
+macro_rules! set_given {
+    ($params:ident, $($field:ident),+ $(,)?) => {
+        $(
+            if let Some(value) = $field {
+                $params = $params.$field(value);
+            }
+        )+
+    };
+}
+
 mod arrays;
 mod errors;
 mod experts;

@@ -8,7 +8,7 @@ use numpy::{PyArray1, PyArray2, ToPyArray};
 use pacstream::describe::Describe;
 use pacstream::eval::Prequential;
 use pacstream::kmeans::{Centres, SequentialKMeans, SequentialKMeansParams, SequentialKMeansStep};
-use pacstream::paco::{Memory, Paco, PacoParams, PacoStep, ProposalScale, Radius};
+use pacstream::paco::{Memory, Paco, PacoParams, PacoStep, ProposalScale, Radius, Summation};
 use pacstream::{Step, UnsupervisedLearner};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -20,7 +20,7 @@ use crate::arrays;
 use crate::errors::{guard, lib, library_error};
 use crate::kmeans::init_from;
 use crate::record::Record;
-use crate::values::{from_json, serde_to_py, to_json};
+use crate::values::{from_json, named, serde_to_py, to_json};
 
 /// What `learn_many` writes per round beyond the loss: the label (nearest centre) and one
 /// count (clusters, segments), each -1 where the round has none.
@@ -289,6 +289,18 @@ macro_rules! point_learner {
                 self.run.dim()
             }
 
+            /// Whether the warm-up buffer is still filling.
+            #[getter]
+            fn warming_up(&self) -> bool {
+                self.run.learner().is_warming_up()
+            }
+
+            /// What the learner did so far (as the library reports it), as a dict.
+            #[getter]
+            fn report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                serde_to_py(py, self.run.learner().report())
+            }
+
             /// The snapshot as JSON text: learner, random state and totals. `from_json`
             /// resumes it bit for bit.
             fn to_json(&self) -> PyResult<String> {
@@ -323,14 +335,56 @@ macro_rules! point_learner {
     };
 }
 
-fn centres_array<'py>(
-    py: Python<'py>,
-    centres: Option<&Centres>,
-) -> Option<Bound<'py, PyArray2<f64>>> {
-    centres.map(|c| c.to_array().to_pyarray(py))
+/// [`point_learner!`] for the learners whose model is a set of centres (sequential
+/// k-means, PACBO): their centres, and the nearest centre, the distances and the inertia
+/// of a batch of rows under them.
+macro_rules! centre_learner {
+    ($class:ident, $name:literal, $learner:ty, { $($extra:tt)* }) => {
+        point_learner!($class, $name, $learner, {
+            $($extra)*
+
+            /// The centres, one row each (None before the first point; during a warm-up,
+            /// what the learner holds then).
+            #[getter]
+            fn centres<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
+                self.run.learner().centres().map(|c| c.to_array().to_pyarray(py))
+            }
+
+            /// The nearest centre of every row of `X` (-1 before a model exists).
+            #[pyo3(signature = (X))]
+            #[allow(non_snake_case)]
+            fn predict<'py>(
+                &self,
+                py: Python<'py>,
+                X: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+                predict_rows(py, self.run.learner().centres(), self.run.dim(), X)
+            }
+
+            /// The squared distance of every row of `X` to every centre (n × k;
+            /// ValueError before a model exists).
+            #[pyo3(signature = (X))]
+            #[allow(non_snake_case)]
+            fn transform<'py>(
+                &self,
+                py: Python<'py>,
+                X: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+                transform_rows(py, self.run.learner().centres(), X)
+            }
+
+            /// The inertia of the current centres on `X`: the sum over its rows of the
+            /// loss the model would pay (ValueError before a model exists).
+            #[pyo3(signature = (X))]
+            #[allow(non_snake_case)]
+            fn inertia_on(&self, py: Python<'_>, X: &Bound<'_, PyAny>) -> PyResult<f64> {
+                inertia_rows(py, self.run.learner().centres(), X)
+            }
+        });
+    };
 }
 
-point_learner!(PySequentialKMeans, "SequentialKMeans", SequentialKMeans, {
+centre_learner!(PySequentialKMeans, "SequentialKMeans", SequentialKMeans, {
     /// Sequential (online) k-means: a warm-up buffer fitted by k-means++ and Lloyd, then
     /// each point moves its nearest centre by 1/n_j (optionally with decay and
     /// reassignment of starved centres). Settings are checked by the library; a bad one
@@ -347,29 +401,12 @@ point_learner!(PySequentialKMeans, "SequentialKMeans", SequentialKMeans, {
         seed: u64,
     ) -> PyResult<Self> {
         let mut params = SequentialKMeansParams::new(n_clusters).seed(seed);
-        if let Some(init) = init {
-            params = params.init(init_from(init)?);
-        }
-        if let Some(size) = init_size {
-            params = params.init_size(size);
-        }
-        if let Some(half_life) = decay_half_life {
-            params = params.decay_half_life(half_life);
-        }
-        if let Some(ratio) = reassignment_ratio {
-            params = params.reassignment_ratio(ratio);
-        }
+        let init = init.map(init_from).transpose()?;
+        set_given!(params, init, init_size, decay_half_life, reassignment_ratio);
         let config = lib(|| params.check())?;
         Ok(Self {
             run: Run::new(config.build()),
         })
-    }
-
-    /// The centres, one row each (None before the first point; the distinct points seen
-    /// during the warm-up).
-    #[getter]
-    fn centres<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
-        centres_array(py, self.run.learner().centres())
     }
 
     /// The (decayed) number of points of each centre.
@@ -378,53 +415,10 @@ point_learner!(PySequentialKMeans, "SequentialKMeans", SequentialKMeans, {
         PyArray1::from_slice(py, self.run.learner().counts())
     }
 
-    /// Whether the warm-up buffer is still filling.
-    #[getter]
-    fn warming_up(&self) -> bool {
-        self.run.learner().is_warming_up()
-    }
-
     /// The settings by name, as the library names them.
     #[getter]
     fn settings(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         serde_to_py(py, &self.run.learner().settings())
-    }
-
-    /// What the learner did (reassignments, warm-up inertia), as a dict.
-    #[getter]
-    fn report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        serde_to_py(py, self.run.learner().report())
-    }
-
-    /// The nearest centre of every row of `X` (-1 before a model exists).
-    #[pyo3(signature = (X))]
-    #[allow(non_snake_case)]
-    fn predict<'py>(
-        &self,
-        py: Python<'py>,
-        X: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        predict_rows(py, self.run.learner().centres(), self.run.dim(), X)
-    }
-
-    /// The squared distance of every row of `X` to every centre (n × k; ValueError before
-    /// a model exists).
-    #[pyo3(signature = (X))]
-    #[allow(non_snake_case)]
-    fn transform<'py>(
-        &self,
-        py: Python<'py>,
-        X: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        transform_rows(py, self.run.learner().centres(), X)
-    }
-
-    /// The inertia of the current centres on `X`: the sum over its rows of the loss the
-    /// model would pay (ValueError before a model exists).
-    #[pyo3(signature = (X))]
-    #[allow(non_snake_case)]
-    fn inertia_on(&self, py: Python<'_>, X: &Bound<'_, PyAny>) -> PyResult<f64> {
-        inertia_rows(py, self.run.learner().centres(), X)
     }
 
     /// None: no theorem bounds the regret of sequential k-means (the library gives none).
@@ -516,28 +510,31 @@ pub fn inertia_rows(
     })
 }
 
-fn paco_radius(radius: &Bound<'_, PyAny>) -> PyResult<Radius> {
+/// A radius: a number, or "auto" (the library's choice from the warm-up).
+fn radius_from<R>(radius: &Bound<'_, PyAny>, auto: R, given: fn(f64) -> R) -> PyResult<R> {
     if let Ok(text) = radius.extract::<String>() {
         if text == "auto" {
-            return Ok(Radius::Auto);
+            return Ok(auto);
         }
         return Err(PyValueError::new_err(format!(
             "invalid parameter `radius`: a number or \"auto\", got {text:?}"
         )));
     }
-    Ok(Radius::Given(radius.extract::<f64>()?))
+    Ok(given(radius.extract::<f64>()?))
 }
 
-point_learner!(PyPaco, "Paco", Paco, {
+centre_learner!(PyPaco, "Paco", Paco, {
     /// PACBO (Li, Guedj & Loustau 2018): online clustering with an unknown and changing
     /// number of clusters, each round's clustering drawn from a Gibbs quasi-posterior by
     /// reversible-jump MCMC. Every setting left as None takes the library's calibrated
-    /// default; a bad one raises ValueError naming it.
+    /// default; a bad one raises ValueError naming it. `proposal`: "laplace" or "paper";
+    /// `summation`: "auto", "point-by-point" or "index" (how the quasi-posterior sums the
+    /// past losses; the same value either way).
     #[new]
     #[pyo3(signature = (*, max_k = None, radius = None, center = None, scale = None,
                         warmup = None, eta = None, coeff = None, proposal = None,
                         proposal_scale = None, iterations = None, window = None,
-                        restart = None, seed = 0))]
+                        restart = None, summation = None, seed = 0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         max_k: Option<usize>,
@@ -552,63 +549,40 @@ point_learner!(PyPaco, "Paco", Paco, {
         iterations: Option<usize>,
         window: Option<usize>,
         restart: Option<bool>,
+        summation: Option<&str>,
         seed: u64,
     ) -> PyResult<Self> {
         let mut params = PacoParams::new().seed(seed);
-        if let Some(v) = max_k {
-            params = params.max_k(v);
-        }
-        if let Some(v) = radius {
-            params = params.radius(paco_radius(v)?);
-        }
-        if let Some(v) = center {
-            params = params.center(v);
-        }
-        if let Some(v) = scale {
-            params = params.scale(v);
-        }
-        if let Some(v) = warmup {
-            params = params.warmup(v);
-        }
-        if let Some(v) = eta {
-            params = params.eta(v);
-        }
-        if let Some(v) = coeff {
-            params = params.coeff(v);
-        }
-        if let Some(name) = proposal {
-            let rule = [ProposalScale::Laplace, ProposalScale::Paper]
-                .into_iter()
-                .find(|rule| rule.name() == name)
-                .ok_or_else(|| {
-                    PyValueError::new_err(format!(
-                        "invalid parameter `proposal`: \"laplace\" or \"paper\", got {name:?}"
-                    ))
-                })?;
-            params = params.proposal(rule);
-        }
-        if let Some(v) = proposal_scale {
-            params = params.proposal_scale(v);
-        }
-        if let Some(v) = iterations {
-            params = params.iterations(v);
-        }
-        if let Some(v) = window {
-            params = params.memory(Memory::Window(v));
-        }
-        if let Some(v) = restart {
-            params = params.restart(v);
-        }
+        let radius = radius
+            .map(|r| radius_from(r, Radius::Auto, Radius::Given))
+            .transpose()?;
+        let proposal = proposal
+            .map(|name| named::<ProposalScale>(name, "proposal"))
+            .transpose()?;
+        let summation = summation
+            .map(|name| named::<Summation>(name, "summation"))
+            .transpose()?;
+        let memory = window.map(Memory::Window);
+        set_given!(
+            params,
+            max_k,
+            radius,
+            center,
+            scale,
+            warmup,
+            eta,
+            coeff,
+            proposal,
+            proposal_scale,
+            iterations,
+            memory,
+            restart,
+            summation
+        );
         let config = lib(|| params.check())?;
         Ok(Self {
             run: Run::new(config.build()),
         })
-    }
-
-    /// The centres of the current clustering, one row each (None before one exists).
-    #[getter]
-    fn centres<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
-        centres_array(py, self.run.learner().centres())
     }
 
     /// k̂, the number of clusters of the current clustering.
@@ -617,33 +591,10 @@ point_learner!(PyPaco, "Paco", Paco, {
         self.run.learner().n_clusters()
     }
 
-    /// Whether the warm-up buffer is still filling.
-    #[getter]
-    fn warming_up(&self) -> bool {
-        self.run.learner().is_warming_up()
-    }
-
     /// The validated settings, as a dict.
     #[getter]
     fn settings(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         serde_to_py(py, self.run.learner().config())
-    }
-
-    /// What the chain did so far (iterations, accepted moves, points beyond R), as a dict.
-    #[getter]
-    fn report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        serde_to_py(py, self.run.learner().report())
-    }
-
-    /// The nearest centre of every row of `X` (-1 before a clustering exists).
-    #[pyo3(signature = (X))]
-    #[allow(non_snake_case)]
-    fn predict<'py>(
-        &self,
-        py: Python<'py>,
-        X: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        predict_rows(py, self.run.learner().centres(), self.run.dim(), X)
     }
 
     /// The run against the best fixed k-clustering of the predicted rows in hindsight for
@@ -669,61 +620,65 @@ point_learner!(
         /// Sequential principal curves (slpc, Li & Guedj 2021): a polygonal line through the
         /// stream, chosen each round by follow the perturbed leader over candidate curves.
         /// Settings left as None take the library's defaults; a bad one raises ValueError
-        /// naming it.
+        /// naming it. `radius`: a number or "auto"; `feedback`: "bandit" or "full";
+        /// `estimator`: "label-efficient" or "paper".
         #[new]
         #[pyo3(signature = (*, radius = None, delta = None, max_segments = None, max_length = None,
-                        penalty = None, feedback = None, explore = None, warmup = None,
-                        window = None, seed = 0))]
+                        penalty = None, eta_scale = None, feedback = None, estimator = None,
+                        explore = None, alpha = None, local_vertices = None,
+                        max_candidates = None, warmup = None, window = None, bin_side = None,
+                        max_atoms = None, seed = 0))]
         #[allow(clippy::too_many_arguments)]
         fn new(
-            radius: Option<f64>,
+            radius: Option<&Bound<'_, PyAny>>,
             delta: Option<f64>,
             max_segments: Option<usize>,
             max_length: Option<f64>,
             penalty: Option<f64>,
+            eta_scale: Option<f64>,
             feedback: Option<&str>,
+            estimator: Option<&str>,
             explore: Option<f64>,
+            alpha: Option<f64>,
+            local_vertices: Option<usize>,
+            max_candidates: Option<usize>,
             warmup: Option<usize>,
             window: Option<usize>,
+            bin_side: Option<f64>,
+            max_atoms: Option<usize>,
             seed: u64,
         ) -> PyResult<Self> {
-            use pacstream::curves::{Feedback, Memory, PrincipalCurveParams, Radius};
+            use pacstream::curves::{Estimator, Feedback, Memory, PrincipalCurveParams, Radius};
             let mut params = PrincipalCurveParams::new().seed(seed);
-            if let Some(v) = radius {
-                params = params.radius(Radius::Given(v));
-            }
-            if let Some(v) = delta {
-                params = params.delta(v);
-            }
-            if let Some(v) = max_segments {
-                params = params.max_segments(v);
-            }
-            if let Some(v) = max_length {
-                params = params.max_length(v);
-            }
-            if let Some(v) = penalty {
-                params = params.penalty(v);
-            }
-            if let Some(name) = feedback {
-                params = params.feedback(match name {
-                    "bandit" => Feedback::Bandit,
-                    "full" => Feedback::Full,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "invalid parameter `feedback`: \"bandit\" or \"full\", got {other:?}"
-                        )));
-                    }
-                });
-            }
-            if let Some(v) = explore {
-                params = params.explore(v);
-            }
-            if let Some(v) = warmup {
-                params = params.warmup(v);
-            }
-            if let Some(v) = window {
-                params = params.memory(Memory::Window(v));
-            }
+            let radius = radius
+                .map(|r| radius_from(r, Radius::Auto, Radius::Given))
+                .transpose()?;
+            let feedback = feedback
+                .map(|name| named::<Feedback>(name, "feedback"))
+                .transpose()?;
+            let estimator = estimator
+                .map(|name| named::<Estimator>(name, "estimator"))
+                .transpose()?;
+            let memory = window.map(Memory::Window);
+            set_given!(
+                params,
+                radius,
+                delta,
+                max_segments,
+                max_length,
+                penalty,
+                eta_scale,
+                feedback,
+                estimator,
+                explore,
+                alpha,
+                local_vertices,
+                max_candidates,
+                warmup,
+                memory,
+                bin_side,
+                max_atoms
+            );
             let config = lib(|| params.check())?;
             Ok(Self {
                 run: Run::new(config.build()),
@@ -747,12 +702,6 @@ point_learner!(
         #[getter]
         fn settings(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
             serde_to_py(py, self.run.learner().config())
-        }
-
-        /// What the learner did (exploration rounds, curve changes), as a dict.
-        #[getter]
-        fn report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-            serde_to_py(py, self.run.learner().report())
         }
 
         /// Projects every row of `X` on the current curve: a dict with `points` (the nearest

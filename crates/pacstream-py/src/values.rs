@@ -124,3 +124,20 @@ pub fn from_py(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Value> {
         value.get_type().name()?
     )))
 }
+
+/// A library enum by its serde name as `settings` shows it (`PointByPoint`), or the same
+/// words in lower case with `-` or `_` (`point-by-point`).
+pub fn named<E: DeserializeOwned>(value: &str, parameter: &str) -> PyResult<E> {
+    let pascal: String = value
+        .split(['-', '_'])
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect();
+    serde_json::from_value(Value::String(value.to_owned()))
+        .or_else(|_| serde_json::from_value(Value::String(pascal)))
+        .map_err(|e| PyValueError::new_err(format!("invalid parameter `{parameter}`: {e}")))
+}

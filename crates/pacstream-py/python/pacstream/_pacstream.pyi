@@ -57,6 +57,8 @@ class SequentialKMeans(_PointLearner):
     @property
     def bound(self) -> None: ...
     def predict(self, X: _F64) -> _I64: ...
+    def transform(self, X: _F64) -> _F64: ...
+    def inertia_on(self, X: _F64) -> float: ...
     @staticmethod
     def from_json(text: str) -> SequentialKMeans: ...
 
@@ -76,6 +78,7 @@ class Paco(_PointLearner):
         iterations: int | None = None,
         window: int | None = None,
         restart: bool | None = None,
+        summation: str | None = None,
         seed: int = 0,
     ) -> None: ...
     @property
@@ -85,6 +88,8 @@ class Paco(_PointLearner):
     @property
     def warming_up(self) -> bool: ...
     def predict(self, X: _F64) -> _I64: ...
+    def transform(self, X: _F64) -> _F64: ...
+    def inertia_on(self, X: _F64) -> float: ...
     def hindsight(self, restarts: int = 5, seed: int = 0) -> dict[str, Any]: ...
     @staticmethod
     def from_json(text: str) -> Paco: ...
@@ -93,15 +98,22 @@ class PrincipalCurve(_PointLearner):
     def __init__(
         self,
         *,
-        radius: float | None = None,
+        radius: float | str | None = None,
         delta: float | None = None,
         max_segments: int | None = None,
         max_length: float | None = None,
         penalty: float | None = None,
+        eta_scale: float | None = None,
         feedback: str | None = None,
+        estimator: str | None = None,
         explore: float | None = None,
+        alpha: float | None = None,
+        local_vertices: int | None = None,
+        max_candidates: int | None = None,
         warmup: int | None = None,
         window: int | None = None,
+        bin_side: float | None = None,
+        max_atoms: int | None = None,
         seed: int = 0,
     ) -> None: ...
     @property
@@ -119,6 +131,8 @@ class KMeans:
         n_init: int | None = None,
         max_iter: int | None = None,
         tol: float | None = None,
+        stopping: str | None = None,
+        algorithm: str | None = None,
         seed: int = 0,
     ) -> None: ...
     def fit(self, X: _F64, sample_weight: _F64 | None = None) -> KMeans: ...

@@ -106,6 +106,11 @@ class SequentialKMeans(_PointClusterer):
         The warm-up points (None: 10·k).
     decay_half_life
         After this many points a point's weight in its centre has halved (None: no decay).
+    reassignment_ratio
+        Move a centre whose count falls below this ratio of the largest to a recent point
+        (None: never).
+    init
+        The seeding of the warm-up buffer: "greedy++" (default), "k-means++" or "random".
     seed
         The seed of the seeding and reassignment draws (None: 0).
     """
@@ -115,19 +120,25 @@ class SequentialKMeans(_PointClusterer):
         n_clusters: int = 5,
         init_size: int | None = None,
         decay_half_life: float | None = None,
+        reassignment_ratio: float | None = None,
+        init: str | None = None,
         seed: int | None = None,
     ):
         self.n_clusters = n_clusters
         self.init_size = init_size
         self.decay_half_life = decay_half_life
+        self.reassignment_ratio = reassignment_ratio
+        self.init = init
         self.seed = seed
         self._init_state()
 
     def _make_core(self):
         return _pacstream.SequentialKMeans(
             self.n_clusters,
+            init=self.init,
             init_size=self.init_size,
             decay_half_life=self.decay_half_life,
+            reassignment_ratio=self.reassignment_ratio,
             seed=0 if self.seed is None else self.seed,
         )
 
@@ -151,9 +162,16 @@ class Paco(_PointClusterer):
         MCMC iterations per round (None: the default).
     window
         Keep only the last W points (None: every point, the setting of the bound).
+    radius, center, scale, eta, coeff, proposal, proposal_scale, restart, summation
+        As ``pacstream.Paco`` (None: the library's default).
     seed
         The seed of the chain (None: 0).
     """
+
+    _SETTINGS = (
+        "max_k", "warmup", "iterations", "window", "radius", "center", "scale", "eta",
+        "coeff", "proposal", "proposal_scale", "restart", "summation",
+    )
 
     def __init__(
         self,
@@ -161,23 +179,36 @@ class Paco(_PointClusterer):
         warmup: int | None = None,
         iterations: int | None = None,
         window: int | None = None,
+        radius: float | str | None = None,
+        center: bool | None = None,
+        scale: bool | None = None,
+        eta: float | None = None,
+        coeff: float | None = None,
+        proposal: str | None = None,
+        proposal_scale: float | None = None,
+        restart: bool | None = None,
+        summation: str | None = None,
         seed: int | None = None,
     ):
         self.max_k = max_k
         self.warmup = warmup
         self.iterations = iterations
         self.window = window
+        self.radius = radius
+        self.center = center
+        self.scale = scale
+        self.eta = eta
+        self.coeff = coeff
+        self.proposal = proposal
+        self.proposal_scale = proposal_scale
+        self.restart = restart
+        self.summation = summation
         self.seed = seed
         self._init_state()
 
     def _make_core(self):
-        return _pacstream.Paco(
-            max_k=self.max_k,
-            warmup=self.warmup,
-            iterations=self.iterations,
-            window=self.window,
-            seed=0 if self.seed is None else self.seed,
-        )
+        settings = {name: getattr(self, name) for name in self._SETTINGS}
+        return _pacstream.Paco(seed=0 if self.seed is None else self.seed, **settings)
 
     @property
     def n_clusters(self) -> int | None:

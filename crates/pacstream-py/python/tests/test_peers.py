@@ -83,9 +83,68 @@ EXPECTED_FAILURES = {
 }
 
 
-@parametrize_with_checks([psk.KMeans()], expected_failed_checks=lambda est: EXPECTED_FAILURES)
+def _expected_failures(estimator):
+    # KMeans.fit takes sample_weight; the stream estimators take none, so the check does
+    # not run on them.
+    return EXPECTED_FAILURES if isinstance(estimator, psk.KMeans) else {}
+
+
+# Paco with 20 MCMC iterations per point (the library's default is 500), to keep the suite
+# short; the checks are about conventions, not about the chain's mixing.
+@parametrize_with_checks(
+    [psk.KMeans(), psk.SequentialKMeans(n_clusters=3), psk.Paco(iterations=20), psk.PrincipalCurve()],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
+
+
+def test_sklearn_stream_clusterers_are_the_core_streams():
+    import pacstream as ps
+
+    rng = np.random.default_rng(6)
+    X = np.ascontiguousarray(np.repeat(rng.normal(scale=5, size=(3, 2)), 100, axis=0) + rng.normal(size=(300, 2)))
+    rng.shuffle(X)
+    ours = psk.SequentialKMeans(n_clusters=3, random_state=4).fit(X)
+    core = ps.SequentialKMeans(3, init_size=30, seed=4)
+    core.learn_many(X)
+    np.testing.assert_array_equal(ours.cluster_centers_, core.centres)
+    np.testing.assert_array_equal(ours.labels_, core.predict(X))
+    assert ours.cumulative_loss_ == core.cumulative_loss and ours.n_steps_ == 300
+    # partial_fit in batches is the same stream
+    parts = psk.SequentialKMeans(n_clusters=3, random_state=4)
+    for start in range(0, 300, 60):
+        parts.partial_fit(X[start : start + 60])
+    np.testing.assert_array_equal(parts.cluster_centers_, core.centres)
+    with pytest.raises(ValueError, match="features"):
+        parts.partial_fit(X[:, :1])
+
+    paco = psk.Paco(iterations=30, random_state=2).fit(X)
+    core = ps.Paco(iterations=30, seed=2)
+    core.learn_many(X)
+    np.testing.assert_array_equal(paco.cluster_centers_, core.centres)
+    assert paco.n_clusters_ == core.n_clusters
+    assert paco.cumulative_loss_ == core.cumulative_loss
+
+
+def test_sklearn_principal_curve_transform_is_the_projection_index():
+    import pacstream as ps
+
+    rng = np.random.default_rng(7)
+    t = rng.uniform(0, 3, 300)
+    X = np.ascontiguousarray(np.column_stack([t, np.sin(t)]) + rng.normal(scale=0.05, size=(300, 2)))
+    ours = psk.PrincipalCurve(random_state=3).fit(X)
+    core = ps.PrincipalCurve(seed=3)
+    core.learn_many(X)
+    np.testing.assert_array_equal(ours.vertices_, core.vertices)
+    projection = core.project(X)
+    index = ours.transform(X)
+    assert index.shape == (300, 1)
+    np.testing.assert_array_equal(index[:, 0], projection["arc_length"])
+    np.testing.assert_array_equal(ours.project(X), projection["points"])
+    assert ours.score(X) == -np.mean(projection["squared_distance"])
+    with pytest.raises(ValueError, match="n_samples = 1"):
+        psk.PrincipalCurve().fit(X[:1])
 
 
 def test_sklearn_kmeans_is_the_core_fit():
