@@ -6,6 +6,10 @@
 # parametrize_with_checks). The equality tests run the command line built from the same
 # sources.
 #
+# Then the abi3 wheel that `maturin build --release` makes is installed into a fresh
+# virtual environment of its own (target/python-wheel-venv, made anew each run) and
+# imported from there (python/tests/smoke_wheel.py).
+#
 #   PACSTREAM_PY_VENV   where to make the virtual environment (default target/python-venv)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -22,3 +26,13 @@ VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --release --quiet
 
 PACSTREAM_CLI="$root/target/release/pacstream" "$venv/bin/python" -m pytest -q \
     python/tests --doctest-modules python/pacstream
+
+wheels="$root/target/wheels"
+rm -f "$wheels"/pacstream-*.whl
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin build --release --quiet --out "$wheels"
+wheel_venv="$root/target/python-wheel-venv"
+rm -rf "$wheel_venv"
+python3 -m venv "$wheel_venv"
+"$wheel_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "$wheels"/pacstream-*-abi3-*.whl
+(cd "$wheel_venv" && "$wheel_venv/bin/python" "$root/crates/pacstream-py/python/tests/smoke_wheel.py")

@@ -401,3 +401,49 @@ def test_the_readme_python_example_runs(monkeypatch, capsys):
     for block in blocks:
         exec(compile(block.split("```")[0], "README.md", "exec"), {})
     assert "[[" in capsys.readouterr().out
+
+
+# --- every setting of the library reaches Python ------------------------------------------
+
+# The constructor keyword of a setting whose Python name differs from the library's.
+ALIASES = {"memory": "window", "k": "n_clusters", "decay": "decay_half_life"}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: ps.SequentialKMeans(3), lambda: ps.Paco(), lambda: ps.PrincipalCurve(), lambda: ps.KMeans(3)],
+    ids=["sequential-kmeans", "paco", "curve", "kmeans"],
+)
+def test_every_setting_the_library_reports_is_a_constructor_keyword(make):
+    import inspect
+
+    learner = make()
+    keywords = set(inspect.signature(type(learner)).parameters)
+    missing = [name for name in learner.settings if ALIASES.get(name, name) not in keywords]
+    assert not missing, f"settings of the library with no keyword: {missing}"
+
+
+def test_the_new_settings_reach_the_library():
+    paco = ps.Paco(summation="point-by-point", proposal="paper", radius="auto")
+    assert paco.settings["summation"] == "PointByPoint" and paco.settings["proposal"] == "Paper"
+    curve = ps.PrincipalCurve(
+        estimator="paper", alpha=0.5, eta_scale=10.0, local_vertices=8, max_candidates=64,
+        bin_side=0.25, max_atoms=512, radius=3.0,
+    )
+    expected = {"estimator": "Paper", "alpha": 0.5, "eta_scale": 10.0, "local_vertices": 8,
+                "max_candidates": 64, "bin_side": 0.25, "max_atoms": 512, "radius": {"Given": 3.0}}
+    assert {k: curve.settings[k] for k in expected} == expected
+    X = stream(300)
+    lloyd = ps.KMeans(3, algorithm="lloyd", seed=1).fit(X)
+    hamerly = ps.KMeans(3, algorithm="hamerly", stopping="centre-shift", seed=1).fit(X)
+    np.testing.assert_allclose(lloyd.centres, hamerly.centres)
+    for make, name in [
+        (lambda: ps.Paco(summation="sometimes"), "summation"),
+        (lambda: ps.PrincipalCurve(estimator="best"), "estimator"),
+        (lambda: ps.PrincipalCurve(radius="big"), "radius"),
+        (lambda: ps.KMeans(3, algorithm="elkan"), "algorithm"),
+        (lambda: ps.KMeans(3, stopping="never"), "stopping"),
+        (lambda: ps.PrincipalCurve(local_vertices=1), "local_vertices"),
+    ]:
+        with pytest.raises(ValueError, match=f"`{name}`"):
+            make()
