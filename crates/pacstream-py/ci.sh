@@ -8,7 +8,7 @@
 #
 # Then the abi3 wheel that `maturin build --release` makes is installed into a fresh
 # virtual environment of its own (target/python-wheel-venv, made anew each run) and
-# imported from there (python/tests/smoke_wheel.py).
+# imported from there (smoke_wheel.py).
 #
 #   PACSTREAM_PY_VENV   where to make the virtual environment (default target/python-venv)
 set -euo pipefail
@@ -35,4 +35,4 @@ rm -rf "$wheel_venv"
 python3 -m venv "$wheel_venv"
 "$wheel_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "$wheels"/pacstream-*-abi3-*.whl
-(cd "$wheel_venv" && "$wheel_venv/bin/python" "$root/crates/pacstream-py/python/tests/smoke_wheel.py")
+(cd "$wheel_venv" && "$wheel_venv/bin/python" "$root/crates/pacstream-py/smoke_wheel.py")
