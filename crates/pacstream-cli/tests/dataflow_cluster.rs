@@ -92,6 +92,37 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
+/// The arguments of process `process` of a cluster of `processes` processes of `workers`
+/// threads each: `base`, the cluster options, and (process 0) the records and summary files.
+fn process_args(
+    base: &[String],
+    (processes, process, workers): (usize, usize, usize),
+    hosts: Option<&Path>,
+    outputs: (&Path, &Path),
+) -> Vec<String> {
+    let mut all = base.to_vec();
+    all.extend(strings(&["--workers", &workers.to_string()]));
+    if let Some(hosts) = hosts {
+        all.extend(strings(&[
+            "--processes",
+            &processes.to_string(),
+            "--process",
+            &process.to_string(),
+            "--hostfile",
+            hosts.to_str().unwrap(),
+        ]));
+    }
+    if process == 0 {
+        all.extend(strings(&[
+            "--output",
+            outputs.0.to_str().unwrap(),
+            "--summary",
+            outputs.1.to_str().unwrap(),
+        ]));
+    }
+    all
+}
+
 /// Runs `args` on `processes` processes of `workers` threads; returns (records, summary).
 fn cluster(
     dir: &Path,
@@ -102,36 +133,39 @@ fn cluster(
 ) -> (String, String) {
     let output = dir.join(format!("{name}.jsonl"));
     let summary = dir.join(format!("{name}.json"));
-    let mut children = Vec::new();
     let hosts = (processes > 1).then(|| hostfile(dir, processes));
-    for process in 0..processes {
-        let mut all = args.to_vec();
-        all.extend(strings(&["--workers", &workers.to_string()]));
-        if let Some(hosts) = &hosts {
-            all.extend(strings(&[
-                "--processes",
-                &processes.to_string(),
-                "--process",
-                &process.to_string(),
-                "--hostfile",
-                hosts.to_str().unwrap(),
-            ]));
-        }
-        if process == 0 {
-            all.extend(strings(&[
-                "--output",
-                output.to_str().unwrap(),
-                "--summary",
-                summary.to_str().unwrap(),
-            ]));
-        }
-        children.push(spawn(&all));
-    }
+    let children = (0..processes)
+        .map(|process| {
+            spawn(&process_args(
+                args,
+                (processes, process, workers),
+                hosts.as_deref(),
+                (&output, &summary),
+            ))
+        })
+        .collect();
     wait_all(children);
     (
         fs::read_to_string(output).unwrap(),
         fs::read_to_string(summary).unwrap(),
     )
+}
+
+/// Keyed sequential k-means (k = 3) on the key column, in epochs of `epoch_size` rows.
+fn keyed_args(data: &Path, epoch_size: usize) -> Vec<String> {
+    strings(&[
+        "dataflow",
+        "keyed",
+        data.to_str().unwrap(),
+        "--key",
+        "key",
+        "--k",
+        "3",
+        "--init-size",
+        "20",
+        "--epoch-size",
+        &epoch_size.to_string(),
+    ])
 }
 
 fn kmeans_args(data: &Path) -> Vec<String> {
@@ -224,19 +258,7 @@ fn keyed_learners_with_a_skewed_key_on_3_processes_equal_one_process() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data.csv");
     write_data(&data, 4000);
-    let args = strings(&[
-        "dataflow",
-        "keyed",
-        data.to_str().unwrap(),
-        "--key",
-        "key",
-        "--k",
-        "3",
-        "--init-size",
-        "20",
-        "--epoch-size",
-        "300",
-    ]);
+    let args = keyed_args(&data, 300);
     let (records, summary) = cluster(dir.path(), "one", &args, 1, 1);
     assert_eq!(
         records
@@ -269,21 +291,8 @@ fn a_process_killed_mid_stream_restarts_from_the_checkpoints_to_the_same_output(
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data.csv");
     write_data(&data, 40_000);
-    let args = strings(&[
-        "dataflow",
-        "keyed",
-        data.to_str().unwrap(),
-        "--key",
-        "key",
-        "--k",
-        "3",
-        "--init-size",
-        "20",
-        "--epoch-size",
-        "200",
-        "--checkpoint-every",
-        "2",
-    ]);
+    let mut args = keyed_args(&data, 200);
+    args.extend(strings(&["--checkpoint-every", "2"]));
     let (records, summary) = cluster(dir.path(), "uninterrupted", &args, 1, 1);
 
     let checkpoints = dir.path().join("checkpoints");
@@ -298,23 +307,12 @@ fn a_process_killed_mid_stream_restarts_from_the_checkpoints_to_the_same_output(
     let run = |hosts: &Path| -> Vec<Child> {
         (0..2)
             .map(|process| {
-                let mut all = with_checkpoints.clone();
-                all.extend(strings(&[
-                    "--processes",
-                    "2",
-                    "--process",
-                    &process.to_string(),
-                    "--hostfile",
-                    hosts.to_str().unwrap(),
-                ]));
-                if process == 0 {
-                    all.extend(strings(&[
-                        "--output",
-                        output.to_str().unwrap(),
-                        "--summary",
-                        summary_path.to_str().unwrap(),
-                    ]));
-                }
+                let all = process_args(
+                    &with_checkpoints,
+                    (2, process, 1),
+                    Some(hosts),
+                    (&output, &summary_path),
+                );
                 if process == 0 {
                     spawn_to(&all, fs::File::create(&notes).unwrap().into())
                 } else {
@@ -409,5 +407,103 @@ fn cluster_options_out_of_range_are_refused_before_anything_starts() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
         assert!(stderr.contains(message), "{extra:?}: {stderr}");
+    }
+}
+
+/// Starts every process of a cluster and returns, per process, its exit code and stderr,
+/// killing them all if one outlives the limit.
+fn outcomes(dir: &Path, args: &[String], processes: usize) -> Vec<(Option<i32>, String)> {
+    let hosts = (processes > 1).then(|| hostfile(dir, processes));
+    let output = dir.join("failed.jsonl");
+    let summary = dir.join("failed.json");
+    let mut children: Vec<Child> = (0..processes)
+        .map(|process| {
+            Command::new(BIN)
+                .args(process_args(
+                    args,
+                    (processes, process, 1),
+                    hosts.as_deref(),
+                    (&output, &summary),
+                ))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+        if start.elapsed() > LIMIT {
+            for child in &mut children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!("the cluster did not stop within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    children
+        .into_iter()
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_bad_row_read_by_one_worker_of_its_share_stops_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 3000);
+    // Data row 1,750 is row 250 of its k-means batch (rows 1,501 to 2,000), in chunk 2 (of
+    // 100 rows), which only worker 0 of 2 parses; it is row 250 of its keyed epoch (rows
+    // 1,501 to 1,800), which only worker 1 of 2 parses.
+    let text = fs::read_to_string(&data).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[1750] = "hot,1.0,oops";
+    fs::write(&data, lines.join("\n") + "\n").unwrap();
+    for args in [kmeans_args(&data), keyed_args(&data, 300)] {
+        for (process, (code, stderr)) in outcomes(dir.path(), &args, 2).into_iter().enumerate() {
+            assert_eq!(code, Some(2), "process {process} of {args:?}: {stderr}");
+            assert!(
+                stderr.contains("input row 1750"),
+                "process {process} of {args:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_restart_with_another_number_of_workers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, 2000);
+    let checkpoints = dir.path().join("checkpoints");
+    let mut args = keyed_args(&data, 200);
+    args.extend(strings(&[
+        "--checkpoint-dir",
+        checkpoints.to_str().unwrap(),
+    ]));
+    // Two workers write their checkpoints, then a one-worker and a three-worker run are
+    // pointed at them.
+    cluster(dir.path(), "two", &args, 1, 2);
+    for (processes, workers) in [(1, 1), (1, 3)] {
+        let mut again = args.clone();
+        again.extend(strings(&["--workers", &workers.to_string()]));
+        let output = Command::new(BIN).args(&again).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{processes} x {workers}: {stderr}"
+        );
+        assert!(
+            stderr.contains("checkpoints of a run on 2 workers in all, and this run has"),
+            "{stderr}"
+        );
     }
 }

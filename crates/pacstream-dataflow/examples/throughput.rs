@@ -1,5 +1,8 @@
 //! Rows per second of the three patterns on 1 and 2 worker threads, on rows generated in
-//! memory (so that parsing a file does not dominate). Run with
+//! memory (so that parsing a file does not dominate); each worker generates only the rows of
+//! its share, as it would parse only its share of a file. Per-worker CPU time is printed
+//! beside the wall-clock time, so that the division of the work shows even on a busy
+//! machine. Run with
 //! `cargo run --release -p pacstream-dataflow --example throughput -- [rows]`.
 #![allow(clippy::print_stdout)]
 
@@ -46,6 +49,20 @@ impl Source for Generated {
         self.next = (self.next + n).min(self.end);
         Ok(())
     }
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, Vec<f64>)>,
+    ) -> Result<usize> {
+        let passed = (n as u64).min(self.end - self.next) as usize;
+        for offset in (0..passed).filter(|&o| keep(o)) {
+            let index = self.next + offset as u64;
+            out.push((offset, (0..self.dim).map(|c| value(index, c)).collect()));
+        }
+        self.next += passed as u64;
+        Ok(passed)
+    }
 }
 
 /// Keyed rows: 10 experts' advice and the outcome, keys cycling over `keys`.
@@ -69,19 +86,54 @@ impl Source for KeyedGenerated {
     fn skip_rows(&mut self, n: u64) -> Result<()> {
         self.inner.skip_rows(n)
     }
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, KeyedRow)>,
+    ) -> Result<usize> {
+        let start = self.inner.next;
+        let passed = (n as u64).min(self.inner.end - start) as usize;
+        for offset in (0..passed).filter(|&o| keep(o)) {
+            let i = start + offset as u64;
+            let row: Vec<f64> = (0..self.inner.dim).map(|c| value(i, c) / 30.0).collect();
+            out.push((offset, (format!("k{}", i % self.keys), row)));
+        }
+        self.inner.next += passed as u64;
+        Ok(passed)
+    }
 }
 
+/// Seconds of CPU this thread has run (Linux's per-thread scheduler statistics), if known.
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(nanos / 1e9)
+}
+
+/// Wall-clock seconds of a run, and the CPU seconds of each worker thread.
 fn timed(
     workers: usize,
     work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static,
-) -> f64 {
+) -> (f64, String) {
     let start = Instant::now();
-    timely::execute(Config::process(workers), work)
-        .unwrap()
-        .join()
-        .into_iter()
-        .for_each(|r| r.unwrap());
-    start.elapsed().as_secs_f64()
+    let cpu: Vec<Option<f64>> = timely::execute(Config::process(workers), move |worker| {
+        let before = thread_cpu_seconds();
+        work(worker);
+        Some(thread_cpu_seconds()? - before?)
+    })
+    .unwrap()
+    .join()
+    .into_iter()
+    .map(|r| r.unwrap())
+    .collect();
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu = cpu
+        .iter()
+        .map(|c| c.map_or_else(|| "?".to_string(), |c| format!("{c:.2}")))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    (seconds, cpu)
 }
 
 fn main() {
@@ -92,7 +144,9 @@ fn main() {
     // Optionally only one pattern: kmeans, keyed or sharded.
     let only = std::env::args().nth(2);
     let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
-    println!("pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker");
+    println!(
+        "pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker | CPU seconds per worker"
+    );
     let mut base = 0.0;
     for workers in [1, 2].into_iter().filter(|_| runs("kmeans")) {
         let job = KMeansJob {
@@ -100,7 +154,7 @@ fn main() {
             batch_size: 65_536,
             chunk_size: 8_192,
         };
-        let seconds = timed(workers, move |worker| {
+        let (seconds, cpu) = timed(workers, move |worker| {
             let mut source = Generated {
                 next: 0,
                 end: rows,
@@ -112,7 +166,7 @@ fn main() {
             base = seconds;
         }
         println!(
-            "data-parallel k-means (k = 8, d = 5) | {workers} | {rows} | {seconds:.2} | {:.0} | {:.2}",
+            "data-parallel k-means (k = 8, d = 5) | {workers} | {rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",
             rows as f64 / seconds,
             base / seconds
         );
@@ -126,7 +180,7 @@ fn main() {
                 .unwrap(),
             names: (0..10).map(|i| format!("e{i}")).collect(),
         });
-        let seconds = timed(workers, move |worker| {
+        let (seconds, cpu) = timed(workers, move |worker| {
             let mut source = KeyedGenerated {
                 inner: Generated {
                     next: 0,
@@ -141,7 +195,7 @@ fn main() {
             base = seconds;
         }
         println!(
-            "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2}",
+            "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",
             keyed_rows as f64 / seconds,
             base / seconds
         );
@@ -153,7 +207,7 @@ fn main() {
                     .map(|r| vec![value(r as u64, 0) / 3.0])
                     .collect(),
             );
-            let seconds = timed(workers, move |worker| {
+            let (seconds, cpu) = timed(workers, move |worker| {
                 let grid = ConstantGrid {
                     low: 0.0,
                     high: 10.0,
@@ -170,7 +224,7 @@ fn main() {
                 base = seconds;
             }
             println!(
-                "sharded Hedge (N = {n_experts}) | {workers} | {rounds} | {seconds:.2} | {:.1} ns per expert-round | {:.2}",
+                "sharded Hedge (N = {n_experts}) | {workers} | {rounds} | {seconds:.2} | {:.1} ns per expert-round | {:.2} | {cpu}",
                 seconds * 1e9 / (n_experts as f64 * rounds as f64),
                 base / seconds
             );

@@ -74,15 +74,50 @@ impl Store {
         Ok(epochs)
     }
 
+    /// The numbers of workers other than this run's that wrote checkpoints in the directory
+    /// (a restart must have the same number of workers: each one's state holds the keys and
+    /// chunks of its share).
+    pub(crate) fn other_cluster_sizes(&self, peers: usize) -> Result<Vec<u64>> {
+        let mut sizes = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))? {
+            let entry = entry.map_err(|e| Error::io(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(rest) = name.strip_prefix("worker-")
+                && let Some((_, rest)) = rest.split_once("-of-")
+                && let Some((size, rest)) = rest.split_once("-epoch-")
+                && rest.ends_with(".json")
+                && let Ok(size) = size.parse::<u64>()
+                && size != peers as u64
+                && !sizes.contains(&size)
+            {
+                sizes.push(size);
+            }
+        }
+        sizes.sort_unstable();
+        Ok(sizes)
+    }
+
     pub(crate) fn save<S: Serialize>(&self, epoch: u64, state: &S) -> Result<()> {
         let path = self.path(epoch);
-        let temporary = self.dir.join(format!(".{}{epoch}.tmp", self.prefix));
+        // A symlink under a checkpoint's name keeps being a link: its target is replaced,
+        // as the command line's other writes do; a device or FIFO is refused.
+        let target = regular_target(&path)?;
+        let directory = match target.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let temporary = directory.join(format!(".{name}.tmp"));
         let bytes = serde_json::to_vec(state).map_err(|e| Error::Checkpoint(e.to_string()))?;
         let mut file = fs::File::create(&temporary).map_err(|e| Error::io(&temporary, e))?;
         file.write_all(&bytes)
             .and_then(|()| file.sync_all())
             .map_err(|e| Error::io(&temporary, e))?;
-        fs::rename(&temporary, &path).map_err(|e| Error::io(&path, e))?;
+        fs::rename(&temporary, &target).map_err(|e| Error::io(&path, e))?;
         // Keep the last two: a restart may need the one before the newest.
         for old in self.epochs()? {
             if old + 2 * self.every <= epoch {
@@ -109,21 +144,72 @@ pub(crate) fn agree_on_epoch(
     store: Option<&Store>,
     writes_records: bool,
 ) -> Result<(Option<u64>, bool)> {
-    let mine = match store {
-        Some(store) => store.epochs()?,
-        None => Vec::new(),
+    let peers = worker.peers();
+    let (mine, others) = match store {
+        Some(store) => (store.epochs()?, store.other_cluster_sizes(peers)?),
+        None => (Vec::new(), Vec::new()),
     };
-    let mut channel = Channel::<(Vec<u64>, bool)>::broadcast(worker);
-    let all = channel.round(worker, [(mine, writes_records)]);
-    let records = all.iter().any(|(_, writes)| *writes);
+    let mut channel = Channel::<(Vec<u64>, bool, Vec<u64>)>::broadcast(worker);
+    let all = channel.round(worker, [(mine, writes_records, others)]);
+    // Every worker sees every worker's answer, so all refuse together.
+    let mut sizes: Vec<u64> = all.iter().flat_map(|(_, _, o)| o.iter().copied()).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    if !sizes.is_empty() {
+        let sizes: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        return Err(Error::Usage(format!(
+            "the checkpoint directory holds checkpoints of a run on {} workers in all, and \
+             this run has {peers}: restart with the same number of workers and processes, \
+             or remove the checkpoints to start afresh",
+            sizes.join(" or ")
+        )));
+    }
+    let records = all.iter().any(|(_, writes, _)| *writes);
     let mut common: Option<Vec<u64>> = None;
-    for (epochs, _) in all {
+    for (epochs, _, _) in all {
         common = Some(match common {
             None => epochs,
             Some(common) => common.into_iter().filter(|e| epochs.contains(e)).collect(),
         });
     }
     Ok((common.and_then(|c| c.into_iter().max()), records))
+}
+
+/// The most symlinks followed before giving up (as the kernel's ELOOP).
+const MAX_LINKS: usize = 40;
+
+/// The regular file (or nothing yet) that writing `path` replaces: symlinks followed to
+/// their final target; a directory, device, FIFO or socket refused (a checkpoint is
+/// replaced atomically, which only a regular file allows).
+fn regular_target(path: &Path) -> Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let metadata = match fs::symlink_metadata(&current) {
+            Ok(metadata) => metadata,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let kind = metadata.file_type();
+        if kind.is_symlink() {
+            let target = fs::read_link(&current).map_err(|e| Error::io(&current, e))?;
+            current = match current.parent() {
+                Some(parent) if target.is_relative() => parent.join(target),
+                _ => target,
+            };
+        } else if kind.is_file() {
+            return Ok(current);
+        } else {
+            return Err(Error::Checkpoint(format!(
+                "'{}' is not a regular file: a checkpoint is replaced atomically at every \
+                 save, which only a regular file allows",
+                path.display()
+            )));
+        }
+    }
+    Err(Error::Checkpoint(format!(
+        "'{}': too many levels of symbolic links",
+        path.display()
+    )))
 }
 
 /// Truncates `path` to `len` bytes (a restart drops what was written after its checkpoint).
@@ -133,4 +219,42 @@ pub(crate) fn truncate(path: &Path, len: u64) -> Result<()> {
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     file.set_len(len).map_err(|e| Error::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_under_a_checkpoint_name_stays_a_link_and_its_target_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let store = Store::new(
+            &Checkpoints {
+                dir: dir.path().to_path_buf(),
+                every: 1,
+            },
+            0,
+            1,
+        )
+        .unwrap();
+        let target = elsewhere.path().join("kept.json");
+        fs::write(&target, b"old").unwrap();
+        let link = dir.path().join("worker-0-of-1-epoch-3.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        store.save(3, &vec![1u32, 2]).unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&target).unwrap(), "[1,2]");
+        assert_eq!(store.load::<Vec<u32>>(3).unwrap(), vec![1, 2]);
+        // A directory under a checkpoint's name is refused, not replaced.
+        fs::create_dir(dir.path().join("worker-0-of-1-epoch-4.json")).unwrap();
+        let error = store.save(4, &0u32).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+    }
 }

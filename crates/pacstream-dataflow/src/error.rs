@@ -47,3 +47,41 @@ impl Error {
 
 /// The result of a distributed run.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error one worker met, shared with the others so that every worker stops at the same
+/// round (a worker that left alone would leave the others waiting for it).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Failure {
+    row: Option<u64>,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn of(error: &Error) -> Self {
+        match error {
+            Error::Row { row, message } => Self {
+                row: Some(*row),
+                message: message.clone(),
+            },
+            other => Self {
+                row: None,
+                message: other.to_string(),
+            },
+        }
+    }
+
+    /// The error of the earliest failed row among `failures` (errors not tied to a row
+    /// last), if there is any.
+    pub(crate) fn first<'a>(failures: impl IntoIterator<Item = &'a Failure>) -> Option<Error> {
+        failures
+            .into_iter()
+            .min_by_key(|failure| failure.row.unwrap_or(u64::MAX))
+            .map(|failure| match failure.row {
+                Some(row) => Error::Row {
+                    row,
+                    message: failure.message.clone(),
+                },
+                None => Error::Cluster(format!("another worker stopped: {}", failure.message)),
+            })
+    }
+}

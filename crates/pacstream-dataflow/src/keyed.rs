@@ -1,7 +1,7 @@
 //! Keyed learners: one learner per key, the keys spread over the workers.
 //!
-//! Each epoch of `epoch_size` rows, worker w reads the rows whose position is w mod W and
-//! sends each (position, key, values) to the worker `hash(key) mod W` (FNV-1a, the same in
+//! Each epoch of `epoch_size` rows, worker w reads (parses, generates) only the rows whose
+//! offset is w mod W and sends each (position, key, values) to the worker `hash(key) mod W` (FNV-1a, the same in
 //! every process). That worker sorts what it received by position and feeds each row to its
 //! key's learner, so every key's learner sees its rows in stream order: its records, its
 //! state and its summary are those of a one-process run of the library on that key's rows,
@@ -14,7 +14,7 @@
 //! [`Describe`] over `&[f64]`) and [`AggregatorFamily`] for the expert rules (a row is the
 //! experts' advice followed by the outcome).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
@@ -26,7 +26,7 @@ use timely::worker::Worker;
 
 use crate::channel::Channel;
 use crate::checkpoint::{Store, agree_on_epoch};
-use crate::error::{Error, Result};
+use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
 
@@ -147,29 +147,50 @@ struct KeyedRecord<'a> {
 
 #[derive(Serialize)]
 struct StateRef<'a, S> {
-    learners: &'a BTreeMap<String, S>,
+    learners: BTreeMap<&'a String, &'a S>,
     rows: u64,
     records_len: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct State<S> {
-    learners: BTreeMap<String, S>,
+    learners: HashMap<String, S>,
     rows: u64,
     records_len: Option<u64>,
 }
 
-/// What a worker ends with: its keys' summaries (every key's on worker 0, in key order).
+/// What a worker ends with.
 #[derive(Debug)]
 pub struct KeyedOutcome {
-    /// Key → summary.
-    pub summaries: BTreeMap<String, serde_json::Value>,
+    /// On worker 0, every key's summary as one JSON object (key → summary, in key order),
+    /// pretty-printed as `serde_json::to_string_pretty` prints the map; empty elsewhere.
+    pub summary_json: String,
     /// The epoch the run resumed from (None: it started afresh).
     pub resumed_from: Option<u64>,
 }
 
-/// Runs keyed learners on this worker; `rows` is the whole stream (every worker reads it
-/// and sends on its share). Every worker must call it with the same arguments.
+impl KeyedOutcome {
+    /// Key → summary, read back from [`KeyedOutcome::summary_json`] (worker 0).
+    pub fn summaries(&self) -> BTreeMap<String, serde_json::Value> {
+        serde_json::from_str(&self.summary_json).unwrap_or_default()
+    }
+}
+
+/// One entry of the pretty-printed summary object, `  "key": {...}` with the indentation
+/// it has inside the object: printed as a one-key object whose braces are cut off.
+fn summary_entry(key: &str, summary: &serde_json::Value) -> Result<String> {
+    let one = BTreeMap::from([(key, summary)]);
+    let text = serde_json::to_string_pretty(&one).map_err(|e| Error::Checkpoint(e.to_string()))?;
+    Ok(text
+        .strip_prefix("{\n")
+        .and_then(|t| t.strip_suffix("\n}"))
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// Runs keyed learners on this worker; `rows` is the whole stream, of which each worker reads
+/// only its share ([`Source::next_selected`]) and sends each row on to its key's worker.
+/// Every worker must call it with the same arguments.
 pub fn run_keyed<F: KeyedFamily>(
     worker: &mut Worker,
     family: &F,
@@ -195,7 +216,7 @@ pub fn run_keyed<F: KeyedFamily>(
             let state: State<F::State> = store.load(epoch)?;
             (state.learners, state.rows, state.records_len, epoch)
         }
-        _ => (BTreeMap::new(), 0, None, 0),
+        _ => (HashMap::new(), 0, None, 0),
     };
     let mut records = match (&files.records, index) {
         (Some(path), 0) => Some(Records::open(
@@ -208,29 +229,35 @@ pub fn run_keyed<F: KeyedFamily>(
     let mut rows_channel =
         Channel::<(u64, String, Vec<f64>)>::exchange(worker, |(_, key, _)| key_hash(key));
     let mut records_channel = Channel::<(u64, String)>::exchange(worker, |_| 0);
-    let mut batch = Vec::new();
+    let mut status_channel = Channel::<Failure>::broadcast(worker);
+    let mut mine = Vec::new();
     loop {
-        batch.clear();
-        rows.next_batch(epoch_size, &mut batch)?;
-        if batch.is_empty() {
-            break;
-        }
+        mine.clear();
+        // Worker w reads (parses, generates) only the rows at offsets w mod W.
+        let read = rows.next_selected(epoch_size, &|offset| offset % peers == index, &mut mine);
+        let (batch_len, mut failure) = match read {
+            Ok(0) => break,
+            Ok(passed) => (passed as u64, None),
+            // Kept until the epoch is over: leaving now would stall the others.
+            Err(error) => (0, Some(error)),
+        };
         let first_row = done;
-        let batch_len = batch.len() as u64;
-        let mine = batch
+        let sent = mine
             .drain(..)
-            .enumerate()
-            .filter(|(offset, _)| offset % peers == index)
             .map(|(offset, (key, values))| (first_row + offset as u64, key, values));
-        let mut received = rows_channel.round(worker, mine);
+        let mut received = rows_channel.round(worker, sent);
         received.sort_unstable_by_key(|(position, _, _)| *position);
         let mut out = Vec::with_capacity(received.len());
-        let mut failure = None;
         for (position, key, values) in received {
-            if !learners.contains_key(&key) {
-                learners.insert(key.clone(), family.build()?);
+            if failure.is_some() {
+                break;
             }
-            let state = learners.get_mut(&key).expect("inserted above");
+            // A hash map: one lookup per row, whatever the number of keys (the checkpoints
+            // and the summary list the keys in order).
+            let state = match learners.get_mut(&key) {
+                Some(state) => state,
+                None => learners.entry(key.clone()).or_insert(family.build()?),
+            };
             match family.learn(state, &values) {
                 // Without a records file, no record is built or sent.
                 Ok(_) if !want_records => {}
@@ -243,8 +270,7 @@ pub fn run_keyed<F: KeyedFamily>(
                     out.push((position, line));
                 }
                 Err(e) => {
-                    // Kept until the round is closed: leaving now would stall the others.
-                    failure.get_or_insert(Error::Row {
+                    failure = Some(Error::Row {
                         row: position + 1,
                         message: e.to_string(),
                     });
@@ -252,8 +278,10 @@ pub fn run_keyed<F: KeyedFamily>(
             }
         }
         let mut lines = records_channel.round(worker, out);
-        if let Some(failure) = failure {
-            return Err(failure);
+        // Every worker learns whether any stopped, and all stop at the same epoch.
+        let failures = status_channel.round(worker, failure.as_ref().map(Failure::of));
+        if let Some(error) = Failure::first(&failures) {
+            return Err(failure.unwrap_or(error));
         }
         if let Some(records) = &mut records {
             lines.sort_unstable_by_key(|(position, _)| *position);
@@ -270,7 +298,7 @@ pub fn run_keyed<F: KeyedFamily>(
             store.save(
                 epoch,
                 &StateRef {
-                    learners: &learners,
+                    learners: learners.iter().collect(),
                     rows: done,
                     records_len,
                 },
@@ -280,22 +308,32 @@ pub fn run_keyed<F: KeyedFamily>(
     if let Some(records) = &mut records {
         records.sync()?;
     }
-    // Every key's summary travels to worker 0.
-    let summaries: Vec<(String, String)> = learners
+    // Every worker formats its keys' entries of the summary document; worker 0 only joins
+    // them in key order.
+    let entries = learners
         .iter()
-        .map(|(key, state)| (key.clone(), family.summary(state).to_string()))
-        .collect();
+        .map(|(key, state)| Ok((key.clone(), summary_entry(key, &family.summary(state))?)))
+        .collect::<Result<Vec<_>>>()?;
     let mut summaries_channel = Channel::<(String, String)>::exchange(worker, |_| 0);
-    let all = summaries_channel.round(worker, summaries);
-    let summaries = all
-        .into_iter()
-        .map(|(key, summary)| {
-            let value = serde_json::from_str(&summary).unwrap_or(serde_json::Value::Null);
-            (key, value)
-        })
-        .collect();
+    let mut entries = summaries_channel.round(worker, entries);
+    entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+    let summary_json = if index != 0 {
+        String::new()
+    } else if entries.is_empty() {
+        "{}".to_string()
+    } else {
+        let mut document = String::from("{\n");
+        for (i, (_, entry)) in entries.iter().enumerate() {
+            if i > 0 {
+                document.push_str(",\n");
+            }
+            document.push_str(entry);
+        }
+        document.push_str("\n}");
+        document
+    };
     Ok(KeyedOutcome {
-        summaries,
+        summary_json,
         resumed_from: resume,
     })
 }

@@ -7,11 +7,12 @@
 //! replica of the learner. Within a batch:
 //!
 //! 1. rows that arrive while the learner warms up are learned one at a time by every
-//!    replica (the warm-up is sequential by nature and only `init_size` rows long);
+//!    replica (the warm-up is sequential by nature and only `init_size` rows long; while it
+//!    lasts every worker reads whole batches);
 //! 2. the remaining rows are cut into chunks of `chunk_size` rows, in stream order; chunk j
 //!    is summarised by worker j mod W: the library's [`CentreStats`] against the centres
 //!    held at the start of the batch, its rows added in stream order, with each row's label
-//!    and loss;
+//!    and loss; a worker reads (parses, generates) only the rows of its own chunks;
 //! 3. every worker receives every chunk's statistics, merges them **in chunk order**
 //!    (`S = S_0; S.merge(S_1); ...`) and applies them with
 //!    [`SequentialKMeans::apply_stats`].
@@ -23,6 +24,10 @@
 //! otherwise it differs from it only by the grouping of the per-centre sums (the library's
 //! sums in one pass against sums of chunk sums): a relative difference of the order of
 //! 1e-15 per batch. Each row's label and loss are those `learn_batch` gives, bit for bit.
+//!
+//! Each chunk's losses travel with its statistics, so every worker can replay the totals
+//! (the cumulative loss, summed in stream order) and format the records of its own chunks;
+//! worker 0 only writes the formatted blocks in stream order.
 //!
 //! Reassignment of dying centres is refused: it draws from the recent points of the whole
 //! stream, which no worker holds.
@@ -39,7 +44,7 @@ use timely::worker::Worker;
 
 use crate::channel::Channel;
 use crate::checkpoint::{Store, agree_on_epoch};
-use crate::error::{Error, Result};
+use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
 
@@ -84,7 +89,8 @@ impl KMeansJob {
 pub struct KMeansOutcome {
     /// The learner (the same on every worker).
     pub learner: SequentialKMeans,
-    /// The totals of the records (worker 0; other workers hold empty totals).
+    /// The totals of the records (worker 0, and every worker of a run that writes records;
+    /// the others hold empty totals).
     pub totals: Prequential,
     /// The totals after the last round (worker 0).
     pub last: Option<Totals>,
@@ -101,8 +107,9 @@ struct State {
     records_len: Option<u64>,
 }
 
-/// Runs data-parallel k-means on this worker; `rows` is the whole stream (every worker reads
-/// it and summarises only its chunks). Every worker must call it with the same arguments.
+/// Runs data-parallel k-means on this worker; `rows` is the whole stream, of which the worker
+/// reads the warm-up and then only the rows of its chunks ([`Source::next_selected`]).
+/// Every worker must call it with the same arguments.
 pub fn run_kmeans(
     worker: &mut Worker,
     job: &KMeansJob,
@@ -117,7 +124,7 @@ pub fn run_kmeans(
         None => None,
     };
     let writes_records = index == 0 && files.records.is_some();
-    let (resume, _) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
+    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
     let (mut learner, mut done, mut totals, mut last, records_len, mut epoch) =
         match (resume, &store) {
             (Some(epoch), Some(store)) => {
@@ -146,81 +153,174 @@ pub fn run_kmeans(
         _ => None,
     };
     rows.skip_rows(done)?;
-    let mut stats_channel = Channel::<(u64, CentreStats)>::broadcast(worker);
-    let mut steps_channel = Channel::<(u64, SequentialKMeansStep)>::exchange(worker, |_| 0);
-    let mut batch = Vec::new();
+    let chunk_size = job.chunk_size;
+    let mut parts_channel = Channel::<Part>::broadcast(worker);
+    let mut lines_channel = Channel::<(u64, Vec<u8>)>::exchange(worker, |_| 0);
+    // Totals are replayed where they are needed: on worker 0 (the summary), and on every
+    // worker when records are written (each formats the records of its own chunks).
+    let replays = index == 0 || want_records;
+    let mut batch: Vec<(usize, Vec<f64>)> = Vec::new();
     loop {
         batch.clear();
-        rows.next_batch(job.batch_size, &mut batch)?;
-        if batch.is_empty() {
-            break;
-        }
+        // While the learner warms up, every worker reads the whole batch (the warm-up is
+        // learned by every replica); afterwards a worker reads only the rows of its chunks.
+        let whole = learner.is_warming_up();
+        let read = if whole {
+            rows.next_selected(job.batch_size, &|_| true, &mut batch)
+        } else {
+            let mine = |offset: usize| (offset / chunk_size) % peers == index;
+            rows.next_selected(job.batch_size, &mine, &mut batch)
+        };
+        let (passed, mut failure) = match read {
+            Ok(0) => break,
+            Ok(passed) => (passed, None),
+            // Only this worker may have seen it (a row of its share): it is shared in the
+            // round below, so that every worker stops at the same point.
+            Err(error) => (0, Some(error)),
+        };
         let first_row = done;
-        let mut steps = Vec::new();
+        let mut warm_steps = Vec::new();
         let mut start = 0;
-        while start < batch.len() && learner.is_warming_up() {
+        while failure.is_none() && start < batch.len() && learner.is_warming_up() {
             let step = learner
-                .learn_one(&batch[start])
+                .learn_one(&batch[start].1)
                 .map_err(|e| row_error(e, first_row + start as u64))?;
-            if index == 0 {
-                steps.push((first_row + start as u64, step));
-            }
+            warm_steps.push(step);
             start += 1;
         }
-        let mut chunk_stats = Vec::new();
-        if start < batch.len() {
+        // Offsets of the chunked part count from the first row after the warm-up.
+        let chunked_from = if whole { start } else { 0 };
+        let mut parts = Vec::new();
+        let mut my_chunks: Vec<(u64, Vec<SequentialKMeansStep>)> = Vec::new();
+        if failure.is_none() && start < batch.len() {
             let centres = learner.centres().expect("fitted after warm-up").clone();
-            for (chunk, chunk_rows) in batch[start..].chunks(job.chunk_size).enumerate() {
-                if chunk % peers != index {
+            let mut current: Option<(u64, CentreStats, Vec<f64>, Vec<SequentialKMeansStep>)> = None;
+            for (offset, row) in &batch[start..] {
+                let chunk = ((offset - chunked_from) / chunk_size) as u64;
+                if chunk as usize % peers != index {
                     continue;
                 }
-                let mut stats = CentreStats::new(centres.n_centres(), centres.dim());
-                let chunk_first = first_row + (start + chunk * job.chunk_size) as u64;
-                for (offset, row) in chunk_rows.iter().enumerate() {
-                    let position = chunk_first + offset as u64;
-                    let (label, loss) = stats
-                        .add(&centres, row, 1.0)
-                        .map_err(|e| row_error(e, position))?;
-                    steps.push((
-                        position,
-                        SequentialKMeansStep {
+                if current.as_ref().is_none_or(|(c, ..)| *c != chunk) {
+                    if let Some((chunk, stats, losses, steps)) = current.take() {
+                        parts.push(Part::Chunk {
+                            chunk,
+                            stats,
+                            losses,
+                        });
+                        my_chunks.push((chunk, steps));
+                    }
+                    let stats = CentreStats::new(centres.n_centres(), centres.dim());
+                    current = Some((chunk, stats, Vec::new(), Vec::new()));
+                }
+                let (_, stats, losses, steps) = current.as_mut().expect("set above");
+                let position = first_row + *offset as u64;
+                match stats.add(&centres, row, 1.0) {
+                    Ok((label, loss)) => {
+                        losses.push(loss);
+                        steps.push(SequentialKMeansStep {
                             round: position + 1,
                             label: Some(label),
                             loss: Some(loss),
                             initialised: false,
                             reassigned: 0,
-                        },
-                    ));
+                        });
+                    }
+                    Err(e) => {
+                        failure = Some(row_error(e, position));
+                        break;
+                    }
                 }
-                chunk_stats.push((chunk as u64, stats));
+            }
+            if let Some((chunk, stats, losses, steps)) = current {
+                parts.push(Part::Chunk {
+                    chunk,
+                    stats,
+                    losses,
+                });
+                my_chunks.push((chunk, steps));
             }
         }
-        // Every chunk's statistics travel to every worker, merged there in chunk order.
-        let mut all = stats_channel.round(worker, chunk_stats);
-        all.sort_unstable_by_key(|(chunk, _)| *chunk);
+        if let Some(failure) = &failure {
+            parts = vec![Part::Failed(Failure::of(failure))];
+        }
+        // Every chunk's statistics and losses travel to every worker; the statistics are
+        // merged in chunk order.
+        let mut all = parts_channel.round(worker, parts);
+        let failures = all.iter().filter_map(|part| match part {
+            Part::Failed(failure) => Some(failure),
+            Part::Chunk { .. } => None,
+        });
+        if let Some(error) = Failure::first(failures) {
+            return Err(failure.unwrap_or(error));
+        }
+        all.sort_unstable_by_key(Part::chunk);
         let mut merged: Option<CentreStats> = None;
-        for (_, stats) in all {
-            match &mut merged {
-                None => merged = Some(stats),
-                Some(merged) => merged.merge(&stats)?,
+        for part in &all {
+            if let Part::Chunk { stats, .. } = part {
+                match &mut merged {
+                    None => merged = Some(stats.clone()),
+                    Some(merged) => merged.merge(stats)?,
+                }
             }
         }
         if let Some(merged) = merged {
             learner.apply_stats(&merged)?;
         }
-        // The steps travel to worker 0, which writes them in stream order.
-        let mut steps = steps_channel.round(worker, steps);
-        if index == 0 {
-            steps.sort_unstable_by_key(|(position, _)| *position);
-            for (_, step) in &steps {
+        // The totals, replayed in stream order; each worker formats the records of the rows
+        // it learned (worker 0 also those of the warm-up), and worker 0 writes the blocks
+        // in stream order.
+        let mut blocks: Vec<(u64, Vec<u8>)> = Vec::new();
+        if replays {
+            let mut block = Vec::new();
+            for step in &warm_steps {
                 let round = totals.record(step);
-                if let Some(records) = &mut records {
-                    records.write(&learner.record(step, &round))?;
+                if want_records && index == 0 {
+                    write_record(&mut block, &learner.record(step, &round))?;
                 }
                 last = Some(round);
             }
+            if !block.is_empty() {
+                blocks.push((first_row, block));
+            }
+            let mut mine = my_chunks.iter().peekable();
+            for part in &all {
+                let Part::Chunk { chunk, losses, .. } = part else {
+                    continue;
+                };
+                let chunk_first = first_row + (chunked_from + *chunk as usize * chunk_size) as u64;
+                let own = match mine.peek() {
+                    Some((c, _)) if c == chunk => mine.next().map(|(_, steps)| steps),
+                    _ => None,
+                };
+                let mut block = Vec::new();
+                for (offset, &loss) in losses.iter().enumerate() {
+                    let position = chunk_first + offset as u64;
+                    let replayed = SequentialKMeansStep {
+                        round: position + 1,
+                        label: None,
+                        loss: Some(loss),
+                        initialised: false,
+                        reassigned: 0,
+                    };
+                    let round = totals.record(&replayed);
+                    if want_records && let Some(steps) = own {
+                        write_record(&mut block, &learner.record(&steps[offset], &round))?;
+                    }
+                    last = Some(round);
+                }
+                if !block.is_empty() {
+                    blocks.push((chunk_first, block));
+                }
+            }
         }
-        done += batch.len() as u64;
+        let mut blocks = lines_channel.round(worker, blocks);
+        if let Some(records) = &mut records {
+            blocks.sort_unstable_by_key(|(position, _)| *position);
+            for (_, block) in &blocks {
+                records.write_bytes(block)?;
+            }
+        }
+        done += passed as u64;
         epoch += 1;
         if let Some(store) = &store
             && store.due(epoch)
@@ -283,6 +383,34 @@ pub fn reference(
         }
     }
     Ok(learner)
+}
+
+/// What a worker contributes to a batch: one chunk's statistics against the batch's starting
+/// centres and the losses of its rows in stream order, or the error that stops the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum Part {
+    Chunk {
+        chunk: u64,
+        stats: CentreStats,
+        losses: Vec<f64>,
+    },
+    Failed(Failure),
+}
+
+impl Part {
+    fn chunk(&self) -> u64 {
+        match self {
+            Self::Chunk { chunk, .. } => *chunk,
+            Self::Failed(_) => u64::MAX,
+        }
+    }
+}
+
+/// Appends one record as a JSON line (the bytes the records file gets).
+fn write_record(block: &mut Vec<u8>, record: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *block, record).map_err(|e| Error::Checkpoint(e.to_string()))?;
+    block.push(b'\n');
+    Ok(())
 }
 
 fn row_error(error: pacstream::Error, position: u64) -> Error {

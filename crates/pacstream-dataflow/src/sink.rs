@@ -1,11 +1,10 @@
 //! The per-round records of a run, written by worker 0 in stream order (one JSON object per
-//! line), whatever the number of workers: the file a one-worker run writes.
+//! line), whatever the number of workers: the file a one-worker run writes. The workers
+//! format the records of the rows they learned; worker 0 writes the bytes.
 
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-
-use serde::Serialize;
 
 use crate::checkpoint::truncate;
 use crate::error::{Error, Result};
@@ -36,16 +35,6 @@ impl Records {
         })
     }
 
-    pub(crate) fn write(&mut self, record: &impl Serialize) -> Result<()> {
-        let mut line = serde_json::to_vec(record).map_err(|e| Error::Checkpoint(e.to_string()))?;
-        line.push(b'\n');
-        self.writer
-            .write_all(&line)
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.written += line.len() as u64;
-        Ok(())
-    }
-
     /// Flushes and syncs; returns the length a checkpoint records.
     pub(crate) fn sync(&mut self) -> Result<u64> {
         self.writer
@@ -66,6 +55,15 @@ pub struct RunFiles {
 }
 
 impl Records {
+    /// Writes lines already formatted (each ending with a newline).
+    pub(crate) fn write_bytes(&mut self, lines: &[u8]) -> Result<()> {
+        self.writer
+            .write_all(lines)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.written += lines.len() as u64;
+        Ok(())
+    }
+
     pub(crate) fn write_line(&mut self, line: &str) -> Result<()> {
         self.writer
             .write_all(line.as_bytes())

@@ -183,7 +183,7 @@ fn keyed_on<F: KeyedFamily + Send + Sync + 'static>(
         let mut source = VecSource::new(Arc::clone(&rows));
         let outcome = run_keyed(worker, &*family, 97, &mut source, &files).unwrap();
         if worker.index() == 0 {
-            *sink.lock().unwrap() = outcome.summaries;
+            *sink.lock().unwrap() = outcome.summaries();
         }
     })
     .unwrap()
@@ -336,4 +336,91 @@ fn sharded_hedge_is_the_same_bits_for_any_number_of_workers_and_matches_the_libr
     let relative = (ledger.learner_loss() - one.cumulative_loss).abs() / one.cumulative_loss;
     assert!(relative <= tolerance, "cumulative loss {relative}");
     assert!(one.regret_bound.unwrap() >= one.regret);
+}
+
+/// A source that counts the rows it builds (parses, in a file): the rows a worker reads.
+struct Counting {
+    inner: VecSource<Vec<f64>>,
+    built: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl pacstream_dataflow::Source for Counting {
+    type Row = Vec<f64>;
+    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> pacstream_dataflow::Result<()> {
+        let before = out.len();
+        self.inner.next_batch(n, out)?;
+        self.built
+            .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn skip_rows(&mut self, n: u64) -> pacstream_dataflow::Result<()> {
+        self.inner.skip_rows(n)
+    }
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, Vec<f64>)>,
+    ) -> pacstream_dataflow::Result<usize> {
+        let before = out.len();
+        let passed = self.inner.next_selected(n, keep, out)?;
+        self.built
+            .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
+        Ok(passed)
+    }
+}
+
+#[test]
+fn data_parallel_kmeans_workers_read_only_their_share_of_the_rows() {
+    let n = 4000;
+    let rows = Arc::new(points(n, 3));
+    let expected = reference(&kmeans_config(), &rows, 256, 64).unwrap();
+    for workers in [2, 4] {
+        let counts: Arc<Vec<Arc<std::sync::atomic::AtomicUsize>>> =
+            Arc::new((0..workers).map(|_| Arc::default()).collect());
+        let learners = Arc::new(Mutex::new(Vec::new()));
+        let (sink, shared, source_rows) = (
+            Arc::clone(&learners),
+            Arc::clone(&counts),
+            Arc::clone(&rows),
+        );
+        let job = KMeansJob {
+            config: kmeans_config(),
+            batch_size: 256,
+            chunk_size: 64,
+        };
+        timely::execute(Config::process(workers), move |worker| {
+            let mut source = Counting {
+                inner: VecSource::new(Arc::clone(&source_rows)),
+                built: Arc::clone(&shared[worker.index()]),
+            };
+            let outcome = run_kmeans(worker, &job, &mut source, &RunFiles::default()).unwrap();
+            sink.lock().unwrap().push(outcome.learner);
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .for_each(|r| r.unwrap());
+        assert!(learners.lock().unwrap().iter().all(|l| l == &expected));
+        // The warm-up (40 rows) lies in the first batch, which every worker reads whole;
+        // after it, chunks of 64 rows go round the workers, 4 chunks a batch.
+        let first_batch = 256;
+        let share = (n - first_batch) / workers;
+        let counts: Vec<usize> = counts
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
+        // Every row is built once, and the first batch once more on every other worker.
+        assert_eq!(
+            counts.iter().sum::<usize>(),
+            n + (workers - 1) * first_batch,
+            "{counts:?}"
+        );
+        for (worker, count) in counts.iter().enumerate() {
+            assert!(
+                *count <= first_batch + share + 64,
+                "worker {worker} of {workers} built {count} rows (its share: {share} + {first_batch})"
+            );
+        }
+    }
 }

@@ -5,7 +5,6 @@
 //! so the input must be a file every process can read (not standard input). Worker 0 of
 //! process 0 writes the records and the summary.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -408,11 +407,10 @@ where
     execute(config, move |worker| {
         let mut source = KeyedCsv(CsvSource::open(&columns)?);
         let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
-        Ok((worker.index() == 0).then(|| {
-            let summaries: BTreeMap<_, _> = outcome.summaries;
-            let bytes = serde_json::to_vec_pretty(&summaries).unwrap_or_default();
-            (bytes, outcome.resumed_from)
-        }))
+        Ok(
+            (worker.index() == 0)
+                .then(|| (outcome.summary_json.into_bytes(), outcome.resumed_from)),
+        )
     })
 }
 
@@ -462,11 +460,13 @@ impl CsvColumns {
     }
 }
 
-/// The rows of a CSV file (each worker opens its own reader).
+/// The rows of a CSV file (each worker opens its own reader, and parses the numbers of its
+/// own rows only: the others are passed over as bytes).
 struct CsvSource {
     columns: CsvColumns,
     reader: csv::Reader<File>,
     record: csv::StringRecord,
+    passed: csv::ByteRecord,
     row: u64,
 }
 
@@ -478,6 +478,7 @@ impl CsvSource {
             columns: columns.clone(),
             reader,
             record: csv::StringRecord::new(),
+            passed: csv::ByteRecord::new(),
             row: 0,
         })
     }
@@ -510,6 +511,40 @@ impl CsvSource {
             .unwrap_or_default();
         Ok(Some((key, values)))
     }
+
+    /// [`Source::next_selected`] for both views: the rows `keep` does not select are split
+    /// into fields (to find where they end) but neither decoded nor parsed.
+    fn next_selected_rows<R>(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, R)>,
+        view: impl Fn((String, Vec<f64>)) -> R,
+    ) -> Result<usize, FlowError> {
+        let mut passed = 0;
+        while passed < n {
+            if keep(passed) {
+                match self.next_row()? {
+                    Some(row) => out.push((passed, view(row))),
+                    None => break,
+                }
+            } else {
+                let more = self
+                    .reader
+                    .read_byte_record(&mut self.passed)
+                    .map_err(|e| FlowError::Row {
+                        row: self.row + 1,
+                        message: e.to_string(),
+                    })?;
+                if !more {
+                    break;
+                }
+                self.row += 1;
+            }
+            passed += 1;
+        }
+        Ok(passed)
+    }
 }
 
 impl Source for CsvSource {
@@ -526,12 +561,25 @@ impl Source for CsvSource {
     }
 
     fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
-        for _ in 0..n {
-            if self.next_row()?.is_none() {
+        let mut left = n;
+        while left > 0 {
+            let step = usize::try_from(left).unwrap_or(usize::MAX);
+            let passed = self.next_selected_rows(step, &|_| false, &mut Vec::new(), |_| ())?;
+            if passed == 0 {
                 break;
             }
+            left -= passed as u64;
         }
         Ok(())
+    }
+
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, Vec<f64>)>,
+    ) -> Result<usize, FlowError> {
+        self.next_selected_rows(n, keep, out, |(_, values)| values)
     }
 }
 
@@ -553,5 +601,14 @@ impl Source for KeyedCsv {
 
     fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
         self.0.skip_rows(n)
+    }
+
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, KeyedRow)>,
+    ) -> Result<usize, FlowError> {
+        self.0.next_selected_rows(n, keep, out, |row| row)
     }
 }
