@@ -156,9 +156,10 @@ pub fn run_kmeans(
     let chunk_size = job.chunk_size;
     let mut parts_channel = Channel::<Part>::broadcast(worker);
     let mut lines_channel = Channel::<(u64, Vec<u8>)>::exchange(worker, |_| 0);
-    // Totals are replayed where they are needed: on worker 0 (the summary), and on every
-    // worker when records are written (each formats the records of its own chunks).
-    let replays = index == 0 || want_records;
+    // Totals are replayed on every worker, records or not: worker 0 needs them for the
+    // summary, every worker for the records of its own chunks, and a run resumed with a
+    // records file its first part did not write must find them in every worker's checkpoint.
+    let replays = true;
     let mut batch: Vec<(usize, Vec<f64>)> = Vec::new();
     loop {
         batch.clear();
