@@ -111,7 +111,8 @@ pub struct KMeansArgs {
     pub reassignment_ratio: Option<f64>,
 
     /// A column of sample weights: each row counts as many times as its weight (name or
-    /// 1-based index; values finite and >= 0). Formerly `--weights`, still accepted.
+    /// 1-based index; values finite and >= 0).
+    // `--weights`, its former name, is still accepted (hidden: the word is the experts').
     #[arg(long, alias = "weights", value_name = "COL", help_heading = "Input")]
     pub sample_weights: Option<String>,
 
