@@ -10,8 +10,8 @@
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pacstream::experts::{
-    AdviceRound, EwaParams, ExpertLedger, ExpertStep, FixedShareParams, FplParams, HedgeParams,
-    LearningRate, Loss, LossRound, MlPolyParams, RandomizedWeightedMajorityParams,
+    AdviceRound, Aggregator, EwaParams, ExpertLedger, ExpertStep, FixedShareParams, FplParams,
+    HedgeParams, LearningRate, Loss, LossRound, MlPolyParams, RandomizedWeightedMajorityParams,
     WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, UnsupervisedLearner};
@@ -113,6 +113,28 @@ fn losses_of(round: &Round) -> LossRound<'_> {
     LossRound {
         losses: &round.0,
         awake: round.2.as_deref(),
+    }
+}
+
+fn loss(u: &mut Unstructured<'_>) -> arbitrary::Result<Loss> {
+    Ok(match u.int_in_range(0..=3)? {
+        0 => Loss::ZeroOne,
+        1 => Loss::Square,
+        2 => Loss::Absolute,
+        _ => Loss::Pinball { tau: value(u)? },
+    })
+}
+
+/// What every rule's step must satisfy, through the trait every rule implements.
+fn check_rule<A: Aggregator>(rule: &A, step: &ExpertStep) {
+    check_expert_step(step, rule.ledger(), &rule.weights());
+}
+
+/// [`check_rule`], and a bound, when the theorem gives one, is finite.
+fn check_rule_and_bound<A: Aggregator>(rule: &A, step: &ExpertStep) {
+    check_rule(rule, step);
+    if let Some(b) = rule.regret_bound().value() {
+        finite("the bound", b);
     }
 }
 
@@ -272,14 +294,7 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                     let Ok(p) = WeightedMajorityParams::new(n).beta(value(u)?).check() else {
                         return Ok(());
                     };
-                    run_rounds!(
-                        p.build(),
-                        rounds,
-                        advice_of,
-                        |l: &pacstream::experts::WeightedMajority, s: &ExpertStep| {
-                            check_expert_step(s, l.ledger(), &l.weights())
-                        }
-                    );
+                    run_rounds!(p.build(), rounds, advice_of, check_rule);
                 }
                 4 => {
                     let Ok(p) = RandomizedWeightedMajorityParams::new(n)
@@ -289,14 +304,7 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                     else {
                         return Ok(());
                     };
-                    run_rounds!(
-                        p.build(),
-                        rounds,
-                        advice_of,
-                        |l: &pacstream::experts::RandomizedWeightedMajority, s: &ExpertStep| {
-                            check_expert_step(s, l.ledger(), &l.weights())
-                        }
-                    );
+                    run_rounds!(p.build(), rounds, advice_of, check_rule);
                 }
                 5 => {
                     let mut params = HedgeParams::new(n)
@@ -312,22 +320,10 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                     let Ok(p) = params.check() else {
                         return Ok(());
                     };
-                    run_rounds!(
-                        p.build(),
-                        rounds,
-                        losses_of,
-                        |l: &pacstream::experts::Hedge, s: &ExpertStep| {
-                            check_expert_step(s, l.ledger(), &l.weights())
-                        }
-                    );
+                    run_rounds!(p.build(), rounds, losses_of, check_rule);
                 }
                 6 => {
-                    let loss = match u.int_in_range(0..=3)? {
-                        0 => Loss::ZeroOne,
-                        1 => Loss::Square,
-                        2 => Loss::Absolute,
-                        _ => Loss::Pinball { tau: value(u)? },
-                    };
+                    let loss = loss(u)?;
                     let mut params = EwaParams::new(n)
                         .loss(loss)
                         .learning_rate(rate(u)?)
@@ -341,22 +337,10 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                     let Ok(p) = params.check() else {
                         return Ok(());
                     };
-                    run_rounds!(
-                        p.build(),
-                        rounds,
-                        advice_of,
-                        |l: &pacstream::experts::Ewa, s: &ExpertStep| {
-                            check_expert_step(s, l.ledger(), &l.weights())
-                        }
-                    );
+                    run_rounds!(p.build(), rounds, advice_of, check_rule);
                 }
                 8 | 9 => {
-                    let loss = match u.int_in_range(0..=3)? {
-                        0 => Loss::ZeroOne,
-                        1 => Loss::Square,
-                        2 => Loss::Absolute,
-                        _ => Loss::Pinball { tau: value(u)? },
-                    };
+                    let loss = loss(u)?;
                     let gradient = bool::arbitrary(u)?;
                     if learner == 8 {
                         let mut params = FixedShareParams::new(n, value(u)?, value(u)?)
@@ -366,33 +350,13 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                         let Ok(p) = params.check() else {
                             return Ok(());
                         };
-                        run_rounds!(
-                            p.build(),
-                            rounds,
-                            advice_of,
-                            |l: &pacstream::experts::FixedShare, s: &ExpertStep| {
-                                check_expert_step(s, l.ledger(), &l.weights());
-                                if let Some(b) = l.regret_bound().value() {
-                                    finite("the bound", b);
-                                }
-                            }
-                        );
+                        run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
                     } else {
                         let Ok(p) = MlPolyParams::new(n).loss(loss).gradient(gradient).check()
                         else {
                             return Ok(());
                         };
-                        run_rounds!(
-                            p.build(),
-                            rounds,
-                            advice_of,
-                            |l: &pacstream::experts::MlPoly, s: &ExpertStep| {
-                                check_expert_step(s, l.ledger(), &l.weights());
-                                if let Some(b) = l.regret_bound().value() {
-                                    finite("the bound", b);
-                                }
-                            }
-                        );
+                        run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
                     }
                 }
                 _ => {
@@ -404,14 +368,7 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                     else {
                         return Ok(());
                     };
-                    run_rounds!(
-                        p.build(),
-                        rounds,
-                        losses_of,
-                        |l: &pacstream::experts::FollowThePerturbedLeader, s: &ExpertStep| {
-                            check_expert_step(s, l.ledger(), &l.weights())
-                        }
-                    );
+                    run_rounds!(p.build(), rounds, losses_of, check_rule);
                 }
             }
         }

@@ -67,12 +67,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         ("ewa (AdaHedge)", AggregatorParams::new(Rule::Ewa, n)),
         (
             "ewa --gradient (AdaHedge)",
-            gradient(AggregatorParams::new(Rule::Ewa, n)),
+            AggregatorParams::new(Rule::Ewa, n).gradient(true),
         ),
         ("mlpol", AggregatorParams::new(Rule::Mlpol, n)),
         (
             "mlpol --gradient",
-            gradient(AggregatorParams::new(Rule::Mlpol, n)),
+            AggregatorParams::new(Rule::Mlpol, n).gradient(true),
         ),
         (
             "fixed-share --eta 1e-4 --alpha 0.01",
@@ -82,11 +82,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         ),
         (
             "fixed-share --eta 1e-4 --alpha 0.01 --gradient",
-            gradient(
-                AggregatorParams::new(Rule::FixedShare, n)
-                    .rate(LearningRate::Fixed(1e-4))
-                    .alpha(0.01),
-            ),
+            AggregatorParams::new(Rule::FixedShare, n)
+                .rate(LearningRate::Fixed(1e-4))
+                .alpha(0.01)
+                .gradient(true),
         ),
     ];
     print!("| rule | RMSE |");
@@ -113,9 +112,4 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("{}", " |".repeat(oracles.len()));
     }
     Ok(())
-}
-
-fn gradient(mut params: AggregatorParams) -> AggregatorParams {
-    params.gradient = true;
-    params
 }

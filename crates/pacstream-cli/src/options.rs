@@ -13,27 +13,15 @@ use crate::failure::bad_input;
 use crate::io::columns::{ColumnSelector, parse_column_list};
 use crate::io::files::{self, InputFile, OutputFile, Source};
 
-/// Options shared by every learning command that reads points: input, columns, outputs,
-/// figure, checkpoints.
+/// Options shared by every learning command that reads points: `--columns`, then those of
+/// [`CommonArgsWithoutColumns`] (input, outputs, figure, checkpoints).
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    #[command(flatten)]
-    pub input: InputFileArg,
-
     #[command(flatten)]
     pub columns: ColumnsArgs,
 
     #[command(flatten)]
-    pub input_options: InputArgs,
-
-    #[command(flatten)]
-    pub output_options: OutputArgs,
-
-    #[command(flatten)]
-    pub plot_options: PlotArgs,
-
-    #[command(flatten)]
-    pub checkpoint_options: CheckpointArgs,
+    pub learning: CommonArgsWithoutColumns,
 }
 
 /// The shared options of a command that picks its columns with options of its own
@@ -383,12 +371,8 @@ impl CommonArgs {
     /// output may be an input, or another output.
     pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
         Parts {
-            input: &self.input.path,
             columns: Some(&self.columns),
-            input_options: &self.input_options,
-            output_options: &self.output_options,
-            plot_options: Some(&self.plot_options),
-            checkpoint_options: Some(&self.checkpoint_options),
+            ..self.learning.parts()
         }
         .validate(other)
     }
@@ -397,6 +381,10 @@ impl CommonArgs {
 impl CommonArgsWithoutColumns {
     /// Checks the shared options and returns them validated.
     pub fn validate(&self) -> anyhow::Result<RunOptions> {
+        self.parts().validate(&OtherFiles::default())
+    }
+
+    fn parts(&self) -> Parts<'_> {
         Parts {
             input: &self.input.path,
             columns: None,
@@ -405,7 +393,6 @@ impl CommonArgsWithoutColumns {
             plot_options: Some(&self.plot_options),
             checkpoint_options: Some(&self.checkpoint_options),
         }
-        .validate(&OtherFiles::default())
     }
 }
 

@@ -246,21 +246,21 @@ fn bad_settings_are_usage_errors() {
             "two columns",
         ),
         (
-            &["kmeans", "--k", "2", "--weights", "nope", faithful],
-            "--weights: no column named",
+            &["kmeans", "--k", "2", "--sample-weights", "nope", faithful],
+            "--sample-weights: no column named",
         ),
         (
             &[
                 "kmeans",
                 "--k",
                 "2",
-                "--weights",
+                "--sample-weights",
                 "waiting",
                 "--columns",
                 "1-2",
                 faithful,
             ],
-            "is also the --weights column",
+            "is also the --sample-weights column",
         ),
         (
             &["kmeans", "--k", "2", "-o", "no/such/dir/out.csv", faithful],

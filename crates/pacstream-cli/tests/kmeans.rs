@@ -211,7 +211,7 @@ fn weights_pull_the_centre() {
             "--k",
             "1",
             "w.csv",
-            "--weights",
+            "--sample-weights",
             "w",
             "--summary",
             "-",
@@ -223,7 +223,8 @@ fn weights_pull_the_centre() {
     assert_eq!(summary["centres"][0][0], 7.5);
     assert_eq!(summary["input"]["weights"], "w");
     assert_eq!(summary["cluster_weights"][0], 4.0);
-    // A negative weight is a bad row.
+    // A negative weight is a bad row (named by the option's former spelling, still
+    // accepted).
     write(dir.path(), "neg.csv", "x,w\n0,1\n10,-3\n");
     let outcome = run(
         dir.path(),
@@ -325,6 +326,10 @@ fn help_and_version_exit_zero() {
     assert_eq!(outcome.code, 0);
     assert!(outcome.stdout.contains("--checkpoint-every"));
     assert!(outcome.stdout.contains("reservoir"));
+    // One name per idea: the sample weights are `--sample-weights`; the former spelling is
+    // still accepted but not shown, so that `--weights` reads as the experts' weights only.
+    assert!(outcome.stdout.contains("--sample-weights <COL>"));
+    assert!(!outcome.stdout.contains("--weights"));
     let outcome = run(dir.path(), &["--version"]);
     assert_eq!(outcome.code, 0);
     assert!(outcome.stdout.starts_with("pacstream "));

@@ -434,7 +434,7 @@ macro_rules! aggregator_class {
             /// The settings by name, every default resolved.
             #[getter]
             fn settings(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-                serde_to_py(py, &self.run.config().settings())
+                serde_to_py(py, self.run.config())
             }
 
             /// The run's summary (totals, regret and its bound, every expert's loss,

@@ -11,13 +11,13 @@ use pacstream::geometry::squared_distance;
 use pacstream::kmeans::Centres;
 use serde::Serialize;
 
-use super::{human_number, no_good_rows, note_skipped};
+use super::{human_number, human_seconds, no_good_rows, note_skipped, write_summary};
 use crate::failure::bad_input;
 use crate::io::atomic::write_atomically;
 use crate::io::columns::parse_column_list;
 use crate::io::reader::{InputProgress, RowReader};
 use crate::io::records::RecordSink;
-use crate::options::RecordOutput;
+use crate::options::{RecordOutput, RunOptions};
 use crate::plot::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
 use crate::ui::{Notes, Progress};
 
@@ -97,8 +97,40 @@ impl BatchRows {
             .context("invariant: every row has the number of columns")
     }
 
-    /// Writes the label of every row and its squared distance to its centre.
-    pub fn write_labels(
+    /// What a batch fit writes once its report is printed, in order: the label of every
+    /// row and its squared distance to its centre (`--output`), the summary, and the
+    /// figure of the rows coloured by label with the centres (titled by `title`).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one fit's outputs, every part of them"
+    )]
+    pub fn write_outputs(
+        &self,
+        options: &RunOptions,
+        reader: &RowReader,
+        axes: Axes,
+        centres: &Centres,
+        labels: &[usize],
+        summary: &impl Serialize,
+        title: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        self.write_labels(options.output.as_ref(), centres, labels)?;
+        write_summary(options, summary)?;
+        if let Some(path) = &options.plot {
+            self.draw(
+                path,
+                options.plot_points,
+                reader,
+                axes,
+                title(),
+                labels,
+                centres,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_labels(
         &self,
         output: Option<&RecordOutput>,
         centres: &Centres,
@@ -120,7 +152,7 @@ impl BatchRows {
 
     /// Draws at most `plot_points` rows (every n-th), coloured by label, with the centres.
     #[allow(clippy::too_many_arguments, reason = "one figure, every part of it")]
-    pub fn draw(
+    fn draw(
         &self,
         path: &Path,
         plot_points: usize,
@@ -268,6 +300,23 @@ pub fn write_centres_table(
     }
     out.flush()?;
     Ok(())
+}
+
+/// The end of a batch fit's report: the time of the fit, then the centres with the size of
+/// each cluster.
+pub fn write_batch_report_end(
+    out: &mut dyn Write,
+    fit_seconds: f64,
+    labels: &[String],
+    centres: &Centres,
+    sizes: &[u64],
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "  fit time               {}",
+        human_seconds(fit_seconds)
+    )?;
+    write_centres_table(out, labels, centres, "size", |j| sizes[j].to_string())
 }
 
 /// Builds the cluster figure from sampled points (the clustered values and the data row

@@ -146,6 +146,17 @@ pub fn human_number(value: f64) -> String {
     }
 }
 
+/// The first line of a point learner's report: `WHAT on 'INPUT': N rows × D columns`
+/// (`unit`: `row` for a batch fit, `round` for a stream).
+pub fn report_heading(what: &str, reader: &RowReader, count: u64, unit: &str) -> String {
+    format!(
+        "{what} on '{}': {} × {}",
+        reader.source_name(),
+        plural(count, unit),
+        plural(reader.layout().feature_labels.len() as u64, "column")
+    )
+}
+
 /// `1 row`, `2 rows`.
 pub fn plural(count: u64, noun: &str) -> String {
     if count == 1 {

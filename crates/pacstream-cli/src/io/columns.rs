@@ -1,5 +1,5 @@
 //! Column selection: `--columns` lists (by name or 1-based index, like xsv) and the
-//! single-column options (`--weights`), resolved against the input's header.
+//! single-column options (`--sample-weights`), resolved against the input's header.
 
 use std::fmt;
 

@@ -6,7 +6,7 @@
 //!   (`--header yes|no` overrides). A UTF-8 byte-order mark is dropped; CRLF line ends,
 //!   quoted fields and blank lines are fine.
 //! - **Columns**: `--columns` by name or index, else every column whose first data value is
-//!   a number (the others are announced). Extra single columns (`--weights`) are read beside
+//!   a number (the others are announced). Extra single columns (`--sample-weights`) are read beside
 //!   the features and never taken as features.
 //! - **Bad rows** (not numbers, wrong width, NaN or infinity, a negative weight) stop the run
 //!   with a message naming the file, line and column, or are skipped and counted
@@ -47,7 +47,7 @@ const QUOTE_LIMIT: usize = 40;
 /// A column read besides the features, such as a sample weight.
 #[derive(Clone, Debug)]
 pub struct ExtraColumn {
-    /// The option that named it (`--weights`), for messages.
+    /// The option that named it (`--sample-weights`), for messages.
     pub option: &'static str,
     /// Which column.
     pub selector: ColumnSelector,
@@ -840,7 +840,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = write(&dir, "x.csv", b"x,name,w\n1,a,2\n3,b,0.5\n");
         let extra = ExtraColumn {
-            option: "--weights",
+            option: "--sample-weights",
             selector: ColumnSelector::Name("w".into()),
             non_negative: true,
         };

@@ -223,20 +223,52 @@ impl RecordSink {
     /// Writes one record (a struct of scalars; `None` is `null` in JSON, an empty field in
     /// delimited text).
     pub fn write<R: Serialize>(&mut self, record: &R) -> anyhow::Result<()> {
+        self.write_as(record, record)
+    }
+
+    /// Writes a library's record followed by the front-end's own columns (structs of
+    /// scalars both), as one record: one JSON object, one delimited row under one header.
+    pub fn write_joined<R: Serialize, C: Serialize>(
+        &mut self,
+        record: &R,
+        columns: &C,
+    ) -> anyhow::Result<()> {
+        /// One object of both structs' fields (a map to serde, which JSON writes as it
+        /// writes a struct; the csv crate writes no maps, but writes a tuple of structs
+        /// as one row under their fields' names).
+        #[derive(Serialize)]
+        struct Joined<'a, R, C> {
+            #[serde(flatten)]
+            record: &'a R,
+            #[serde(flatten)]
+            columns: &'a C,
+        }
+        self.write_as(&Joined { record, columns }, &(record, columns))
+    }
+
+    /// Writes `json` as a JSON line or `delimited` as a delimited row, whichever the sink
+    /// writes: the same record in the two shapes the two writers take.
+    fn write_as(
+        &mut self,
+        json: &impl Serialize,
+        delimited: &impl Serialize,
+    ) -> anyhow::Result<()> {
         let Some(sink) = &mut self.inner else {
             return Ok(());
         };
         sink.records += 1;
         // Errors become io::Error where they are one, so that a closed pipe is recognised.
         let result = match &mut sink.format {
-            Format::Jsonl(writer) => serde_json::to_writer(&mut *writer, record)
+            Format::Jsonl(writer) => serde_json::to_writer(&mut *writer, json)
                 .map_err(io::Error::from)
                 .and_then(|()| writer.write_all(b"\n")),
             Format::Delimited(writer) => {
-                writer.serialize(record).map_err(|e| match e.into_kind() {
-                    csv::ErrorKind::Io(e) => e,
-                    other => io::Error::other(format!("{other:?}")),
-                })
+                writer
+                    .serialize(delimited)
+                    .map_err(|e| match e.into_kind() {
+                        csv::ErrorKind::Io(e) => e,
+                        other => io::Error::other(format!("{other:?}")),
+                    })
             }
         };
         result.map_err(|e| write_error(&sink.name, e))

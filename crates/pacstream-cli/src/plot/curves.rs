@@ -6,7 +6,7 @@ use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{axis_range, cluster_colour};
+use super::{axis_range, cluster_colour, whole_number_label};
 
 /// What a curve figure shows.
 #[derive(Debug)]
@@ -190,13 +190,7 @@ fn draw_series(
         .light_line_style(WHITE.mix(0.0));
     if integer_y {
         // A count: label the whole numbers only.
-        mesh.y_label_formatter(&|v| {
-            if (v - v.round()).abs() < 1e-9 {
-                format!("{v:.0}")
-            } else {
-                String::new()
-            }
-        });
+        mesh.y_label_formatter(&whole_number_label);
     }
     mesh.draw().map_err(draw_error)?;
     chart

@@ -4,7 +4,7 @@
 use super::draw_error;
 use plotters::prelude::*;
 
-use super::{axis_range, cluster_colour};
+use super::{axis_range, cluster_colour, whole_number_label};
 
 /// How a series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,13 +123,7 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
                 .x_label_formatter(&|t| format!("{t:.0}"))
                 .light_line_style(WHITE.mix(0.0));
             if figure.integer_y {
-                mesh.y_label_formatter(&|v| {
-                    if (v - v.round()).abs() < 1e-9 {
-                        format!("{v:.0}")
-                    } else {
-                        String::new()
-                    }
-                });
+                mesh.y_label_formatter(&whole_number_label);
             }
             mesh.draw().map_err(draw_error)?;
             for series in &figure.series {

@@ -41,6 +41,15 @@ pub fn cluster_colour(index: usize) -> plotters::style::RGBColor {
     plotters::style::RGBColor(r, g, b)
 }
 
+/// The label of a tick on an axis of counts: the whole numbers only, no label elsewhere.
+pub fn whole_number_label(value: &f64) -> String {
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{value:.0}")
+    } else {
+        String::new()
+    }
+}
+
 /// A padded axis range that covers `values` (a unit range around a single value, `0..1`
 /// when there is none), so that every point is drawn inside the frame.
 pub fn axis_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {

@@ -176,11 +176,20 @@ fn advice_losses(round: &AdviceRound<'_>, loss: Loss) -> Vec<f64> {
         .collect()
 }
 
+/// The trait's methods for one rule, from the rule's own: `advice` for a rule that learns
+/// from advice and an outcome (`advice, out_of_range` if it counts the rounds whose loss
+/// left the range its bound assumes), `losses` for one that learns from losses.
 macro_rules! aggregator {
     ($learner:ty, $rule:expr, advice) => {
         aggregator!(@common $learner, $rule);
         fn learn_advice(&mut self, round: AdviceRound<'_>, _loss: Loss) -> Result<ExpertStep> {
             self.learn_one(round)
+        }
+    };
+    ($learner:ty, $rule:expr, advice, out_of_range) => {
+        aggregator!($learner, $rule, advice);
+        fn out_of_range_rounds(&self) -> u64 {
+            <$learner>::out_of_range_rounds(self)
         }
     };
     ($learner:ty, $rule:expr, losses) => {
@@ -221,89 +230,59 @@ macro_rules! aggregator {
     };
 }
 
-impl Aggregator for WeightedMajority {
-    aggregator!(WeightedMajority, Rule::Wm, advice);
+/// The registration of every rule, once: its variant of [`Rule`] and of [`AnyAggregator`]
+/// (the same name), its learner and what it learns from (see `aggregator!`). This gives
+/// each learner its [`Aggregator`] implementation, and [`AnyAggregator`] its variants and
+/// its trait objects, so that adding a rule is one line here.
+macro_rules! rules {
+    ($($(#[doc = $doc:literal])* $variant:ident($learner:ty): $($learns:ident),+;)*) => {
+        $(impl Aggregator for $learner {
+            aggregator!($learner, Rule::$variant, $($learns),+);
+        })*
+
+        /// A rule chosen at run time: what a front-end holds, snapshots and restores.
+        #[derive(Clone, Debug, Serialize, Deserialize)]
+        #[allow(
+            clippy::large_enum_variant,
+            reason = "one per run; boxing would only add an indirection per round"
+        )]
+        pub enum AnyAggregator {
+            $($(#[doc = $doc])* $variant($learner),)*
+        }
+
+        impl AnyAggregator {
+            /// The rule as a trait object.
+            pub fn as_dyn(&self) -> &dyn Aggregator {
+                match self {
+                    $(AnyAggregator::$variant(rule) => rule,)*
+                }
+            }
+
+            /// The rule as a mutable trait object.
+            pub fn as_dyn_mut(&mut self) -> &mut dyn Aggregator {
+                match self {
+                    $(AnyAggregator::$variant(rule) => rule,)*
+                }
+            }
+        }
+    };
 }
 
-impl Aggregator for RandomizedWeightedMajority {
-    aggregator!(RandomizedWeightedMajority, Rule::Rwm, advice);
-}
-
-impl Aggregator for Ewa {
-    aggregator!(Ewa, Rule::Ewa, advice);
-    fn out_of_range_rounds(&self) -> u64 {
-        Ewa::out_of_range_rounds(self)
-    }
-}
-
-impl Aggregator for Hedge {
-    aggregator!(Hedge, Rule::Hedge, losses);
-}
-
-impl Aggregator for FollowThePerturbedLeader {
-    aggregator!(FollowThePerturbedLeader, Rule::Fpl, losses);
-}
-
-impl Aggregator for FixedShare {
-    aggregator!(FixedShare, Rule::FixedShare, advice);
-    fn out_of_range_rounds(&self) -> u64 {
-        FixedShare::out_of_range_rounds(self)
-    }
-}
-
-impl Aggregator for MlPoly {
-    aggregator!(MlPoly, Rule::Mlpol, advice);
-}
-
-/// A rule chosen at run time: what a front-end holds, snapshots and restores.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one per run; boxing would only add an indirection per round"
-)]
-pub enum AnyAggregator {
+rules! {
     /// Weighted majority.
-    Wm(WeightedMajority),
+    Wm(WeightedMajority): advice;
     /// Randomized weighted majority.
-    Rwm(RandomizedWeightedMajority),
+    Rwm(RandomizedWeightedMajority): advice;
     /// Hedge.
-    Hedge(Hedge),
+    Hedge(Hedge): losses;
     /// EWA.
-    Ewa(Ewa),
+    Ewa(Ewa): advice, out_of_range;
     /// Follow the perturbed leader.
-    Fpl(FollowThePerturbedLeader),
+    Fpl(FollowThePerturbedLeader): losses;
     /// Fixed share.
-    FixedShare(FixedShare),
+    FixedShare(FixedShare): advice, out_of_range;
     /// ML-Poly.
-    Mlpol(MlPoly),
-}
-
-impl AnyAggregator {
-    /// The rule as a trait object.
-    pub fn as_dyn(&self) -> &dyn Aggregator {
-        match self {
-            AnyAggregator::Wm(rule) => rule,
-            AnyAggregator::Rwm(rule) => rule,
-            AnyAggregator::Hedge(rule) => rule,
-            AnyAggregator::Ewa(rule) => rule,
-            AnyAggregator::Fpl(rule) => rule,
-            AnyAggregator::FixedShare(rule) => rule,
-            AnyAggregator::Mlpol(rule) => rule,
-        }
-    }
-
-    /// The rule as a mutable trait object.
-    pub fn as_dyn_mut(&mut self) -> &mut dyn Aggregator {
-        match self {
-            AnyAggregator::Wm(rule) => rule,
-            AnyAggregator::Rwm(rule) => rule,
-            AnyAggregator::Hedge(rule) => rule,
-            AnyAggregator::Ewa(rule) => rule,
-            AnyAggregator::Fpl(rule) => rule,
-            AnyAggregator::FixedShare(rule) => rule,
-            AnyAggregator::Mlpol(rule) => rule,
-        }
-    }
+    Mlpol(MlPoly): advice;
 }
 
 impl Aggregator for AnyAggregator {
@@ -416,6 +395,31 @@ impl AggregatorParams {
     /// Sets fixed share's α.
     pub fn alpha(mut self, alpha: f64) -> Self {
         self.alpha = Some(alpha);
+        self
+    }
+
+    /// Sets the gradient trick (EWA, fixed share, ML-Poly: charge the linearised losses).
+    pub fn gradient(mut self, gradient: bool) -> Self {
+        self.gradient = gradient;
+        self
+    }
+
+    /// Sets the prior weights, in the experts' order (Hedge, EWA).
+    pub fn prior(mut self, prior: Vec<f64>) -> Self {
+        self.prior = Some(prior);
+        self
+    }
+
+    /// Sets whether Hedge draws an expert from the weights each round.
+    pub fn sample(mut self, sample: bool) -> Self {
+        self.sample = sample;
+        self
+    }
+
+    /// Sets whether the rounds give losses directly, not advice and an outcome (Hedge,
+    /// FPL).
+    pub fn losses_given(mut self, losses_given: bool) -> Self {
+        self.losses_given = losses_given;
         self
     }
 
@@ -558,17 +562,24 @@ impl AggregatorParams {
 }
 
 /// Settings that passed [`AggregatorParams::check`], every default resolved: what a run
-/// records (its `Serialize` form is the settings a checkpoint must match) and builds its
-/// rule from.
+/// builds its rule from and records.
+///
+/// Its `Serialize` form is the settings by name, what must be equal for a snapshot to be
+/// resumed: the rule's and the loss's names, the schedule's name with its η or horizon T,
+/// and `losses` for losses given directly; the number of experts is not part of it (a
+/// checkpoint checks it against its own ledger).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AggregatorConfig {
     /// The rule.
     pub rule: Rule,
-    /// The learning rate.
+    /// The learning rate (recorded as `rate`, the schedule's name, then `eta` and
+    /// `horizon`).
+    #[serde(flatten, serialize_with = "rate_by_name")]
     pub rate: LearningRate,
     /// β = e^{−η} of the binary rules with a fixed rate.
     pub beta: Option<f64>,
-    /// The loss.
+    /// The loss (recorded by its name).
+    #[serde(serialize_with = "loss_by_name")]
     pub loss: Loss,
     /// The loss range B, if any.
     pub loss_bound: Option<f64>,
@@ -579,8 +590,10 @@ pub struct AggregatorConfig {
     /// Hedge's sampling.
     pub sample: bool,
     /// Losses given directly.
+    #[serde(rename = "losses")]
     pub losses_given: bool,
     /// The number of experts.
+    #[serde(skip_serializing)]
     pub n_experts: usize,
     /// The seed.
     pub seed: u64,
@@ -589,64 +602,40 @@ pub struct AggregatorConfig {
     pub alpha: Option<f64>,
 }
 
-/// The settings a run records, by name: what must be equal for a snapshot to be resumed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct AggregatorSettings {
-    /// The rule's name.
-    pub rule: &'static str,
-    /// The schedule's name.
-    pub rate: &'static str,
-    /// η of a fixed rate.
-    pub eta: Option<f64>,
-    /// T of a rate tuned for a horizon.
-    pub horizon: Option<u64>,
-    /// β of the binary rules with a fixed rate.
-    pub beta: Option<f64>,
-    /// The loss's name.
-    pub loss: String,
-    /// The loss range.
-    pub loss_bound: Option<f64>,
-    /// EWA's gradient trick.
-    pub gradient: bool,
-    /// Prior weights.
-    pub prior: Option<Vec<f64>>,
-    /// Hedge's sampling.
-    pub sample: bool,
-    /// Losses given directly.
-    pub losses: bool,
-    /// The seed.
-    pub seed: u64,
-    /// Fixed share's α.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha: Option<f64>,
+/// A learning rate by name: the schedule, η of a fixed rate, T of a rate tuned for a
+/// horizon.
+fn rate_by_name<S: serde::Serializer>(
+    rate: &LearningRate,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct ByName {
+        rate: &'static str,
+        eta: Option<f64>,
+        horizon: Option<u64>,
+    }
+    ByName {
+        rate: rate.name(),
+        eta: match *rate {
+            LearningRate::Fixed(eta) => Some(eta),
+            _ => None,
+        },
+        horizon: match *rate {
+            LearningRate::Horizon(horizon) => Some(horizon),
+            _ => None,
+        },
+    }
+    .serialize(serializer)
+}
+
+fn loss_by_name<S: serde::Serializer>(
+    loss: &Loss,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.serialize_str(&loss.name())
 }
 
 impl AggregatorConfig {
-    /// The settings by name.
-    pub fn settings(&self) -> AggregatorSettings {
-        AggregatorSettings {
-            rule: self.rule.name(),
-            rate: self.rate.name(),
-            eta: match self.rate {
-                LearningRate::Fixed(eta) => Some(eta),
-                _ => None,
-            },
-            horizon: match self.rate {
-                LearningRate::Horizon(horizon) => Some(horizon),
-                _ => None,
-            },
-            beta: self.beta,
-            loss: self.loss.name(),
-            loss_bound: self.loss_bound,
-            gradient: self.gradient,
-            prior: self.prior.clone(),
-            sample: self.sample,
-            losses: self.losses_given,
-            seed: self.seed,
-            alpha: self.alpha,
-        }
-    }
-
     /// Builds the rule (its own parameters checked).
     pub fn build(&self) -> Result<AnyAggregator> {
         let n = self.n_experts;
@@ -845,26 +834,18 @@ mod tests {
             for (advice, outcome) in rounds {
                 let round = AdviceRound::new(advice, outcome);
                 let step = any.learn_advice(round, config.loss).unwrap();
+                let losses: Vec<f64> = advice
+                    .iter()
+                    .map(|&a| config.loss.value(a, outcome))
+                    .collect();
                 let expected = match &mut direct {
                     AnyAggregator::Wm(r) => r.learn_one(round),
                     AnyAggregator::Rwm(r) => r.learn_one(round),
                     AnyAggregator::Ewa(r) => r.learn_one(round),
                     AnyAggregator::FixedShare(r) => r.learn_one(round),
                     AnyAggregator::Mlpol(r) => r.learn_one(round),
-                    AnyAggregator::Hedge(r) => {
-                        let losses: Vec<f64> = advice
-                            .iter()
-                            .map(|&a| config.loss.value(a, outcome))
-                            .collect();
-                        r.learn_one(LossRound::new(&losses))
-                    }
-                    AnyAggregator::Fpl(r) => {
-                        let losses: Vec<f64> = advice
-                            .iter()
-                            .map(|&a| config.loss.value(a, outcome))
-                            .collect();
-                        r.learn_one(LossRound::new(&losses))
-                    }
+                    AnyAggregator::Hedge(r) => r.learn_one(LossRound::new(&losses)),
+                    AnyAggregator::Fpl(r) => r.learn_one(LossRound::new(&losses)),
                 }
                 .unwrap();
                 assert_eq!(step, expected, "{rule:?}");
@@ -938,18 +919,19 @@ mod tests {
             AggregatorParams::new(Rule::Wm, 2).rate(LearningRate::Doubling),
             "beta",
         );
-        let mut ewa = AggregatorParams::new(Rule::Ewa, 2);
-        ewa.losses_given = true;
-        refused(ewa, "losses");
-        let mut fpl = AggregatorParams::new(Rule::Fpl, 2);
-        fpl.gradient = true;
-        refused(fpl, "gradient");
-        let mut wm = AggregatorParams::new(Rule::Wm, 2);
-        wm.prior = Some(vec![1.0, 1.0]);
-        refused(wm, "prior");
-        let mut ewa = AggregatorParams::new(Rule::Ewa, 2);
-        ewa.sample = true;
-        refused(ewa, "sample");
+        refused(
+            AggregatorParams::new(Rule::Ewa, 2).losses_given(true),
+            "losses",
+        );
+        refused(
+            AggregatorParams::new(Rule::Fpl, 2).gradient(true),
+            "gradient",
+        );
+        refused(
+            AggregatorParams::new(Rule::Wm, 2).prior(vec![1.0, 1.0]),
+            "prior",
+        );
+        refused(AggregatorParams::new(Rule::Ewa, 2).sample(true), "sample");
         refused(AggregatorParams::new(Rule::FixedShare, 2).alpha(0.1), "eta");
         refused(
             AggregatorParams::new(Rule::FixedShare, 2).rate(LearningRate::Fixed(1.0)),
@@ -967,6 +949,58 @@ mod tests {
         refused(
             AggregatorParams::new(Rule::Mlpol, 2).loss(Loss::ZeroOne),
             "loss",
+        );
+    }
+
+    /// A config serialises as the settings by name, in the order and with the names a
+    /// checkpoint has recorded since before `AggregatorSettings` was folded into it: a
+    /// checkpoint written then must resume, so these bytes must not change.
+    #[test]
+    fn the_settings_a_checkpoint_records_keep_their_bytes() {
+        let json =
+            |params: AggregatorParams| serde_json::to_string(&params.check().unwrap()).unwrap();
+        assert_eq!(
+            json(AggregatorParams::new(Rule::Wm, 9).rate(LearningRate::beta(0.8).unwrap())),
+            r#"{"rule":"wm","rate":"fixed","eta":0.2231435513142097,"horizon":null,"beta":0.8,"loss":"zero-one","loss_bound":1.0,"gradient":false,"prior":null,"sample":false,"losses":false,"seed":0}"#
+        );
+        assert_eq!(
+            json(
+                AggregatorParams::new(Rule::Ewa, 6)
+                    .rate(LearningRate::Horizon(1839))
+                    .loss(Loss::Absolute)
+                    .loss_bound(400.0)
+                    .gradient(true)
+                    .prior(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+            ),
+            r#"{"rule":"ewa","rate":"horizon","eta":null,"horizon":1839,"beta":null,"loss":"absolute","loss_bound":400.0,"gradient":true,"prior":[1.0,2.0,3.0,4.0,5.0,6.0],"sample":false,"losses":false,"seed":0}"#
+        );
+        assert_eq!(
+            json(
+                AggregatorParams::new(Rule::Hedge, 3)
+                    .rate(LearningRate::Anytime)
+                    .loss(Loss::Pinball { tau: 0.3 })
+                    .loss_bound(200.0)
+                    .sample(true)
+                    .seed(5)
+            ),
+            r#"{"rule":"hedge","rate":"anytime","eta":null,"horizon":null,"beta":null,"loss":"pinball:0.3","loss_bound":200.0,"gradient":false,"prior":null,"sample":true,"losses":false,"seed":5}"#
+        );
+        assert_eq!(
+            json(
+                AggregatorParams::new(Rule::Fpl, 2)
+                    .rate(LearningRate::Fixed(0.5))
+                    .loss_bound(1.0)
+                    .losses_given(true)
+            ),
+            r#"{"rule":"fpl","rate":"fixed","eta":0.5,"horizon":null,"beta":null,"loss":"square","loss_bound":1.0,"gradient":false,"prior":null,"sample":false,"losses":true,"seed":0}"#
+        );
+        assert_eq!(
+            json(
+                AggregatorParams::new(Rule::FixedShare, 7)
+                    .rate(LearningRate::Fixed(0.0001))
+                    .alpha(0.01)
+            ),
+            r#"{"rule":"fixed-share","rate":"fixed","eta":0.0001,"horizon":null,"beta":null,"loss":"square","loss_bound":null,"gradient":false,"prior":null,"sample":false,"losses":false,"seed":0,"alpha":0.01}"#
         );
     }
 

@@ -38,8 +38,8 @@ mod shifting;
 mod weights;
 
 pub use aggregator::{
-    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSettings, AggregatorSummary,
-    AnyAggregator, ExpertSummary, Rule,
+    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSummary, AnyAggregator,
+    ExpertSummary, Rule,
 };
 pub use fixed_share::{FixedShare, FixedShareParams};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};

@@ -5,7 +5,7 @@ use std::io::Write;
 use pacstream::curves::{Comparator, PrincipalCurveLearner};
 
 use super::summary::{ComparatorSummary, CurveTotals};
-use crate::commands::{human_number, human_seconds, plural};
+use crate::commands::{human_number, human_seconds, plural, report_heading};
 use crate::io::reader::RowReader;
 
 pub(super) fn print(
@@ -21,10 +21,8 @@ pub(super) fn print(
     let curve = learner.curve().expect("a curve exists");
     writeln!(
         out,
-        "principal curve on '{}': {} × {}",
-        reader.source_name(),
-        plural(totals.stream.rounds, "round"),
-        plural(labels.len() as u64, "column")
+        "{}",
+        report_heading("principal curve", reader, totals.stream.rounds, "round")
     )?;
     writeln!(out, "  segments               {}", curve.n_segments())?;
     writeln!(

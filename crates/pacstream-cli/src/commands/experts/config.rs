@@ -4,6 +4,7 @@
 use pacstream::experts::{AggregatorConfig, AggregatorParams, LearningRate, Loss, check_rate};
 
 use super::{ExpertsArgs, library_error};
+use crate::commands::Given;
 use crate::failure::bad_input;
 
 /// `--loss`, by the library's names of the losses.
@@ -50,19 +51,16 @@ pub(super) fn aggregator_config(
     } else {
         None
     };
-    AggregatorParams {
-        rule,
-        n_experts,
-        rate,
-        loss: args.loss,
-        loss_bound: args.loss_bound,
-        gradient: args.gradient,
-        prior: args.prior.clone(),
-        sample: args.sample,
-        losses_given: args.losses,
-        seed,
-        alpha: args.alpha,
-    }
-    .check()
-    .map_err(library_error)
+    AggregatorParams::new(rule, n_experts)
+        .given(rate, AggregatorParams::rate)
+        .given(args.loss, AggregatorParams::loss)
+        .given(args.loss_bound, AggregatorParams::loss_bound)
+        .given(args.prior.clone(), AggregatorParams::prior)
+        .given(args.alpha, AggregatorParams::alpha)
+        .gradient(args.gradient)
+        .sample(args.sample)
+        .losses_given(args.losses)
+        .seed(seed)
+        .check()
+        .map_err(library_error)
 }

@@ -23,8 +23,8 @@ use std::cell::RefCell;
 
 use clap::{ArgGroup, Args};
 use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorConfig, AggregatorSettings, AggregatorSummary,
-    AnyAggregator, ExpertStep, Loss, LossRound, Rule, limits,
+    AdviceRound, Aggregator, AggregatorConfig, AggregatorSummary, AnyAggregator, ExpertStep, Loss,
+    LossRound, Rule, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -147,9 +147,9 @@ pub struct ExpertsArgs {
 
 /// The settings a checkpoint must match: the rule's, and how the input is read.
 #[derive(Serialize)]
-struct Settings {
+struct Settings<'a> {
     #[serde(flatten)]
-    rule: AggregatorSettings,
+    rule: &'a AggregatorConfig,
     /// 1-based input columns read (outcome, experts, masks).
     columns: Vec<usize>,
     /// Whether the records hold the weights.
@@ -355,7 +355,7 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         record_names.extend(expert_names.iter().map(|name| format!("weight_{name}")));
     }
     let settings = serde_json::to_value(Settings {
-        rule: config.settings(),
+        rule: &config,
         columns: reader.layout().features.iter().map(|i| i + 1).collect(),
         weights: args.weights,
         on_bad_row: args.common.input_options.on_bad_row,

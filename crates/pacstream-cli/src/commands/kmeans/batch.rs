@@ -8,10 +8,8 @@ use pacstream::kmeans::{Centres, KMeansConfig, KMeansReport, KMeansSettings, cen
 use serde::Serialize;
 
 use super::{KMeansArgs, library_error};
-use crate::commands::clusters::{Axes, BatchRows, cluster_sizes, write_centres_table};
-use crate::commands::{
-    InputSummary, human_number, human_seconds, plural, short_name, write_summary,
-};
+use crate::commands::clusters::{Axes, BatchRows, cluster_sizes, write_batch_report_end};
+use crate::commands::{InputSummary, human_number, report_heading, short_name};
 use crate::io::reader::RowReader;
 use crate::options::RunOptions;
 use crate::ui::{Notes, report_writer};
@@ -57,8 +55,6 @@ pub(super) fn run(
 
     let centres = fit.centres();
     let labels = fit.labels();
-    rows.write_labels(options.output.as_ref(), centres, labels)?;
-
     let k = centres.n_centres();
     let sizes = cluster_sizes(labels, k);
     let mut cluster_weights = vec![0.0; k];
@@ -92,24 +88,13 @@ pub(super) fn run(
         report,
         fit_seconds,
     };
-    write_summary(options, &summary)?;
-
-    if let Some(path) = &options.plot {
-        rows.draw(
-            path,
-            options.plot_points,
-            &reader,
-            axes,
-            format!(
-                "k-means on {}: k = {k}, inertia {}",
-                short_name(reader.source_name()),
-                human_number(report.inertia)
-            ),
-            labels,
-            centres,
-        )?;
-    }
-    Ok(())
+    rows.write_outputs(options, &reader, axes, centres, labels, &summary, || {
+        format!(
+            "k-means on {}: k = {k}, inertia {}",
+            short_name(reader.source_name()),
+            human_number(report.inertia)
+        )
+    })
 }
 
 #[allow(clippy::too_many_arguments, reason = "one report, every part of it")]
@@ -126,10 +111,8 @@ fn print_report(
     let labels = &reader.layout().feature_labels;
     writeln!(
         out,
-        "k-means on '{}': {} × {}, k = {k}",
-        reader.source_name(),
-        plural(n as u64, "row"),
-        plural(labels.len() as u64, "column")
+        "{}, k = {k}",
+        report_heading("k-means", reader, n as u64, "row")
     )?;
     writeln!(
         out,
@@ -166,11 +149,5 @@ fn print_report(
             "no"
         }
     )?;
-    writeln!(
-        out,
-        "  fit time               {}",
-        human_seconds(fit_seconds)
-    )?;
-    write_centres_table(out, labels, centres, "size", |j| sizes[j].to_string())?;
-    Ok(())
+    write_batch_report_end(out, fit_seconds, labels, centres, sizes)
 }

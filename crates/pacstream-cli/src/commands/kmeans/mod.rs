@@ -110,9 +110,11 @@ pub struct KMeansArgs {
     )]
     pub reassignment_ratio: Option<f64>,
 
-    /// A column of sample weights (name or 1-based index; values finite and >= 0).
-    #[arg(long, value_name = "COL", help_heading = "Input")]
-    pub weights: Option<String>,
+    /// A column of sample weights: each row counts as many times as its weight (name or
+    /// 1-based index; values finite and >= 0).
+    // `--weights`, its former name, is still accepted (hidden: the word is the experts').
+    #[arg(long, alias = "weights", value_name = "COL", help_heading = "Input")]
+    pub sample_weights: Option<String>,
 
     #[command(flatten)]
     pub axes: AxesArg,
@@ -133,10 +135,11 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
         ));
     }
     let notes = Notes::new(options.quiet);
-    let extra_columns = match &args.weights {
+    let extra_columns = match &args.sample_weights {
         Some(text) => vec![ExtraColumn {
-            option: "--weights",
-            selector: parse_selector(text).map_err(|r| bad_input(format!("--weights: {r}")))?,
+            option: "--sample-weights",
+            selector: parse_selector(text)
+                .map_err(|r| bad_input(format!("--sample-weights: {r}")))?,
             non_negative: true,
         }],
         None => Vec::new(),

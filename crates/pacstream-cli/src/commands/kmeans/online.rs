@@ -16,7 +16,8 @@ use serde_json::Value;
 use super::{KMeansArgs, library_error};
 use crate::commands::clusters::{Axes, cluster_figure, write_centres_table};
 use crate::commands::{
-    InputSummary, human_number, no_good_rows, plural, short_name, stream_input, write_summary,
+    InputSummary, human_number, no_good_rows, plural, report_heading, short_name, stream_input,
+    write_summary,
 };
 use crate::io::atomic::write_atomically;
 use crate::io::reader::{Row, RowReader};
@@ -291,10 +292,8 @@ fn print_report(
     let labels = &reader.layout().feature_labels;
     writeln!(
         out,
-        "sequential k-means on '{}': {} × {}, k = {}",
-        reader.source_name(),
-        plural(totals.rounds, "round"),
-        plural(labels.len() as u64, "column"),
+        "{}, k = {}",
+        report_heading("sequential k-means", reader, totals.rounds, "round"),
         learner.config().n_clusters()
     )?;
     writeln!(

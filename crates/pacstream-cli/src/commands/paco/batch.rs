@@ -8,10 +8,8 @@ use pacstream::paco::{PacoConfig, PacoSettings, SamplerReport};
 use serde::Serialize;
 
 use super::library_error;
-use crate::commands::clusters::{Axes, BatchRows, cluster_sizes, write_centres_table};
-use crate::commands::{
-    InputSummary, human_number, human_seconds, plural, short_name, write_summary,
-};
+use crate::commands::clusters::{Axes, BatchRows, cluster_sizes, write_batch_report_end};
+use crate::commands::{InputSummary, human_number, report_heading, short_name};
 use crate::io::reader::RowReader;
 use crate::options::RunOptions;
 use crate::ui::{Notes, report_writer};
@@ -38,7 +36,6 @@ pub(super) fn run(
     axes: Axes,
     notes: Notes,
 ) -> anyhow::Result<()> {
-    let dim = reader.layout().features.len();
     let rows = BatchRows::read(&mut reader, notes)?;
     let n = rows.len();
     let data = rows.view()?;
@@ -47,7 +44,6 @@ pub(super) fn run(
     let fit_seconds = started.elapsed().as_secs_f64();
     let centres = fit.centres();
     let labels = fit.labels();
-    rows.write_labels(options.output.as_ref(), centres, labels)?;
     let k = centres.n_centres();
     let sizes = cluster_sizes(labels, k);
     let report = fit.report();
@@ -56,10 +52,8 @@ pub(super) fn run(
         let feature_labels = &reader.layout().feature_labels;
         writeln!(
             out,
-            "PACBO (batch) on '{}': {} × {}",
-            reader.source_name(),
-            plural(n as u64, "row"),
-            plural(dim as u64, "column")
+            "{}",
+            report_heading("PACBO (batch)", &reader, n as u64, "row")
         )?;
         writeln!(out, "  clusters found         {k}")?;
         writeln!(
@@ -73,14 +67,7 @@ pub(super) fn run(
             "  radius R               {}",
             human_number(fit.frame().radius())
         )?;
-        writeln!(
-            out,
-            "  fit time               {}",
-            human_seconds(fit_seconds)
-        )?;
-        write_centres_table(&mut out, feature_labels, centres, "size", |j| {
-            sizes[j].to_string()
-        })?;
+        write_batch_report_end(&mut out, fit_seconds, feature_labels, centres, &sizes)?;
     }
     let summary = BatchSummary {
         command: "paco",
@@ -95,20 +82,10 @@ pub(super) fn run(
         report,
         fit_seconds,
     };
-    write_summary(options, &summary)?;
-    if let Some(path) = &options.plot {
-        rows.draw(
-            path,
-            options.plot_points,
-            &reader,
-            axes,
-            format!(
-                "PACBO (batch) on {}: k̂ = {k}",
-                short_name(reader.source_name())
-            ),
-            labels,
-            centres,
-        )?;
-    }
-    Ok(())
+    rows.write_outputs(options, &reader, axes, centres, labels, &summary, || {
+        format!(
+            "PACBO (batch) on {}: k̂ = {k}",
+            short_name(reader.source_name())
+        )
+    })
 }

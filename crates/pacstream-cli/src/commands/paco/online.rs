@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::hindsight::HindsightSummary;
 use super::paths::{CountPath, LabelTracker};
-use super::records::{CentresField, Column, RoundRecord};
+use super::records::{CentresField, Column, ExtraColumns};
 use super::{OnlineState, PacoArgs, figures, library_error, report};
 use crate::commands::clusters::{Axes, cluster_figure};
 use crate::commands::{InputSummary, no_good_rows, short_name, stream_input, write_summary};
@@ -119,20 +119,15 @@ impl PointFamily for OnlinePaco {
         }
         let centres = self.centres_field(predicted_by.as_ref());
         let record = state.learner.record(&step, &totals);
-        sink.write(&RoundRecord {
-            t: record.t,
-            k: record.k,
-            loss: record.loss,
-            cumulative_loss: record.cumulative_loss,
-            label: record.label,
-            acceptance_rate: record.acceptance_rate,
+        let columns = ExtraColumns {
             true_label: if state.labels.is_some() {
                 Column::Present(true_label)
             } else {
                 Column::Absent
             },
             centres,
-        })
+        };
+        sink.write_joined(&record, &columns)
     }
 }
 

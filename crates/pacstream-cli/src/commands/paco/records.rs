@@ -1,4 +1,4 @@
-//! One `--output` record of a stream.
+//! The columns the command line adds to PACBO's `--output` records.
 
 use serde::Serialize;
 
@@ -11,21 +11,10 @@ pub(super) enum CentresField {
     Text(String),
 }
 
-/// One `--output` record of online mode.
+/// The columns the command line adds to the library's record of a round
+/// ([`pacstream::paco::PacoRecord`]) in online mode.
 #[derive(Serialize)]
-pub(super) struct RoundRecord {
-    /// The round t (1-based; bad rows skipped are not rounds).
-    pub(super) t: u64,
-    /// k̂_t, the number of clusters that predicted the row (undefined during the warm-up).
-    pub(super) k: Option<usize>,
-    /// ℓ(ĉ_t, x_t) (undefined during the warm-up).
-    pub(super) loss: Option<f64>,
-    /// The sum of the losses so far.
-    pub(super) cumulative_loss: f64,
-    /// The nearest centre of ĉ_t.
-    pub(super) label: Option<usize>,
-    /// The acceptance rate of the chain run after the row (none while the warm-up buffers).
-    pub(super) acceptance_rate: Option<f64>,
+pub(super) struct ExtraColumns {
     /// The --labels value of the row (a column only with --labels).
     #[serde(skip_serializing_if = "Column::is_absent")]
     pub(super) true_label: Column<f64>,

@@ -9,7 +9,7 @@ use pacstream::describe::StreamTotals;
 
 use super::OnlineState;
 use crate::commands::clusters::write_centres_table;
-use crate::commands::{human_number, human_seconds, plural};
+use crate::commands::{human_number, human_seconds, plural, report_heading};
 use crate::io::reader::RowReader;
 
 pub(super) fn print_online(
@@ -23,10 +23,8 @@ pub(super) fn print_online(
     let labels = &reader.layout().feature_labels;
     writeln!(
         out,
-        "PACBO on '{}': {} × {}",
-        reader.source_name(),
-        plural(totals.rounds, "round"),
-        plural(labels.len() as u64, "column")
+        "{}",
+        report_heading("PACBO", reader, totals.rounds, "round")
     )?;
     if let Some(k) = learner.n_clusters() {
         writeln!(out, "  clusters (k̂)           {k}")?;
