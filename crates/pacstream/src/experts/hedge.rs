@@ -145,13 +145,16 @@ impl OnlineLearner for Hedge {
             self.core.single_pass_rate(),
         ) {
             // One pass over the experts: check, mix, charge, record, weigh the next round.
-            round.check_shape(self.core.n_experts())?;
-            if let Some((eta, mixture, _)) =
-                self.core
-                    .play(round.losses, round.losses, OwnLoss, next_eta, |mixture| {
-                        mixture
-                    })?
-            {
+            // The losses' range from the check's pass: the fused pass need not track it.
+            let range = round.check_shape_and_range(self.core.n_experts())?;
+            if let Some((eta, mixture, _)) = self.core.play(
+                round.losses,
+                round.losses,
+                OwnLoss,
+                next_eta,
+                Some(range),
+                |mixture| mixture,
+            )? {
                 let (best_expert, regret) = self.core.ledger.best_expert();
                 return Ok(ExpertStep {
                     round: self.core.n_rounds,
@@ -338,6 +341,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<SQUARE> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
             ABSOLUTE => core.play(
@@ -345,6 +349,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<ABSOLUTE> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
             PINBALL => core.play(
@@ -352,6 +357,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<PINBALL> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
             _ => core.play(
@@ -359,6 +365,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<ZERO_ONE> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
         }
