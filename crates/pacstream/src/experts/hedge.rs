@@ -524,3 +524,52 @@ impl<const KIND: u8> Charging for Linearised<KIND> {
         (q.mul(q.splat(self.slope), advice), own)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experts::LearningRate;
+
+    /// The fused path takes the losses' range from the round's check (Hedge's charges are its
+    /// losses) rather than from the pass: a loss outside [0, B], below or above, counts its
+    /// round, the ends of the range do not, and the count is the general path's (a sampling
+    /// Hedge plays every round the general way). Short rounds and long ones (a dispatched
+    /// check from 64 experts on).
+    #[test]
+    fn losses_outside_the_range_are_counted_on_every_path() {
+        for n in [3, 100] {
+            let build = |sample| {
+                HedgeParams::new(n)
+                    .learning_rate(LearningRate::Fixed(0.5))
+                    .loss_bound(1.0)
+                    .sample(sample)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            let (mut fused, mut general) = (build(false), build(true));
+            let round = |at: usize, value: f64| -> Vec<f64> {
+                (0..n)
+                    .map(|i| if i == at { value } else { (i % 3) as f64 * 0.5 })
+                    .collect()
+            };
+            let rounds = [
+                (round(0, 0.0), 0),
+                (round(n - 1, 1.0), 0),
+                (round(n - 1, 1.5), 1),
+                (round(1, -0.25), 2),
+                (round(n / 2, 0.75), 2),
+            ];
+            for (losses, expected) in &rounds {
+                for learner in [&mut fused, &mut general] {
+                    learner.learn_one(LossRound::new(losses)).unwrap();
+                    assert_eq!(learner.out_of_range_rounds(), *expected, "n = {n}");
+                }
+            }
+            // A refused round counts nothing.
+            let bad = round(n - 1, f64::NAN);
+            assert!(fused.learn_one(LossRound::new(&bad)).is_err());
+            assert_eq!(fused.out_of_range_rounds(), 2);
+        }
+    }
+}
