@@ -68,49 +68,62 @@ pub(crate) fn dispatch_simd<K: SimdKernel>(kernel: K) -> K::Output {
     pulp::Arch::new().dispatch(SimdDispatched(kernel))
 }
 
-/// e^x with a relative error below 1e−13 for x in [−708, 709] (measured: at most 3.3e−14;
+/// e^x with a relative error below 1e−13 for x in [−708, 709] (measured: at most 5.6e−14;
 /// see the tests); exactly 0 below −708, where e^x < 3.3e−308 is subnormal or 0 (an absolute
-/// error under 3.3e−308). Callers pass x ≤ 709: above it the result is meaningless (the
-/// weights engine never keeps such a value, see `Core::finish`). e^0 = 1 exactly.
+/// error under 3.3e−308), and for −∞; e^709 above 709 (the weights engine never passes more
+/// than 700, see `Core::finish`; the clamp only keeps every finite argument's result finite).
+/// Never NaN for an argument that is not NaN (the result for NaN is unspecified: callers
+/// check their values first). e^0 = 1 exactly.
 ///
-/// Range reduction x = k ln 2 + r, |r| ≤ ln 2 / 2 (Cody–Waite, two-part ln 2, exact for
-/// |k| ≤ 1100), then e^r ≈ 1 + r (1 + r q(r)) with q of degree 7 by Horner's rule (nine
-/// fused multiply-adds): q is the minimax fit (Remez exchange, 60 digits, then rounded to
-/// f64) of the *relative* error of e^r on [−ln 2/2, ln 2/2], whose maximum with the rounded
-/// coefficients is 3.25e−14; rounding in the evaluation adds at most a few units in the last
-/// place (2^k is exact: it is built in the exponent bits). A full-precision exponential needs
-/// degree 13 (sixteen operations by Estrin's scheme); a weight needs no more digits than its
-/// argument carries — the argument −η(C_i − shift) is itself rounded to about 1e−16 relative,
-/// i.e. up to 7.9e−14 absolute at |x| = 708 — and every call site evaluates the same
-/// polynomial in the same order, so results stay reproducible bit for bit.
+/// Range reduction x = k ln 2 + r, |r| ≤ ln 2 / 2, by one fused multiply-add with ln 2
+/// rounded to f64: its rounding (2.3e−17 relative) moves r by at most 1022 × 2.3e−17 =
+/// 2.4e−14 at the ends of the range, a relative error of e^r of the same size (a two-part
+/// ln 2 would remove it for one more operation; the argument −η(C_i − shift) is itself
+/// rounded to about 1e−16 relative, up to 7.9e−14 absolute at |x| = 708). Then
+/// e^r ≈ (1 + r) + r² q(r) with q of degree 7 by Estrin's scheme (eleven operations, the
+/// longest dependent chain five): q is the minimax fit (Remez exchange, 60 digits, then rounded to f64) of the *relative*
+/// error of e^r on [−ln 2/2, ln 2/2], whose maximum with the rounded coefficients is
+/// 3.25e−14; rounding in the evaluation adds at most a few units in the last place. 2^k is
+/// applied exactly, by adding k to the exponent field of the polynomial's value (an integer
+/// add, no multiply: the result is a normal number for every x in [−708, 709]). A
+/// full-precision exponential needs degree 13 (sixteen operations by Estrin's scheme). Every
+/// call site evaluates the same operations in the same order (the four-lane [`exp_quad`]
+/// too), with fused multiply-adds that are correctly rounded on every CPU, so results are
+/// reproducible bit for bit.
 #[inline(always)]
 pub(crate) fn exp(x: f64) -> f64 {
-    let shifted = x.mul_add(std::f64::consts::LOG2_E, EXP_ROUNDER);
+    // `ceiling < x ? ceiling : x`, the lanes' `min`.
+    let clamped = if EXP_CEILING < x { EXP_CEILING } else { x };
+    let shifted = clamped.mul_add(std::f64::consts::LOG2_E, EXP_ROUNDER);
     let k = shifted - EXP_ROUNDER;
-    let r = (-k).mul_add(EXP_LN2_LO, (-k).mul_add(EXP_LN2_HI, x));
-    let mut poly = EXP_Q[7];
-    for coefficient in EXP_Q[..7].iter().rev() {
-        poly = poly.mul_add(r, *coefficient);
-    }
-    let polynomial = poly.mul_add(r, 1.0).mul_add(r, 1.0);
-    // k + 1023 in the exponent field: the low bits of `shifted` hold k (two's complement).
-    let scale = f64::from_bits(shifted.to_bits().wrapping_add(1023) << 52);
-    // A select, not a branch: the loop stays vectorised. Below the floor the scale above has
-    // wrapped (or the reduction overflowed): the select discards it.
-    if x < EXP_FLOOR {
-        0.0
-    } else {
-        polynomial * scale
-    }
+    let r = (-k).mul_add(std::f64::consts::LN_2, clamped);
+    // Estrin's scheme: four independent pairs, then two levels, so that the longest chain
+    // of dependent operations is five rather than Horner's nine (the fused pass is bound
+    // by that chain's latency, not by the number of operations).
+    let r2 = r * r;
+    let p01 = EXP_Q[1].mul_add(r, EXP_Q[0]);
+    let p23 = EXP_Q[3].mul_add(r, EXP_Q[2]);
+    let p45 = EXP_Q[5].mul_add(r, EXP_Q[4]);
+    let p67 = EXP_Q[7].mul_add(r, EXP_Q[6]);
+    let r4 = r2 * r2;
+    let p03 = p23.mul_add(r2, p01);
+    let p47 = p67.mul_add(r2, p45);
+    let poly = p47.mul_add(r4, p03);
+    let polynomial = poly.mul_add(r2, r + 1.0);
+    // k in the exponent field: the low bits of `shifted` hold k (two's complement), and the
+    // shift drops everything above them.
+    let value = f64::from_bits(polynomial.to_bits().wrapping_add(shifted.to_bits() << 52));
+    // A select, not a branch: the loop stays vectorised. Below the floor the exponent above
+    // has wrapped (or the reduction overflowed): the select discards it.
+    if x < EXP_FLOOR { 0.0 } else { value }
 }
 
-/// fdlibm's split of ln 2: the high part has 32 trailing zero bits, so k·LN2_HI is exact.
-const EXP_LN2_HI: f64 = f64::from_bits(0x3fe6_2e42_fee0_0000);
-const EXP_LN2_LO: f64 = f64::from_bits(0x3dea_39ef_3579_3c76);
 /// Adding 1.5·2^52 rounds to an integer held in the low mantissa bits.
 const EXP_ROUNDER: f64 = 6_755_399_441_055_744.0;
 /// Below this, e^x is 0 (the true value is below 3.3e−308).
 const EXP_FLOOR: f64 = -708.0;
+/// Above this, e^x is e^709 (8.2e307): no finite argument overflows the exponent field.
+const EXP_CEILING: f64 = 709.0;
 /// q(r) = Q0 + Q1 r + ... + Q7 r^7 ≈ (e^r − 1 − r) / r² on [−ln 2/2, ln 2/2]: the minimax
 /// fit of the relative error of 1 + r + r² q(r) against e^r (Remez exchange at 60 digits,
 /// coefficients rounded to f64; the script is in the kernel's tests' comments).
@@ -187,9 +200,9 @@ pub(crate) trait Quad: Copy {
     fn min(self, a: Self::V, b: Self::V) -> Self::V;
     /// `a > b ? a : b`.
     fn max(self, a: Self::V, b: Self::V) -> Self::V;
-    /// f64::from_bits((v.to_bits() + 1023) << 52) (wrapping): 2^k from a value whose low
-    /// mantissa bits hold k.
-    fn pow2(self, v: Self::V) -> Self::V;
+    /// f64::from_bits(a.to_bits() + (k.to_bits() << 52)) (wrapping): a · 2^k, exactly when
+    /// the result is normal, for k held in the low mantissa bits of `k`.
+    fn add_exponent(self, a: Self::V, k: Self::V) -> Self::V;
 }
 
 /// [`Quad`] in plain f64 arithmetic.
@@ -269,8 +282,8 @@ impl Quad for Portable {
         std::array::from_fn(|i| if a[i] > b[i] { a[i] } else { b[i] })
     }
     #[inline(always)]
-    fn pow2(self, v: Self::V) -> Self::V {
-        std::array::from_fn(|i| f64::from_bits(v[i].to_bits().wrapping_add(1023) << 52))
+    fn add_exponent(self, a: Self::V, k: Self::V) -> Self::V {
+        std::array::from_fn(|i| f64::from_bits(a[i].to_bits().wrapping_add(k[i].to_bits() << 52)))
     }
 }
 
@@ -367,11 +380,10 @@ mod avx2 {
             cast(self.0.avx._mm256_max_pd(a, b))
         }
         #[inline(always)]
-        fn pow2(self, v: f64x4) -> f64x4 {
-            let bits = self.0.transmute_u64s_f64s(v);
-            let biased = self.0.add_u64s(bits, self.0.splat_u64s(1023));
-            self.0
-                .transmute_f64s_u64s(self.0.shl_const_u64x4::<52>(biased))
+        fn add_exponent(self, a: f64x4, k: f64x4) -> f64x4 {
+            let exponent = self.0.shl_const_u64x4::<52>(self.0.transmute_u64s_f64s(k));
+            let bits = self.0.add_u64s(self.0.transmute_u64s_f64s(a), exponent);
+            self.0.transmute_f64s_u64s(bits)
         }
     }
 }
@@ -427,11 +439,11 @@ pub(crate) fn run_on_every_path<K: QuadKernel>(make: impl Fn() -> K) -> Vec<K::O
 pub(crate) struct ExpConstants<V> {
     log2_e: V,
     rounder: V,
-    ln2_hi: V,
-    ln2_lo: V,
+    ln2: V,
     q: [V; 8],
     one: V,
     floor: V,
+    ceiling: V,
 }
 
 impl<V: Copy> ExpConstants<V> {
@@ -440,11 +452,11 @@ impl<V: Copy> ExpConstants<V> {
         std::hint::black_box(Self {
             log2_e: q.splat(std::f64::consts::LOG2_E),
             rounder: q.splat(EXP_ROUNDER),
-            ln2_hi: q.splat(EXP_LN2_HI),
-            ln2_lo: q.splat(EXP_LN2_LO),
+            ln2: q.splat(std::f64::consts::LN_2),
             q: EXP_Q.map(|c| q.splat(c)),
             one: q.splat(1.0),
             floor: q.splat(EXP_FLOOR),
+            ceiling: q.splat(EXP_CEILING),
         })
     }
 }
@@ -452,15 +464,21 @@ impl<V: Copy> ExpConstants<V> {
 /// [`exp`] on four lanes: the same operations in the same order, so the same bits.
 #[inline(always)]
 pub(crate) fn exp_quad<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, x: Q::V) -> Q::V {
-    let shifted = q.mul_add(x, c.log2_e, c.rounder);
+    let clamped = q.min(c.ceiling, x);
+    let shifted = q.mul_add(clamped, c.log2_e, c.rounder);
     let k = q.sub(shifted, c.rounder);
-    let r = q.neg_mul_add(k, c.ln2_lo, q.neg_mul_add(k, c.ln2_hi, x));
-    let mut poly = c.q[7];
-    for i in (0..7).rev() {
-        poly = q.mul_add(poly, r, c.q[i]);
-    }
-    let polynomial = q.mul_add(q.mul_add(poly, r, c.one), r, c.one);
-    let value = q.mul(polynomial, q.pow2(shifted));
+    let r = q.neg_mul_add(k, c.ln2, clamped);
+    let r2 = q.mul(r, r);
+    let p01 = q.mul_add(c.q[1], r, c.q[0]);
+    let p23 = q.mul_add(c.q[3], r, c.q[2]);
+    let p45 = q.mul_add(c.q[5], r, c.q[4]);
+    let p67 = q.mul_add(c.q[7], r, c.q[6]);
+    let r4 = q.mul(r2, r2);
+    let p03 = q.mul_add(p23, r2, p01);
+    let p47 = q.mul_add(p67, r2, p45);
+    let poly = q.mul_add(p47, r4, p03);
+    let polynomial = q.mul_add(poly, r2, q.add(r, c.one));
+    let value = q.add_exponent(polynomial, shifted);
     q.zero_where(q.lt(x, c.floor), value)
 }
 
@@ -675,6 +693,29 @@ mod tests {
         ] {
             assert_eq!(exp(below).to_bits(), 0.0f64.to_bits(), "{below}");
         }
+        // Above the ceiling every finite argument gives e^709, and +∞ does too: never NaN,
+        // never ∞ (the exponent field cannot wrap).
+        let ceiling = exp(709.0);
+        assert!(ceiling.is_finite() && (ceiling - 709f64.exp()).abs() <= BOUND * ceiling);
+        for above in [
+            709.000_000_1,
+            709.8,
+            710.0,
+            1e3,
+            1e6,
+            1e300,
+            f64::MAX,
+            f64::INFINITY,
+        ] {
+            assert_eq!(exp(above).to_bits(), ceiling.to_bits(), "{above}");
+        }
+        // No NaN from any other argument: every exponent, both signs, and the subnormals.
+        for bits in (0..4096u64).map(|e| e << 52 | 0x0008_0000_0000_0001) {
+            let x = f64::from_bits(bits);
+            if !x.is_nan() {
+                assert!(!exp(x).is_nan(), "{x}");
+            }
+        }
     }
 
     /// Inputs that reach every branch of the exponential: the floor and below, huge
@@ -693,6 +734,9 @@ mod tests {
             -1e300,
             f64::NEG_INFINITY,
             709.0,
+            709.5,
+            1e300,
+            f64::INFINITY,
             0.5 * std::f64::consts::LN_2,
             -0.5 * std::f64::consts::LN_2,
         ];

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::oracle::ExpertLedger;
 use super::schedule::{LearningRate, Schedule, Tuning};
 use super::weights::{
-    Charging, ExpWeights, GivenCharges, RoundPass, RoundTotals, padded, quad, tail_mask,
+    Charging, ExpWeights, GivenCharges, RoundPass, RoundTotals, padded, quad, tail_chunk,
 };
 use crate::data::check_finite;
 use crate::error::{Error, Result};
@@ -193,17 +193,27 @@ impl Core {
     /// `learner_loss` maps the mixture Σ_i p_{t,i} v_i to the learner's loss. Returns
     /// `Some((η_t, mixture, learner's loss))`; an error for a non-finite value; `None` if the
     /// mixture overflowed with finite values (the caller then plays the round the general
-    /// way). Unless it returns `Some`, the learner is as it was.
+    /// way). Unless it returns `Some`, the learner is as it was. `charges_range`: the least
+    /// and largest charge of the round if the caller already knows them (Hedge, whose charges
+    /// are its values, finds them while checking the round), so that the pass need not track
+    /// them.
     pub(crate) fn play<F: Charging>(
         &mut self,
         values: &[f64],
         aux: &[f64],
         charging: F,
         next_eta: f64,
+        charges_range: Option<(f64, f64)>,
         learner_loss: impl FnOnce(f64) -> f64,
     ) -> Result<Option<(f64, f64, f64)>> {
         let eta = self.begin(None);
-        let totals = self.pass(values, aux, charging, next_eta);
+        let mut totals = self.pass(values, aux, charging, next_eta, charges_range.is_none());
+        if let Some((low, high)) = charges_range {
+            totals.outside = self
+                .range
+                .interval()
+                .is_some_and(|(lower, upper)| low < lower || high > upper);
+        }
         if !totals.finite {
             // The pass wrote over the cached weights; nothing else was touched.
             self.ready = None;
@@ -239,16 +249,19 @@ impl Core {
         next_eta: f64,
         learner_loss: f64,
     ) {
-        let totals = self.pass(values, aux, charging, next_eta);
+        let totals = self.pass(values, aux, charging, next_eta, true);
         self.commit(&totals, next_eta, learner_loss);
     }
 
+    /// The [`RoundPass`] of the round; it tracks the range of the charges only if
+    /// `check_range`.
     fn pass<F: Charging>(
         &mut self,
         values: &[f64],
         aux: &[f64],
         charging: F,
         next_eta: f64,
+        check_range: bool,
     ) -> RoundTotals {
         kernels::dispatch_quad(&mut RoundPass {
             values,
@@ -262,7 +275,11 @@ impl Core {
             totals_next: &mut self.spare_totals,
             eta: next_eta,
             shift: self.weights.least(),
-            range: self.range.interval(),
+            range: if check_range {
+                self.range.interval()
+            } else {
+                None
+            },
         })
     }
 
@@ -408,7 +425,7 @@ impl Core {
             }
         } else if awake.is_none() {
             // Charge, check, record and weigh the next round in one pass over the experts.
-            let totals = self.pass(charges, expert_losses, GivenCharges, next_eta);
+            let totals = self.pass(charges, expert_losses, GivenCharges, next_eta, true);
             self.commit(&totals, next_eta, learner_loss);
             self.charges = masked;
             return;
@@ -484,12 +501,17 @@ impl QuadKernel for Dot<'_> {
             dot = q.mul_add(q.load(quad(weights, base)), q.load(quad(values, base)), dot);
         }
         if full < n {
-            let product = q.mul_add(
-                q.load(&padded(weights, full)),
-                q.load(&padded(values, full)),
-                dot,
-            );
-            dot = q.select(tail_mask(q, n - full), product, dot);
+            // The fused pass's last chunk (see `tail_chunk`).
+            let (base, valid) = tail_chunk(q, n);
+            let load = |values: &[f64]| {
+                if n >= QUAD {
+                    q.load(quad(values, base))
+                } else {
+                    q.load(&padded(values, base))
+                }
+            };
+            let product = q.mul_add(load(weights), load(values), dot);
+            dot = q.select(valid, product, dot);
         }
         kernels::sum_quad(q.to_array(dot))
     }
@@ -571,7 +593,7 @@ mod tests {
             core.begin(None);
             check_round(&mut core, eta);
             let played = core
-                .play(losses, losses, OwnLoss, next, |mixture| mixture)
+                .play(losses, losses, OwnLoss, next, None, |mixture| mixture)
                 .unwrap();
             assert!(played.is_some());
             reshifts +=

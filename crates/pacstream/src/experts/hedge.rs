@@ -145,13 +145,16 @@ impl OnlineLearner for Hedge {
             self.core.single_pass_rate(),
         ) {
             // One pass over the experts: check, mix, charge, record, weigh the next round.
-            round.check_shape(self.core.n_experts())?;
-            if let Some((eta, mixture, _)) =
-                self.core
-                    .play(round.losses, round.losses, OwnLoss, next_eta, |mixture| {
-                        mixture
-                    })?
-            {
+            // The losses' range from the check's pass: the fused pass need not track it.
+            let range = round.check_shape_and_range(self.core.n_experts())?;
+            if let Some((eta, mixture, _)) = self.core.play(
+                round.losses,
+                round.losses,
+                OwnLoss,
+                next_eta,
+                Some(range),
+                |mixture| mixture,
+            )? {
                 let (best_expert, regret) = self.core.ledger.best_expert();
                 return Ok(ExpertStep {
                     round: self.core.n_rounds,
@@ -338,6 +341,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<SQUARE> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
             ABSOLUTE => core.play(
@@ -345,6 +349,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<ABSOLUTE> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
             PINBALL => core.play(
@@ -352,6 +357,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<PINBALL> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
             _ => core.play(
@@ -359,6 +365,7 @@ impl Ewa {
                 advice,
                 OwnForecastLoss::<ZERO_ONE> { tau, outcome },
                 next_eta,
+                None,
                 learner_loss,
             ),
         }
@@ -515,5 +522,54 @@ impl<const KIND: u8> Charging for Linearised<KIND> {
     fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
         let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
         (q.mul(q.splat(self.slope), advice), own)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experts::LearningRate;
+
+    /// The fused path takes the losses' range from the round's check (Hedge's charges are its
+    /// losses) rather than from the pass: a loss outside [0, B], below or above, counts its
+    /// round, the ends of the range do not, and the count is the general path's (a sampling
+    /// Hedge plays every round the general way). Short rounds and long ones (a dispatched
+    /// check from 64 experts on).
+    #[test]
+    fn losses_outside_the_range_are_counted_on_every_path() {
+        for n in [3, 100] {
+            let build = |sample| {
+                HedgeParams::new(n)
+                    .learning_rate(LearningRate::Fixed(0.5))
+                    .loss_bound(1.0)
+                    .sample(sample)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            let (mut fused, mut general) = (build(false), build(true));
+            let round = |at: usize, value: f64| -> Vec<f64> {
+                (0..n)
+                    .map(|i| if i == at { value } else { (i % 3) as f64 * 0.5 })
+                    .collect()
+            };
+            let rounds = [
+                (round(0, 0.0), 0),
+                (round(n - 1, 1.0), 0),
+                (round(n - 1, 1.5), 1),
+                (round(1, -0.25), 2),
+                (round(n / 2, 0.75), 2),
+            ];
+            for (losses, expected) in &rounds {
+                for learner in [&mut fused, &mut general] {
+                    learner.learn_one(LossRound::new(losses)).unwrap();
+                    assert_eq!(learner.out_of_range_rounds(), *expected, "n = {n}");
+                }
+            }
+            // A refused round counts nothing.
+            let bad = round(n - 1, f64::NAN);
+            assert!(fused.learn_one(LossRound::new(&bad)).is_err());
+            assert_eq!(fused.out_of_range_rounds(), 2);
+        }
     }
 }

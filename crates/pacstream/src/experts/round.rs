@@ -88,11 +88,60 @@ impl<'a> LossRound<'a> {
     /// [`LossRound::check`] but for the losses' finiteness (a fused pass checks that): their
     /// magnitude is checked here.
     pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
+        self.check_shape_and_range(n_experts).map(|_| ())
+    }
+
+    /// [`LossRound::check_shape`], returning the least and the largest loss (NaN skipped:
+    /// (+∞, −∞) if every loss is NaN), from the same pass.
+    pub(crate) fn check_shape_and_range(&self, n_experts: usize) -> Result<(f64, f64)> {
         check_sizes(self.losses.len(), self.awake, n_experts)?;
-        if exceeds(self.losses, MAX_LOSS) {
+        let (low, high) = value_range(self.losses);
+        if low < -MAX_LOSS || high > MAX_LOSS {
             check_awake_values(self.losses, self.awake, "loss", MAX_LOSS)?;
         }
-        Ok(())
+        Ok((low, high))
+    }
+}
+
+/// (min_i v_i, max_i v_i) over the values that are not NaN, (+∞, −∞) if none: one
+/// vectorised pass (`v < low` and `v > high` are false for NaN, so a NaN never moves them).
+/// Exact whatever the order of the comparisons, so it needs no fixed lanes.
+fn value_range(values: &[f64]) -> (f64, f64) {
+    use crate::kernels::{QUAD, Quad, QuadKernel};
+    struct Range<'a>(&'a [f64]);
+    impl QuadKernel for Range<'_> {
+        type Output = (f64, f64);
+        #[inline(always)]
+        fn run<Q: Quad>(self, q: Q) -> (f64, f64) {
+            // `min(v, low)` is `v < low ? v : low`: a NaN v keeps `low`.
+            let (mut low, mut high) = (q.splat(f64::INFINITY), q.splat(f64::NEG_INFINITY));
+            let mut chunks = self.0.chunks_exact(QUAD);
+            for chunk in &mut chunks {
+                let v = q.load(chunk.try_into().expect("invariant: chunks_exact(QUAD)"));
+                low = q.min(v, low);
+                high = q.max(v, high);
+            }
+            let (low, high) = (q.to_array(low), q.to_array(high));
+            let (mut least, mut largest) = (f64::INFINITY, f64::NEG_INFINITY);
+            for &v in low.iter().chain(chunks.remainder()) {
+                least = if v < least { v } else { least };
+            }
+            for &v in high.iter().chain(chunks.remainder()) {
+                largest = if v > largest { v } else { largest };
+            }
+            (least, largest)
+        }
+    }
+    if values.len() >= 64 {
+        crate::kernels::dispatch_quad(Range(values))
+    } else {
+        // Short slices: a plain loop, cheaper than the dispatch.
+        let (mut low, mut high) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &v in values {
+            low = if v < low { v } else { low };
+            high = if v > high { v } else { high };
+        }
+        (low, high)
     }
 }
 
@@ -116,7 +165,12 @@ fn exceeds(values: &[f64], limit: f64) -> bool {
             over > 0
         }
     }
-    crate::kernels::dispatch(Exceeds { values, limit })
+    // Short slices inline: the dispatch would cost more than the loop.
+    if values.len() >= 64 {
+        crate::kernels::dispatch(Exceeds { values, limit })
+    } else {
+        crate::kernels::Kernel::run(Exceeds { values, limit })
+    }
 }
 
 fn check_sizes(values: usize, awake: Option<&[bool]>, n_experts: usize) -> Result<()> {

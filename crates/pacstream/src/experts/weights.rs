@@ -430,21 +430,19 @@ impl Weigh<'_> {
             total = q.add(total, w);
         }
         if full < n {
-            let valid = tail_mask(q, n - full);
-            let prior = if PRIOR {
-                q.load(&padded(log_prior, full))
-            } else {
-                q.splat(0.0)
+            // As in the fused pass: the last four experts, their new lanes summed.
+            let (base, valid) = tail_chunk(q, n);
+            let load = |values: &[f64]| {
+                if n >= QUAD {
+                    q.load(quad(values, base))
+                } else {
+                    q.load(&padded(values, base))
+                }
             };
-            let w = weight_quad::<Q, PRIOR>(
-                q,
-                &constants,
-                q.load(&padded(self.charged, full)),
-                prior,
-                minus_eta,
-                shift,
-            );
-            unpad(self.weights, full, q.to_array(w));
+            let prior = if PRIOR { load(log_prior) } else { q.splat(0.0) };
+            let w =
+                weight_quad::<Q, PRIOR>(q, &constants, load(self.charged), prior, minus_eta, shift);
+            unpad(self.weights, base, q.to_array(w));
             total = q.select(valid, q.add(total, w), total);
         }
         kernels::sum_quad(q.to_array(total))
@@ -480,12 +478,9 @@ fn quad_mut(values: &mut [f64], base: usize) -> &mut [f64; QUAD] {
 /// The fewer than four values from `base` on, padded with zeros.
 #[inline(always)]
 pub(crate) fn padded(values: &[f64], base: usize) -> [f64; QUAD] {
-    let mut chunk = [0.0; QUAD];
-    // An element loop rather than a copy of a run-time length, which would call memcpy.
-    for (slot, value) in chunk.iter_mut().zip(&values[base..]) {
-        *slot = *value;
-    }
-    chunk
+    let tail = &values[base..];
+    // Element by element rather than a copy of a run-time length, which calls memcpy.
+    std::array::from_fn(|i| tail.get(i).copied().unwrap_or(0.0))
 }
 
 /// Writes the first `values.len() - base` lanes of `chunk` to `values[base..]`.
@@ -501,6 +496,22 @@ fn unpad(values: &mut [f64], base: usize, chunk: [f64; QUAD]) {
 pub(crate) fn tail_mask<Q: Quad>(q: Q, count: usize) -> Q::M {
     let lanes = q.load(&[0.0, 1.0, 2.0, 3.0]);
     q.lt(lanes, q.splat(count as f64))
+}
+
+/// The last, partial chunk of `n` values (n not a multiple of four): where it starts and
+/// which of its lanes hold values no whole chunk held. With n ≥ 4 it is the last four values
+/// (element n − 4 + l in lane l), whose first lanes repeat values of the chunk before: a
+/// whole load, no copy, and the overlapped lanes left out; with n < 4, the values from 0 on,
+/// padded. Every path (portable or AVX2) takes the same chunk, so the sums keep their bits.
+#[inline(always)]
+pub(crate) fn tail_chunk<Q: Quad>(q: Q, n: usize) -> (usize, Q::M) {
+    let remainder = n % QUAD;
+    if n >= QUAD {
+        let lanes = q.load(&[0.0, 1.0, 2.0, 3.0]);
+        (n - QUAD, q.ge(lanes, q.splat((QUAD - remainder) as f64)))
+    } else {
+        (0, tail_mask(q, n))
+    }
 }
 
 /// The canonical weight π_i e^{−η(C_i − shift)} (π_i dropped for the uniform prior); every
@@ -610,8 +621,6 @@ struct Lanes<V> {
     least_charged: V,
     total: V,
     least_total: V,
-    /// The start of the chunk where `least_total` was found (the index is that + the lane).
-    least_chunk: V,
 }
 
 /// One chunk's inputs.
@@ -649,7 +658,6 @@ fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
     charging: F,
     lanes: Lanes<Q::V>,
     chunk: Chunk<Q::V>,
-    chunk_start: Q::V,
     minus_eta: Q::V,
     shift: Q::V,
 ) -> (Lanes<Q::V>, [Q::V; 3]) {
@@ -668,15 +676,13 @@ fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
     let w = weight_quad::<Q, PRIOR>(q, constants, charged, chunk.prior, minus_eta, shift);
     let total = q.add(lanes.total, w);
     let totals = q.add(chunk.totals, own);
-    let less = q.lt(totals, lanes.least_total);
     let lanes = Lanes {
         mixture,
         lowest_charge,
         highest_charge,
         least_charged,
         total,
-        least_total: q.select(less, totals, lanes.least_total),
-        least_chunk: q.select(less, chunk_start, lanes.least_chunk),
+        least_total: q.min(totals, lanes.least_total),
     };
     (lanes, [charged, w, totals])
 }
@@ -712,11 +718,9 @@ impl<F: Charging> RoundPass<'_, F> {
             least_charged: q.splat(f64::INFINITY),
             total: q.splat(0.0),
             least_total: q.splat(f64::INFINITY),
-            least_chunk: q.splat(0.0),
         };
         let constants = ExpConstants::new(q);
         let full = n - n % QUAD;
-        let (mut chunk_start, step) = (q.splat(0.0), q.splat(QUAD as f64));
         // Without a prior, the prior's chunks are read from `charged` and ignored.
         let priors = if PRIOR { log_prior } else { charged };
         // Chunk iterators rather than indices: no bounds check per chunk.
@@ -745,44 +749,36 @@ impl<F: Charging> RoundPass<'_, F> {
             };
             let written;
             (lanes, written) = round_step::<Q, F, PRIOR, RANGE>(
-                q,
-                &constants,
-                charging,
-                lanes,
-                chunk,
-                chunk_start,
-                minus_eta,
-                shift,
+                q, &constants, charging, lanes, chunk, minus_eta, shift,
             );
-            chunk_start = q.add(chunk_start, step);
             q.store(as_quad_mut(c_next), written[0]);
             q.store(as_quad_mut(w), written[1]);
             q.store(as_quad_mut(t_next), written[2]);
         }
         if full < n {
-            // The last, partial chunk: padded inputs, and only the valid lanes move.
-            let valid = tail_mask(q, n - full);
-            let chunk = Chunk {
-                values: q.load(&padded(values, full)),
-                aux: q.load(&padded(aux, full)),
-                weights: q.load(&padded(weights, full)),
-                charged: q.load(&padded(charged, full)),
-                prior: if PRIOR {
-                    q.load(&padded(log_prior, full))
+            // The last, partial chunk: the last four experts (overlapping the chunk before,
+            // whose lanes are left out of the sums), or padded inputs when there are fewer
+            // than four experts; only the lanes of new experts move the sums.
+            let (base, valid) = tail_chunk(q, n);
+            let load = |values: &[f64]| {
+                if n >= QUAD {
+                    q.load(quad(values, base))
                 } else {
-                    q.splat(0.0)
-                },
-                totals: q.load(&padded(totals, full)),
+                    q.load(&padded(values, base))
+                }
+            };
+            // The weights of the overlapped experts were overwritten by the chunk before
+            // (with the next round's), but their lanes are left out of the mixture.
+            let chunk = Chunk {
+                values: load(values),
+                aux: load(aux),
+                weights: load(weights),
+                charged: load(charged),
+                prior: if PRIOR { load(log_prior) } else { q.splat(0.0) },
+                totals: load(totals),
             };
             let (moved, outputs) = round_step::<Q, F, PRIOR, RANGE>(
-                q,
-                &constants,
-                charging,
-                lanes,
-                chunk,
-                chunk_start,
-                minus_eta,
-                shift,
+                q, &constants, charging, lanes, chunk, minus_eta, shift,
             );
             let keep = |new, old| q.select(valid, new, old);
             lanes = Lanes {
@@ -792,22 +788,21 @@ impl<F: Charging> RoundPass<'_, F> {
                 least_charged: keep(moved.least_charged, lanes.least_charged),
                 total: keep(moved.total, lanes.total),
                 least_total: keep(moved.least_total, lanes.least_total),
-                least_chunk: keep(moved.least_chunk, lanes.least_chunk),
             };
-            unpad(charged_next, full, q.to_array(outputs[0]));
-            unpad(weights, full, q.to_array(outputs[1]));
-            unpad(totals_next, full, q.to_array(outputs[2]));
+            // The overlapped experts' outputs are written again with the same bits (the same
+            // operations on the same inputs).
+            unpad(charged_next, base, q.to_array(outputs[0]));
+            unpad(weights, base, q.to_array(outputs[1]));
+            unpad(totals_next, base, q.to_array(outputs[2]));
         }
-        let least_totals = q.to_array(lanes.least_total);
-        let least_chunks = q.to_array(lanes.least_chunk);
-        let (mut least_total, mut least_total_at) = (f64::INFINITY, 0);
-        for lane in 0..QUAD {
-            let at = least_chunks[lane] as usize + lane;
-            let value = least_totals[lane];
-            if value < least_total || (value == least_total && at < least_total_at) {
-                (least_total, least_total_at) = (value, at);
-            }
-        }
+        // The least L' by lanes, then its first position by a search of what the pass
+        // wrote (a branch-free test of sixteen values at a time, from the start): cheaper
+        // than carrying the index of each lane's least through the pass.
+        let least_total = q
+            .to_array(lanes.least_total)
+            .iter()
+            .fold(f64::INFINITY, |least, &l| if l < least { l } else { least });
+        let least_total_at = kernels::first_position(totals_next, least_total);
         let lowest = q.to_array(lanes.lowest_charge);
         let highest = q.to_array(lanes.highest_charge);
         let (lower, upper) = self.range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
