@@ -10,9 +10,9 @@
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pacstream::experts::{
-    AdviceRound, EwaParams, ExpertLedger, ExpertStep, FixedShareParams, FplParams, HedgeParams,
-    LearningRate, Loss, LossRound, MlPolyParams, RandomizedWeightedMajorityParams,
-    WeightedMajorityParams,
+    AdviceRound, BoaParams, EwaParams, ExpertLedger, ExpertStep, FixedShareParams, FplParams,
+    HedgeParams, LearningRate, Loss, LossRound, MlEwaParams, MlPolyParams, MlProdParams,
+    RandomizedWeightedMajorityParams, WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::Serialize;
@@ -378,21 +378,74 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                             }
                         );
                     } else {
-                        let Ok(p) = MlPolyParams::new(n).loss(loss).gradient(gradient).check()
-                        else {
-                            return Ok(());
-                        };
-                        run_rounds!(
-                            p.build(),
-                            rounds,
-                            advice_of,
-                            |l: &pacstream::experts::MlPoly, s: &ExpertStep| {
-                                check_expert_step(s, l.ledger(), &l.weights());
-                                if let Some(b) = l.regret_bound().value() {
-                                    finite("the bound", b);
-                                }
+                        // The rules with one rate per expert: ML-Poly, ML-Prod, ML-EWA, BOA.
+                        match u.int_in_range(0..=3)? {
+                            0 => {
+                                let Ok(p) =
+                                    MlPolyParams::new(n).loss(loss).gradient(gradient).check()
+                                else {
+                                    return Ok(());
+                                };
+                                run_rounds!(
+                                    p.build(),
+                                    rounds,
+                                    advice_of,
+                                    |l: &pacstream::experts::MlPoly, s: &ExpertStep| {
+                                        check_expert_step(s, l.ledger(), &l.weights());
+                                        if let Some(b) = l.regret_bound().value() {
+                                            finite("the bound", b);
+                                        }
+                                    }
+                                );
                             }
-                        );
+                            1 => {
+                                let mut params = MlProdParams::new(n).loss(loss).gradient(gradient);
+                                params.loss_bound = bound;
+                                let Ok(p) = params.check() else {
+                                    return Ok(());
+                                };
+                                run_rounds!(
+                                    p.build(),
+                                    rounds,
+                                    advice_of,
+                                    |l: &pacstream::experts::MlProd, s: &ExpertStep| {
+                                        check_expert_step(s, l.ledger(), &l.weights());
+                                        if let Some(b) = l.regret_bound().value() {
+                                            finite("the bound", b);
+                                        }
+                                    }
+                                );
+                            }
+                            2 => {
+                                let Ok(p) =
+                                    MlEwaParams::new(n).loss(loss).gradient(gradient).check()
+                                else {
+                                    return Ok(());
+                                };
+                                run_rounds!(
+                                    p.build(),
+                                    rounds,
+                                    advice_of,
+                                    |l: &pacstream::experts::MlEwa, s: &ExpertStep| {
+                                        check_expert_step(s, l.ledger(), &l.weights())
+                                    }
+                                );
+                            }
+                            _ => {
+                                let Ok(p) = BoaParams::new(n).loss(loss).gradient(gradient).check()
+                                else {
+                                    return Ok(());
+                                };
+                                run_rounds!(
+                                    p.build(),
+                                    rounds,
+                                    advice_of,
+                                    |l: &pacstream::experts::Boa, s: &ExpertStep| {
+                                        check_expert_step(s, l.ledger(), &l.weights())
+                                    }
+                                );
+                            }
+                        }
                     }
                 }
                 _ => {

@@ -128,9 +128,10 @@ fn ln_n(n_experts: usize) -> f64 {
     (n_experts as f64).ln()
 }
 
-/// The paper's rate for a range B: min{1/(2B), √(ln N / (B² + V))}.
+/// The paper's rate for a range B: min{1/(2B), √(ln N / (B² + V))}, the root of B² + V
+/// taken as hypot(B, √V) so that a range up to 10²⁰⁰ does not overflow.
 fn paper_rate(n_experts: usize, range: f64, squared: f64) -> f64 {
-    (0.5 / range).min((ln_n(n_experts) / (range * range + squared)).sqrt())
+    (0.5 / range).min(ln_n(n_experts).sqrt() / range.hypot(squared.sqrt()))
 }
 
 /// opera's rate: min{1/(2E), √(ln N / (1 + V))} (1/(2E) = ∞ while E = 0).
@@ -140,7 +141,7 @@ fn opera_rate(n_experts: usize, largest: f64, squared: f64) -> f64 {
     } else {
         f64::INFINITY
     };
-    cap.min((ln_n(n_experts) / (1.0 + squared)).sqrt())
+    cap.min(ln_n(n_experts).sqrt() / 1f64.hypot(squared.sqrt()))
 }
 
 impl Checked<MlProdParams> {
