@@ -10,9 +10,9 @@
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pacstream::experts::{
-    AdviceRound, Aggregator, EwaParams, ExpertLedger, ExpertStep, FixedShareParams, FplParams,
-    HedgeParams, LearningRate, Loss, LossRound, MlPolyParams, RandomizedWeightedMajorityParams,
-    WeightedMajorityParams,
+    AdviceRound, Aggregator, BoaParams, EwaParams, ExpertLedger, ExpertStep, FixedShareParams,
+    FplParams, HedgeParams, LearningRate, Loss, LossRound, MlEwaParams, MlPolyParams,
+    MlProdParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::Serialize;
@@ -352,11 +352,40 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                         };
                         run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
                     } else {
-                        let Ok(p) = MlPolyParams::new(n).loss(loss).gradient(gradient).check()
-                        else {
-                            return Ok(());
-                        };
-                        run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
+                        // The rules with one rate per expert: ML-Poly, ML-Prod, ML-EWA, BOA.
+                        match u.int_in_range(0..=3)? {
+                            0 => {
+                                let Ok(p) =
+                                    MlPolyParams::new(n).loss(loss).gradient(gradient).check()
+                                else {
+                                    return Ok(());
+                                };
+                                run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
+                            }
+                            1 => {
+                                let mut params = MlProdParams::new(n).loss(loss).gradient(gradient);
+                                params.loss_bound = bound;
+                                let Ok(p) = params.check() else {
+                                    return Ok(());
+                                };
+                                run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
+                            }
+                            2 => {
+                                let Ok(p) =
+                                    MlEwaParams::new(n).loss(loss).gradient(gradient).check()
+                                else {
+                                    return Ok(());
+                                };
+                                run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
+                            }
+                            _ => {
+                                let Ok(p) = BoaParams::new(n).loss(loss).gradient(gradient).check()
+                                else {
+                                    return Ok(());
+                                };
+                                run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
+                            }
+                        }
                     }
                 }
                 _ => {

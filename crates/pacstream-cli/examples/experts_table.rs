@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         ),
     ];
 
-    let rules: [(&str, AggregatorParams); 6] = [
+    let rules: [(&str, AggregatorParams); 12] = [
         ("ewa (AdaHedge)", AggregatorParams::new(Rule::Ewa, n)),
         (
             "ewa --gradient (AdaHedge)",
@@ -73,6 +73,21 @@ fn main() -> Result<(), Box<dyn Error>> {
         (
             "mlpol --gradient",
             AggregatorParams::new(Rule::Mlpol, n).gradient(true),
+        ),
+        ("mlprod", AggregatorParams::new(Rule::Mlprod, n)),
+        (
+            "mlprod --gradient",
+            gradient(AggregatorParams::new(Rule::Mlprod, n)),
+        ),
+        ("mlewa", AggregatorParams::new(Rule::Mlewa, n)),
+        (
+            "mlewa --gradient",
+            gradient(AggregatorParams::new(Rule::Mlewa, n)),
+        ),
+        ("boa", AggregatorParams::new(Rule::Boa, n)),
+        (
+            "boa --gradient",
+            gradient(AggregatorParams::new(Rule::Boa, n)),
         ),
         (
             "fixed-share --eta 1e-4 --alpha 0.01",

@@ -118,6 +118,13 @@ fn forecasters(c: &mut Criterion) {
                     .loss_bound(4.0),
             ),
             ("mlpol", AggregatorParams::new(Rule::Mlpol, n)),
+            ("mlprod", AggregatorParams::new(Rule::Mlprod, n)),
+            (
+                "mlprod-range",
+                AggregatorParams::new(Rule::Mlprod, n).loss_bound(4.0),
+            ),
+            ("mlewa", AggregatorParams::new(Rule::Mlewa, n)),
+            ("boa", AggregatorParams::new(Rule::Boa, n)),
         ];
         for (name, params) in rules {
             let config = params.check().expect("valid parameters");

@@ -4,10 +4,10 @@
 use pacstream::StreamRng;
 use pacstream::conformance::{Conformance, assert_send_sync};
 use pacstream::experts::{
-    AdviceRoundBuf, Ewa, EwaParams, FixedShare, FixedShareParams, FollowThePerturbedLeader,
-    FplParams, Hedge, HedgeParams, LearningRate, Loss, LossRoundBuf, MlPoly, MlPolyParams,
-    RandomizedWeightedMajority, RandomizedWeightedMajorityParams, WeightedMajority,
-    WeightedMajorityParams,
+    AdviceRoundBuf, Boa, BoaParams, Ewa, EwaParams, FixedShare, FixedShareParams,
+    FollowThePerturbedLeader, FplParams, Hedge, HedgeParams, LearningRate, Loss, LossRoundBuf,
+    MlEwa, MlEwaParams, MlPoly, MlPolyParams, MlProd, MlProdParams, RandomizedWeightedMajority,
+    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams,
 };
 
 const N: usize = 5;
@@ -288,6 +288,84 @@ fn ml_poly_losses_gradient_and_sleep() {
         ] {
             let make = |_seed| {
                 MlPolyParams::new(N)
+                    .loss(loss)
+                    .gradient(gradient)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn ml_prod_losses_gradient_sleep_and_both_forms() {
+    assert_send_sync::<MlProd>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 8, sleeping);
+        for (loss, gradient, range) in [
+            (Loss::Square, true, None),
+            (Loss::Absolute, false, Some(4.0)),
+            (Loss::Pinball { tau: 0.2 }, true, Some(4.0)),
+            (Loss::Absolute, true, None),
+        ] {
+            let make = |_seed| {
+                let mut params = MlProdParams::new(N).loss(loss).gradient(gradient);
+                params.loss_bound = range;
+                params.check().unwrap().build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| {
+                    panic!("{loss:?} {gradient} {range:?} sleeping={sleeping}: {v}")
+                });
+        }
+    }
+}
+
+#[test]
+fn ml_ewa_losses_gradient_and_sleep() {
+    assert_send_sync::<MlEwa>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 9, sleeping);
+        for (loss, gradient) in [
+            (Loss::Square, false),
+            (Loss::Absolute, true),
+            (Loss::Pinball { tau: 0.7 }, false),
+        ] {
+            let make = |_seed| {
+                MlEwaParams::new(N)
+                    .loss(loss)
+                    .gradient(gradient)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn boa_losses_gradient_and_sleep() {
+    assert_send_sync::<Boa>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 10, sleeping);
+        for (loss, gradient) in [
+            (Loss::Square, true),
+            (Loss::Absolute, false),
+            (Loss::Pinball { tau: 0.4 }, true),
+        ] {
+            let make = |_seed| {
+                BoaParams::new(N)
                     .loss(loss)
                     .gradient(gradient)
                     .check()

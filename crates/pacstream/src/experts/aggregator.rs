@@ -25,18 +25,21 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bernstein::{Boa, BoaParams};
 use super::bounds::{Bounded, Guarantee};
 use super::fixed_share::{FixedShare, FixedShareParams};
 use super::fpl::FollowThePerturbedLeader;
 use super::hedge::{Ewa, Hedge};
 use super::loss::Loss;
 use super::majority::{RandomizedWeightedMajority, WeightedMajority};
+use super::multi_rate_ewa::{MlEwa, MlEwaParams};
 use super::oracle::ExpertLedger;
 use super::params::{
     EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
     check_rate,
 };
 use super::polynomial::{MlPoly, MlPolyParams};
+use super::prod::{MlProd, MlProdParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::LearningRate;
 use crate::error::{Error, Result};
@@ -123,6 +126,15 @@ pub enum Rule {
     /// ML-Poly (Gaillard, Stoltz & van Erven 2014): polynomial weights with one rate per
     /// expert tuned on line; no parameter (opera's default rule).
     Mlpol,
+    /// ML-Prod (Gaillard, Stoltz & van Erven 2014): Prod weights with one rate per expert
+    /// tuned on line; with --loss-bound the paper's rates and bound, without it opera's.
+    Mlprod,
+    /// ML-EWA: exponential weights with one rate per expert tuned on line (opera's MLewa);
+    /// no bound.
+    Mlewa,
+    /// BOA (Wintenberger 2017): exponential weights of a second-order regularised regret,
+    /// one adaptive rate per expert (opera's rates); no bound.
+    Boa,
 }
 
 impl Rule {
@@ -136,6 +148,9 @@ impl Rule {
             Rule::Fpl => "fpl",
             Rule::FixedShare => "fixed-share",
             Rule::Mlpol => "mlpol",
+            Rule::Mlprod => "mlprod",
+            Rule::Mlewa => "mlewa",
+            Rule::Boa => "boa",
         }
     }
 
@@ -151,7 +166,10 @@ impl Rule {
 
     /// Whether the rule takes the gradient trick (real-valued advice, convex loss).
     pub fn takes_gradient(self) -> bool {
-        matches!(self, Rule::Ewa | Rule::FixedShare | Rule::Mlpol)
+        matches!(
+            self,
+            Rule::Ewa | Rule::FixedShare | Rule::Mlpol | Rule::Mlprod | Rule::Mlewa | Rule::Boa
+        )
     }
 
     /// Whether the rule takes prior weights.
@@ -283,6 +301,12 @@ rules! {
     FixedShare(FixedShare): advice, out_of_range;
     /// ML-Poly.
     Mlpol(MlPoly): advice;
+    /// ML-Prod.
+    Mlprod(MlProd): advice, out_of_range;
+    /// ML-EWA.
+    Mlewa(MlEwa): advice;
+    /// BOA.
+    Boa(Boa): advice;
 }
 
 impl Aggregator for AnyAggregator {
@@ -452,7 +476,9 @@ impl AggregatorParams {
         if self.gradient && !rule.takes_gradient() {
             return refuse(
                 "gradient",
-                "the gradient trick applies to rules ewa, fixed-share and mlpol".into(),
+                "the gradient trick applies to rules ewa, fixed-share, mlpol, mlprod, mlewa and \
+                 boa"
+                .into(),
             );
         }
         if self.alpha.is_some() != (rule == Rule::FixedShare) {
@@ -477,7 +503,29 @@ impl AggregatorParams {
                 "rule mlpol needs no loss range: its bound is computed from the run".into(),
             );
         }
-        if matches!(rule, Rule::FixedShare | Rule::Mlpol) && !loss.is_convex() {
+        if matches!(rule, Rule::Mlprod | Rule::Mlewa | Rule::Boa) && self.rate.is_some() {
+            return refuse(
+                "eta",
+                format!(
+                    "rule {} tunes one rate per expert itself: it takes no rate option",
+                    rule.name()
+                ),
+            );
+        }
+        if matches!(rule, Rule::Mlewa | Rule::Boa) && self.loss_bound.is_some() {
+            return refuse(
+                "loss_bound",
+                format!(
+                    "rule {} runs opera's rates, which use no loss range (and has no bound)",
+                    rule.name()
+                ),
+            );
+        }
+        if matches!(
+            rule,
+            Rule::FixedShare | Rule::Mlpol | Rule::Mlprod | Rule::Mlewa | Rule::Boa
+        ) && !loss.is_convex()
+        {
             return refuse(
                 "loss",
                 format!(
@@ -511,7 +559,7 @@ impl AggregatorParams {
                 Rule::FixedShare => {
                     return refuse("eta", "rule fixed-share needs a fixed rate η".into());
                 }
-                Rule::Mlpol => LearningRate::PerExpert,
+                Rule::Mlpol | Rule::Mlprod | Rule::Mlewa | Rule::Boa => LearningRate::PerExpert,
             },
         };
         if rule == Rule::FixedShare && !matches!(rate, LearningRate::Fixed(_)) {
@@ -708,6 +756,25 @@ impl AggregatorConfig {
                     .check()?
                     .build(),
             ),
+            Rule::Mlprod => {
+                let mut params = MlProdParams::new(n).loss(self.loss).gradient(self.gradient);
+                params.loss_bound = self.loss_bound;
+                AnyAggregator::Mlprod(params.check()?.build())
+            }
+            Rule::Mlewa => AnyAggregator::Mlewa(
+                MlEwaParams::new(n)
+                    .loss(self.loss)
+                    .gradient(self.gradient)
+                    .check()?
+                    .build(),
+            ),
+            Rule::Boa => AnyAggregator::Boa(
+                BoaParams::new(n)
+                    .loss(self.loss)
+                    .gradient(self.gradient)
+                    .check()?
+                    .build(),
+            ),
         })
     }
 }
@@ -820,6 +887,9 @@ mod tests {
             Rule::Fpl,
             Rule::FixedShare,
             Rule::Mlpol,
+            Rule::Mlprod,
+            Rule::Mlewa,
+            Rule::Boa,
         ] {
             let mut params = AggregatorParams::new(rule, 3).seed(3);
             if rule == Rule::Fpl {
@@ -844,6 +914,9 @@ mod tests {
                     AnyAggregator::Ewa(r) => r.learn_one(round),
                     AnyAggregator::FixedShare(r) => r.learn_one(round),
                     AnyAggregator::Mlpol(r) => r.learn_one(round),
+                    AnyAggregator::Mlprod(r) => r.learn_one(round),
+                    AnyAggregator::Mlewa(r) => r.learn_one(round),
+                    AnyAggregator::Boa(r) => r.learn_one(round),
                     AnyAggregator::Hedge(r) => r.learn_one(LossRound::new(&losses)),
                     AnyAggregator::Fpl(r) => r.learn_one(LossRound::new(&losses)),
                 }
@@ -949,6 +1022,23 @@ mod tests {
         refused(
             AggregatorParams::new(Rule::Mlpol, 2).loss(Loss::ZeroOne),
             "loss",
+        );
+        for rule in [Rule::Mlprod, Rule::Mlewa, Rule::Boa] {
+            refused(
+                AggregatorParams::new(rule, 2).rate(LearningRate::Fixed(1.0)),
+                "eta",
+            );
+            refused(AggregatorParams::new(rule, 2).loss(Loss::ZeroOne), "loss");
+            refused(AggregatorParams::new(rule, 2).alpha(0.1), "alpha");
+        }
+        for rule in [Rule::Mlewa, Rule::Boa] {
+            refused(AggregatorParams::new(rule, 2).loss_bound(1.0), "loss_bound");
+        }
+        assert!(
+            AggregatorParams::new(Rule::Mlprod, 2)
+                .loss_bound(1.0)
+                .check()
+                .is_ok()
         );
     }
 

@@ -26,6 +26,8 @@
 //! | FPL, η | (η' L_i + B ln N)/(1 − e^{−η'}) − L_i, η' = ηB, in expectation |
 //! | fixed share, η, α (m switches) | ((m+1) ln N + m ln(1/α) + (T−m−1) ln(1/(1−α)))/η + η B² T/8 |
 //! | ML-Poly | √((E_T + V_{T,k}) S_T), every quantity kept by the learner |
+//! | ML-Prod, range B | ln N/η_{0,k} + Σ_t η_{t−1,k} r²_{t,k} + ln(1 + D_T/e)/η_{T,k} |
+//! | ML-EWA, BOA (opera's rates) | none: no theorem covers these rates |
 //!
 //! **The prior.** Exponential weights with a prior π pay ln(1/π_i) instead of ln N against
 //! expert i; every Hedge/EWA row above is the prior form (π_i = 1/N gives the uniform one).
@@ -403,6 +405,31 @@ pub fn fixed_share(
 /// ```
 pub fn ml_poly(inverse_rate: f64, potential_growth: f64) -> f64 {
     (inverse_rate * potential_growth).sqrt()
+}
+
+/// ML-Prod with non-increasing rates (Gaillard, Stoltz & van Erven 2014, the theorem on
+/// ML-Prod with learning rates chosen on line, rates at most ½ on losses in [0, 1]; here
+/// η r ≥ −½ in every round): the **regret** against expert k is at most
+///
+/// ln N / η_{0,k} + Σ_t η_{t−1,k} r²_{t,k} + ln(1 + D_T / e) / η_{T,k},
+///
+/// with D_T = Σ_t Σ_i (η_{t−1,i}/η_{t,i} − 1), every quantity kept by the learner
+/// ([`MlProd`](super::MlProd) explains the argument).
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// // Rates that never moved: ln N/η + η Σ r², the fixed-rate Prod bound.
+/// let value = bounds::ml_prod(2f64.ln(), 0.25, 0.25 * 8.0, 0.25, 0.0);
+/// assert!((value - (4.0 * 2f64.ln() + 2.0)).abs() < 1e-12);
+/// ```
+pub fn ml_prod(
+    ln_n: f64,
+    first_rate: f64,
+    second_order: f64,
+    last_rate: f64,
+    rate_drift: f64,
+) -> f64 {
+    ln_n / first_rate + second_order + (rate_drift / std::f64::consts::E).ln_1p() / last_rate
 }
 
 /// What a reported bound bounds.

@@ -94,3 +94,30 @@ pub(crate) fn normalise_awake(weights: &mut [f64], awake: Option<&[bool]>) {
         }
     }
 }
+
+/// r_{t,i} = ĉ_t − c_{t,i}: the instantaneous regret against each expert (exactly 0 for an
+/// asleep expert, whose charge is the learner's).
+pub(crate) fn instant_regrets(played: &Played) -> Vec<f64> {
+    played
+        .charges
+        .iter()
+        .map(|&c| played.learner_charge - c)
+        .collect()
+}
+
+/// The normalised weights p_i ∝ exp(log_weights_i) over the awake experts (0 for the asleep
+/// ones), by log-sum-exp: a weight whose linear value would underflow still counts.
+pub(crate) fn softmax_awake(log_weights: &[f64], awake: Option<&[bool]>) -> Vec<f64> {
+    let is_awake = |i: usize| awake.is_none_or(|awake| awake[i]);
+    let top = (0..log_weights.len())
+        .filter(|&i| is_awake(i))
+        .map(|i| log_weights[i])
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut weights: Vec<f64> = if top.is_finite() {
+        log_weights.iter().map(|&l| (l - top).exp()).collect()
+    } else {
+        vec![0.0; log_weights.len()]
+    };
+    normalise_awake(&mut weights, awake);
+    weights
+}

@@ -16,11 +16,15 @@
 //! | [`FollowThePerturbedLeader`] | losses in [0, B] | chosen expert's loss | (η L* + ln N)/(1 − e^{−η}) |
 //! | [`FixedShare`] | real advice, convex ℓ | ℓ(ŷ, y) | against m switches: ((m+1) ln N + m ln(1/α) + T ln(1/(1−α)))/η + η B² T/8 |
 //! | [`MlPoly`] | real advice, convex ℓ | ℓ(ŷ, y) | √((E_T + V_{T,k}) S_T), no parameter |
+//! | [`MlProd`] | real advice, convex ℓ | ℓ(ŷ, y) | with a range B: ln N/η_{0,k} + Σ_t η_{t−1,k} r²_{t,k} + ln(1 + D_T/e)/η_{T,k} |
+//! | [`MlEwa`] | real advice, convex ℓ | ℓ(ŷ, y) | none (no theorem for its rates) |
+//! | [`Boa`] | real advice, convex ℓ | ℓ(ŷ, y) | none (opera's rates; no theorem for them) |
 //!
 //! The learning rate follows a [`LearningRate`] schedule: fixed, tuned for a horizon, anytime,
 //! the doubling trick, or AdaHedge (no horizon, no loss range).
 
 mod aggregator;
+mod bernstein;
 pub mod bounds;
 mod core;
 mod fixed_share;
@@ -29,9 +33,11 @@ mod hedge;
 mod loss;
 mod majority;
 mod mixing;
+mod multi_rate_ewa;
 mod oracle;
 mod params;
 mod polynomial;
+mod prod;
 mod round;
 mod schedule;
 mod shifting;
@@ -41,17 +47,20 @@ pub use aggregator::{
     Aggregator, AggregatorConfig, AggregatorParams, AggregatorSummary, AnyAggregator,
     ExpertSummary, Rule,
 };
+pub use bernstein::{Boa, BoaParams};
 pub use fixed_share::{FixedShare, FixedShareParams};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;
 pub use majority::{RandomizedWeightedMajority, WeightedMajority};
+pub use multi_rate_ewa::{MlEwa, MlEwaParams};
 pub use oracle::{ConvexCombinationOracle, ExpertLedger};
 pub use params::{
     CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
     WeightedMajorityParams, check_rate, limits,
 };
 pub use polynomial::{MlPoly, MlPolyParams};
+pub use prod::{MlProd, MlProdParams};
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
 pub use schedule::LearningRate;
 pub use shifting::{MAX_SHIFTING_CELLS, ShiftingOracle};

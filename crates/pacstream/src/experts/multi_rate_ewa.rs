@@ -1,0 +1,259 @@
+//! ML-EWA: exponential weights with one learning rate per expert, tuned on line — R opera's
+//! `MLewa`, the exponential-weights sibling of ML-Prod and ML-Poly in Gaillard, Stoltz & van
+//! Erven 2014 (*A second-order bound with excess losses*, COLT).
+//!
+//! With r_{t,i} = ĉ_t − c_{t,i} the instantaneous regret against expert i (c the charges: own
+//! losses, or linearised losses with the gradient trick; ĉ_t the learner's; 0 for an asleep
+//! expert), R_{t,i} = Σ_{s≤t} r_{s,i} and V_{t,i} = Σ_{s≤t} r²_{s,i}:
+//!
+//! p_{t+1,i} ∝ a_{t+1,i} exp(η_{t,i} R_{t,i}),   η_{t,i} = √(ln N / V_{t,i}),
+//!
+//! over the awake experts (exponent 0 while V_{t,i} = 0, where R_{t,i} = 0 too: the expert
+//! keeps its initial weight). These are opera's rates. The weights live in log space: the
+//! exponents η R are normalised by log-sum-exp, so a weight whose linear value underflows
+//! still recovers.
+//!
+//! **No bound.** The paper proves its second-order bounds for Prod and polynomial potentials
+//! with multiple learning rates (ML-Prod, ML-Poly); exponential weights with a different
+//! rate per expert have no potential that the choice of p keeps from growing, and no theorem
+//! covers this rule with these rates, so it reports no bound (and says why). Its regret
+//! against each expert and each oracle is measured like every rule's.
+//!
+//! ```
+//! use pacstream::experts::{AdviceRound, Loss, MlEwaParams};
+//! use pacstream::OnlineLearner;
+//!
+//! let mut learner = MlEwaParams::new(3).loss(Loss::Absolute).check()?.build();
+//! for t in 0..200 {
+//!     let outcome = (t % 5) as f64;
+//!     learner.learn_one(AdviceRound::new(&[outcome + 1.0, outcome - 0.2, 2.0], outcome))?;
+//! }
+//! assert!(learner.weights()[1] > 0.5);
+//! assert!(learner.regret_bound().value().is_none());
+//! # Ok::<(), pacstream::Error>(())
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use super::bounds::{Bounded, Guarantee};
+use super::fixed_share::{check_common, check_played};
+use super::loss::Loss;
+use super::mixing::{instant_regrets, play, softmax_awake};
+use super::oracle::ExpertLedger;
+use super::params::{CheckParams, Checked};
+use super::round::{AdviceRound, ExpertStep};
+use crate::error::{Error, Result};
+use crate::online::OnlineLearner;
+
+/// The settings of [`MlEwa`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MlEwaParams {
+    /// N.
+    pub n_experts: usize,
+    /// The loss ℓ (convex).
+    pub loss: Loss,
+    /// Charge the linearised losses (the gradient trick).
+    pub gradient: bool,
+}
+
+impl MlEwaParams {
+    /// N experts, the square loss, no gradient trick.
+    pub fn new(n_experts: usize) -> Self {
+        Self {
+            n_experts,
+            loss: Loss::Square,
+            gradient: false,
+        }
+    }
+
+    /// Sets the loss.
+    pub fn loss(mut self, loss: Loss) -> Self {
+        self.loss = loss;
+        self
+    }
+
+    /// Charges the linearised losses.
+    pub fn gradient(mut self, gradient: bool) -> Self {
+        self.gradient = gradient;
+        self
+    }
+
+    /// Checks the settings.
+    pub fn check(self) -> Result<Checked<Self>> {
+        self.check_params()
+    }
+}
+
+impl CheckParams for MlEwaParams {
+    fn check_params(self) -> Result<Checked<Self>> {
+        check_common(self.n_experts, self.loss, None)?;
+        Ok(Checked::validated(self))
+    }
+}
+
+impl Checked<MlEwaParams> {
+    /// The learner, no regret yet.
+    pub fn build(&self) -> MlEwa {
+        let n = self.n_experts;
+        MlEwa {
+            params: self.clone(),
+            regrets: vec![0.0; n],
+            squared: vec![0.0; n],
+            ledger: ExpertLedger::new(n),
+        }
+    }
+}
+
+/// ML-EWA; see the [module documentation](self).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "MlEwaState")]
+pub struct MlEwa {
+    params: Checked<MlEwaParams>,
+    /// R_{t,i}.
+    regrets: Vec<f64>,
+    /// V_{t,i}.
+    squared: Vec<f64>,
+    ledger: ExpertLedger,
+}
+
+#[derive(Deserialize)]
+struct MlEwaState {
+    params: Checked<MlEwaParams>,
+    regrets: Vec<f64>,
+    squared: Vec<f64>,
+    ledger: ExpertLedger,
+}
+
+impl TryFrom<MlEwaState> for MlEwa {
+    type Error = Error;
+    fn try_from(state: MlEwaState) -> Result<Self> {
+        let n = state.params.n_experts;
+        let finite = |v: &[f64]| v.len() == n && v.iter().all(|x| x.is_finite());
+        if !finite(&state.regrets)
+            || !finite(&state.squared)
+            || state.squared.iter().any(|&v| v < 0.0)
+            || state.ledger.expert_losses().len() != n
+        {
+            return Err(Error::InvalidSnapshot("ML-EWA: inconsistent".into()));
+        }
+        Ok(MlEwa {
+            params: state.params,
+            regrets: state.regrets,
+            squared: state.squared,
+            ledger: state.ledger,
+        })
+    }
+}
+
+impl MlEwa {
+    /// The settings.
+    pub fn params(&self) -> &MlEwaParams {
+        &self.params
+    }
+
+    /// Every expert's cumulative loss and the learner's.
+    pub fn ledger(&self) -> &ExpertLedger {
+        &self.ledger
+    }
+
+    /// The normalised weights of the next round (every expert awake).
+    pub fn weights(&self) -> Vec<f64> {
+        self.awake_weights(None)
+    }
+
+    /// R_{t,i}: the (linearised, with the gradient trick) regret against each expert.
+    pub fn regrets(&self) -> &[f64] {
+        &self.regrets
+    }
+
+    /// η_{t,i} = √(ln N / V_{t,i}); infinite while V_{t,i} = 0.
+    pub fn learning_rates(&self) -> Vec<f64> {
+        let ln_n = (self.params.n_experts as f64).ln();
+        self.squared.iter().map(|&v| (ln_n / v).sqrt()).collect()
+    }
+
+    fn awake_weights(&self, awake: Option<&[bool]>) -> Vec<f64> {
+        let ln_n = (self.params.n_experts as f64).ln();
+        let exponents: Vec<f64> = self
+            .regrets
+            .iter()
+            .zip(&self.squared)
+            // √(ln N) · (R/√V): |R/√V| ≤ √t, where ln N / V alone could overflow.
+            .map(|(&r, &v)| {
+                if v > 0.0 {
+                    ln_n.sqrt() * (r / v.sqrt())
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        softmax_awake(&exponents, awake)
+    }
+
+    /// No theorem covers ML-EWA's rates: always [`Guarantee::NoBound`], with the reason.
+    ///
+    /// # Panics
+    /// If `expert` is not an expert index.
+    pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
+        assert!(expert < self.params.n_experts, "no expert {expert}");
+        Guarantee::none(
+            Bounded::Regret,
+            "no theorem covers exponential weights with one rate per expert (ML-EWA): \
+             Gaillard, Stoltz & van Erven 2014 prove their bound for ML-Prod and ML-Poly",
+        )
+    }
+
+    /// No theorem covers ML-EWA's rates (see [`MlEwa::regret_bound_against`]).
+    pub fn regret_bound(&self) -> Guarantee {
+        self.regret_bound_against(self.ledger.best_expert().0)
+    }
+}
+
+impl OnlineLearner for MlEwa {
+    type Input<'a> = AdviceRound<'a>;
+    type Step = ExpertStep;
+
+    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        round.check(self.params.n_experts)?;
+        let weights = self.awake_weights(round.awake);
+        let played = play(&weights, &round, self.params.loss, self.params.gradient);
+        check_played(&played)?;
+        let instant = instant_regrets(&played);
+        let regrets: Vec<f64> = self
+            .regrets
+            .iter()
+            .zip(&instant)
+            .map(|(a, r)| a + r)
+            .collect();
+        let squared: Vec<f64> = self
+            .squared
+            .iter()
+            .zip(&instant)
+            .map(|(v, r)| v + r * r)
+            .collect();
+        if !(regrets.iter().all(|r| r.is_finite()) && squared.iter().all(|v| v.is_finite())) {
+            return Err(Error::InconsistentInput(
+                "the cumulative regrets would overflow".into(),
+            ));
+        }
+        self.regrets = regrets;
+        self.squared = squared;
+        self.ledger
+            .record(played.learner_loss, &played.own_losses, round.awake);
+        let (best_expert, regret) = self.ledger.best_expert();
+        Ok(ExpertStep {
+            round: self.ledger.rounds(),
+            prediction: Some(played.prediction),
+            loss: played.learner_loss,
+            realised_loss: None,
+            chosen: None,
+            learning_rate: None,
+            best_expert,
+            regret,
+        })
+    }
+
+    fn n_rounds(&self) -> u64 {
+        self.ledger.rounds()
+    }
+}
