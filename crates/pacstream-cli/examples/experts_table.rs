@@ -77,17 +77,17 @@ fn main() -> Result<(), Box<dyn Error>> {
         ("mlprod", AggregatorParams::new(Rule::Mlprod, n)),
         (
             "mlprod --gradient",
-            gradient(AggregatorParams::new(Rule::Mlprod, n)),
+            AggregatorParams::new(Rule::Mlprod, n).gradient(true),
         ),
         ("mlewa", AggregatorParams::new(Rule::Mlewa, n)),
         (
             "mlewa --gradient",
-            gradient(AggregatorParams::new(Rule::Mlewa, n)),
+            AggregatorParams::new(Rule::Mlewa, n).gradient(true),
         ),
         ("boa", AggregatorParams::new(Rule::Boa, n)),
         (
             "boa --gradient",
-            gradient(AggregatorParams::new(Rule::Boa, n)),
+            AggregatorParams::new(Rule::Boa, n).gradient(true),
         ),
         (
             "fixed-share --eta 1e-4 --alpha 0.01",
