@@ -28,15 +28,18 @@ use serde::{Deserialize, Serialize};
 use super::bounds::{Bounded, Guarantee};
 use super::fixed_share::{FixedShare, FixedShareParams};
 use super::fpl::FollowThePerturbedLeader;
+use super::ftrl::{Ftrl, FtrlParams, Regulariser};
 use super::hedge::{Ewa, Hedge};
 use super::loss::Loss;
 use super::majority::{RandomizedWeightedMajority, WeightedMajority};
+use super::ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
 use super::oracle::ExpertLedger;
 use super::params::{
     EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
     check_rate,
 };
 use super::polynomial::{MlPoly, MlPolyParams};
+use super::ridge::{OnlineRidge, OnlineRidgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::LearningRate;
 use crate::error::{Error, Result};
@@ -123,6 +126,15 @@ pub enum Rule {
     /// ML-Poly (Gaillard, Stoltz & van Erven 2014): polynomial weights with one rate per
     /// expert tuned on line; no parameter (opera's default rule).
     Mlpol,
+    /// Follow the regularised leader over the simplex on the linearised losses (quadratic
+    /// or entropic regulariser; takes --eta).
+    Ftrl,
+    /// Online gradient descent over the simplex on the linearised losses, step η/√t
+    /// (Zinkevich 2003; takes --eta).
+    Ogd,
+    /// Online ridge regression on the experts' forecasts: the Vovk–Azoury–Warmuth
+    /// forecaster, square loss (takes --lambda).
+    Ridge,
 }
 
 impl Rule {
@@ -136,6 +148,9 @@ impl Rule {
             Rule::Fpl => "fpl",
             Rule::FixedShare => "fixed-share",
             Rule::Mlpol => "mlpol",
+            Rule::Ftrl => "ftrl",
+            Rule::Ogd => "ogd",
+            Rule::Ridge => "ridge",
         }
     }
 
@@ -152,6 +167,12 @@ impl Rule {
     /// Whether the rule takes the gradient trick (real-valued advice, convex loss).
     pub fn takes_gradient(self) -> bool {
         matches!(self, Rule::Ewa | Rule::FixedShare | Rule::Mlpol)
+    }
+
+    /// Whether the rule always learns from the linearised losses (the gradient trick is its
+    /// definition, not an option).
+    pub fn always_linearised(self) -> bool {
+        matches!(self, Rule::Ftrl | Rule::Ogd)
     }
 
     /// Whether the rule takes prior weights.
@@ -255,6 +276,18 @@ impl Aggregator for MlPoly {
     aggregator!(MlPoly, Rule::Mlpol, advice);
 }
 
+impl Aggregator for Ftrl {
+    aggregator!(Ftrl, Rule::Ftrl, advice);
+}
+
+impl Aggregator for OnlineGradientDescent {
+    aggregator!(OnlineGradientDescent, Rule::Ogd, advice);
+}
+
+impl Aggregator for OnlineRidge {
+    aggregator!(OnlineRidge, Rule::Ridge, advice);
+}
+
 /// A rule chosen at run time: what a front-end holds, snapshots and restores.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[allow(
@@ -276,6 +309,12 @@ pub enum AnyAggregator {
     FixedShare(FixedShare),
     /// ML-Poly.
     Mlpol(MlPoly),
+    /// Follow the regularised leader.
+    Ftrl(Ftrl),
+    /// Online gradient descent.
+    Ogd(OnlineGradientDescent),
+    /// Online ridge regression.
+    Ridge(OnlineRidge),
 }
 
 impl AnyAggregator {
@@ -289,6 +328,9 @@ impl AnyAggregator {
             AnyAggregator::Fpl(rule) => rule,
             AnyAggregator::FixedShare(rule) => rule,
             AnyAggregator::Mlpol(rule) => rule,
+            AnyAggregator::Ftrl(rule) => rule,
+            AnyAggregator::Ogd(rule) => rule,
+            AnyAggregator::Ridge(rule) => rule,
         }
     }
 
@@ -302,6 +344,9 @@ impl AnyAggregator {
             AnyAggregator::Fpl(rule) => rule,
             AnyAggregator::FixedShare(rule) => rule,
             AnyAggregator::Mlpol(rule) => rule,
+            AnyAggregator::Ftrl(rule) => rule,
+            AnyAggregator::Ogd(rule) => rule,
+            AnyAggregator::Ridge(rule) => rule,
         }
     }
 }
@@ -369,6 +414,12 @@ pub struct AggregatorParams {
     /// Fixed share: the share α ∈ [0, 1) given back to every expert each round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
+    /// Ridge: the penalty λ > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// FTRL: the regulariser (default quadratic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regulariser: Option<Regulariser>,
 }
 
 impl AggregatorParams {
@@ -386,6 +437,8 @@ impl AggregatorParams {
             losses_given: false,
             seed: 0,
             alpha: None,
+            lambda: None,
+            regulariser: None,
         }
     }
 
@@ -419,6 +472,18 @@ impl AggregatorParams {
         self
     }
 
+    /// Sets ridge's λ.
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = Some(lambda);
+        self
+    }
+
+    /// Sets FTRL's regulariser.
+    pub fn regulariser(mut self, regulariser: Regulariser) -> Self {
+        self.regulariser = Some(regulariser);
+        self
+    }
+
     /// Resolves the rule's defaults and checks that the rule takes every setting given.
     /// The rule's own parameters are checked again when it is built.
     pub fn check(self) -> Result<AggregatorConfig> {
@@ -445,6 +510,15 @@ impl AggregatorParams {
                 "losses given directly go with rule hedge or fpl".to_string(),
             );
         }
+        if self.gradient && rule.always_linearised() {
+            return refuse(
+                "gradient",
+                format!(
+                    "rule {} always learns from the linearised losses: drop --gradient",
+                    rule.name()
+                ),
+            );
+        }
         if self.gradient && !rule.takes_gradient() {
             return refuse(
                 "gradient",
@@ -461,6 +535,43 @@ impl AggregatorParams {
                 },
             );
         }
+        if self.lambda.is_some() != (rule == Rule::Ridge) {
+            return refuse(
+                "lambda",
+                if rule == Rule::Ridge {
+                    "rule ridge needs its penalty λ > 0".into()
+                } else {
+                    "the penalty λ is a parameter of rule ridge".into()
+                },
+            );
+        }
+        if self.regulariser.is_some() && rule != Rule::Ftrl {
+            return refuse(
+                "regulariser",
+                "the regulariser is a parameter of rule ftrl".into(),
+            );
+        }
+        if rule == Rule::Ridge && self.rate.is_some() {
+            return refuse(
+                "eta",
+                "rule ridge has no learning rate: its penalty is λ".into(),
+            );
+        }
+        if rule == Rule::Ridge && loss != Loss::Square {
+            return refuse(
+                "loss",
+                "rule ridge is a regression for the square loss".into(),
+            );
+        }
+        if matches!(rule, Rule::Ftrl | Rule::Ogd | Rule::Ridge) && self.loss_bound.is_some() {
+            return refuse(
+                "loss_bound",
+                format!(
+                    "rule {} needs no loss range: its bound is computed from the run",
+                    rule.name()
+                ),
+            );
+        }
         if rule == Rule::Mlpol && self.rate.is_some() {
             return refuse(
                 "eta",
@@ -473,7 +584,9 @@ impl AggregatorParams {
                 "rule mlpol needs no loss range: its bound is computed from the run".into(),
             );
         }
-        if matches!(rule, Rule::FixedShare | Rule::Mlpol) && !loss.is_convex() {
+        if matches!(rule, Rule::FixedShare | Rule::Mlpol | Rule::Ftrl | Rule::Ogd)
+            && !loss.is_convex()
+        {
             return refuse(
                 "loss",
                 format!(
@@ -508,8 +621,21 @@ impl AggregatorParams {
                     return refuse("eta", "rule fixed-share needs a fixed rate η".into());
                 }
                 Rule::Mlpol => LearningRate::PerExpert,
+                Rule::Ftrl | Rule::Ogd => {
+                    return refuse(
+                        "eta",
+                        format!("rule {} needs a fixed rate η", rule.name()),
+                    );
+                }
+                Rule::Ridge => LearningRate::Penalty,
             },
         };
+        if matches!(rule, Rule::Ftrl | Rule::Ogd) && !matches!(rate, LearningRate::Fixed(_)) {
+            return refuse(
+                "eta",
+                format!("rule {} takes a fixed rate η", rule.name()),
+            );
+        }
         if rule == Rule::FixedShare && !matches!(rate, LearningRate::Fixed(_)) {
             return refuse("eta", "rule fixed-share takes a fixed rate η".into());
         }
@@ -553,6 +679,11 @@ impl AggregatorParams {
             n_experts: self.n_experts,
             seed: self.seed,
             alpha: self.alpha,
+            lambda: self.lambda,
+            regulariser: match rule {
+                Rule::Ftrl => Some(self.regulariser.unwrap_or(Regulariser::Quadratic)),
+                _ => None,
+            },
         })
     }
 }
@@ -587,6 +718,12 @@ pub struct AggregatorConfig {
     /// Fixed share's α.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
+    /// Ridge's λ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// FTRL's regulariser.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regulariser: Option<Regulariser>,
 }
 
 /// The settings a run records, by name: what must be equal for a snapshot to be resumed.
@@ -619,6 +756,12 @@ pub struct AggregatorSettings {
     /// Fixed share's α.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
+    /// Ridge's λ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// FTRL's regulariser.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regulariser: Option<Regulariser>,
 }
 
 impl AggregatorConfig {
@@ -644,6 +787,8 @@ impl AggregatorConfig {
             losses: self.losses_given,
             seed: self.seed,
             alpha: self.alpha,
+            lambda: self.lambda,
+            regulariser: self.regulariser,
         }
     }
 
@@ -719,6 +864,36 @@ impl AggregatorConfig {
                     .check()?
                     .build(),
             ),
+            Rule::Ftrl | Rule::Ogd => {
+                let LearningRate::Fixed(eta) = self.rate else {
+                    return Err(Error::invalid_parameter(
+                        "eta",
+                        format!("rule {} needs a fixed η", self.rule.name()),
+                    ));
+                };
+                if self.rule == Rule::Ogd {
+                    AnyAggregator::Ogd(
+                        OnlineGradientDescentParams::new(n, eta)
+                            .loss(self.loss)
+                            .check()?
+                            .build(),
+                    )
+                } else {
+                    AnyAggregator::Ftrl(
+                        FtrlParams::new(n, eta)
+                            .regulariser(self.regulariser.unwrap_or(Regulariser::Quadratic))
+                            .loss(self.loss)
+                            .check()?
+                            .build(),
+                    )
+                }
+            }
+            Rule::Ridge => {
+                let lambda = self.lambda.ok_or_else(|| {
+                    Error::invalid_parameter("lambda", "rule ridge needs its penalty λ")
+                })?;
+                AnyAggregator::Ridge(OnlineRidgeParams::new(n, lambda).check()?.build())
+            }
         })
     }
 }

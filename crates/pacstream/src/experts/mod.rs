@@ -16,6 +16,9 @@
 //! | [`FollowThePerturbedLeader`] | losses in [0, B] | chosen expert's loss | (η L* + ln N)/(1 − e^{−η}) |
 //! | [`FixedShare`] | real advice, convex ℓ | ℓ(ŷ, y) | against m switches: ((m+1) ln N + m ln(1/α) + T ln(1/(1−α)))/η + η B² T/8 |
 //! | [`MlPoly`] | real advice, convex ℓ | ℓ(ŷ, y) | √((E_T + V_{T,k}) S_T), no parameter |
+//! | [`OnlineGradientDescent`] | real advice, convex ℓ (linearised) | ℓ(ŷ, y) | √T/η + ½ Σ_t η_t ‖g_t − ḡ_t‖² |
+//! | [`Ftrl`] | real advice, convex ℓ (linearised) | ℓ(ŷ, y) | (1 − 1/N)/(2η) + η Σ_t ‖g_t − ḡ_t‖² (quadratic) |
+//! | [`OnlineRidge`] | real advice, square loss | (ŷ − y)² | λ‖u − w₀‖² + Y² ln det(I + Σ x xᵀ/λ) against any linear u |
 //!
 //! The learning rate follows a [`LearningRate`] schedule: fixed, tuned for a horizon, anytime,
 //! the doubling trick, or AdaHedge (no horizon, no loss range).
@@ -25,13 +28,16 @@ pub mod bounds;
 mod core;
 mod fixed_share;
 mod fpl;
+mod ftrl;
 mod hedge;
 mod loss;
 mod majority;
 mod mixing;
+mod ogd;
 mod oracle;
 mod params;
 mod polynomial;
+mod ridge;
 mod round;
 mod schedule;
 mod shifting;
@@ -42,6 +48,7 @@ pub use aggregator::{
     AnyAggregator, ExpertSummary, Rule,
 };
 pub use fixed_share::{FixedShare, FixedShareParams};
+pub use ftrl::{Ftrl, FtrlParams, Regulariser};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;
@@ -51,7 +58,9 @@ pub use params::{
     CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
     WeightedMajorityParams, check_rate, limits,
 };
+pub use ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
 pub use polynomial::{MlPoly, MlPolyParams};
+pub use ridge::{MAX_RIDGE_EXPERTS, OnlineRidge, OnlineRidgeParams, RIDGE_LAMBDA_RANGE};
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
 pub use schedule::LearningRate;
 pub use shifting::{MAX_SHIFTING_CELLS, ShiftingOracle};
