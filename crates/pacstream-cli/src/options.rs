@@ -397,6 +397,11 @@ impl CommonArgs {
 impl CommonArgsWithoutColumns {
     /// Checks the shared options and returns them validated.
     pub fn validate(&self) -> anyhow::Result<RunOptions> {
+        self.validate_with(&OtherFiles::default())
+    }
+
+    /// [`CommonArgsWithoutColumns::validate`] for a command that also writes `other` files.
+    pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
         Parts {
             input: &self.input.path,
             columns: None,
@@ -405,7 +410,7 @@ impl CommonArgsWithoutColumns {
             plot_options: Some(&self.plot_options),
             checkpoint_options: Some(&self.checkpoint_options),
         }
-        .validate(&OtherFiles::default())
+        .validate(other)
     }
 }
 

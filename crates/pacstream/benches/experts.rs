@@ -118,6 +118,15 @@ fn forecasters(c: &mut Criterion) {
                     .loss_bound(4.0),
             ),
             ("mlpol", AggregatorParams::new(Rule::Mlpol, n)),
+            (
+                "ftrl",
+                AggregatorParams::new(Rule::Ftrl, n).rate(LearningRate::Fixed(0.1)),
+            ),
+            (
+                "ogd",
+                AggregatorParams::new(Rule::Ogd, n).rate(LearningRate::Fixed(0.1)),
+            ),
+            ("ridge", AggregatorParams::new(Rule::Ridge, n).lambda(1.0)),
         ];
         for (name, params) in rules {
             let config = params.check().expect("valid parameters");

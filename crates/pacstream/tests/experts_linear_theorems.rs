@@ -219,7 +219,10 @@ fn ridge_bound_holds_and_is_approached() {
         for k in 0..n {
             let against = learner.ledger().regret_against(k);
             let bound_k = learner.regret_bound_against(k).value().unwrap();
-            assert!(against <= bound_k, "n {n} expert {k}: {against} > {bound_k}");
+            assert!(
+                against <= bound_k,
+                "n {n} expert {k}: {against} > {bound_k}"
+            );
         }
         eprintln!(
             "ridge n {n} λ {lambda} adversarial {adversarial}: regret {regret:.3}, bound \
@@ -252,7 +255,9 @@ fn ridge_against_the_linear_and_convex_oracles() {
     let (_, convex) = oracle.solve();
     let loss = learner.ledger().learner_loss();
     let bound = learner.regret_bound_linear(&linear_weights);
-    eprintln!("ridge {loss:.2}, linear oracle {linear:.2} (+ bound {bound:.2}), convex {convex:.2}");
+    eprintln!(
+        "ridge {loss:.2}, linear oracle {linear:.2} (+ bound {bound:.2}), convex {convex:.2}"
+    );
     assert!(loss - linear <= bound, "{loss} − {linear} > {bound}");
     assert!(loss < 0.5 * convex, "{loss} vs convex {convex}");
 }
@@ -277,10 +282,16 @@ fn entropic_ftrl_is_ewa_with_the_gradient_trick() {
     let mut ewa = ewa.check().unwrap().build().unwrap();
     for _ in 0..300 {
         let outcome = rng.next_f64();
-        let advice: Vec<f64> = (0..n).map(|i| outcome + 0.3 * i as f64 * rng.standard_normal()).collect();
+        let advice: Vec<f64> = (0..n)
+            .map(|i| outcome + 0.3 * i as f64 * rng.standard_normal())
+            .collect();
         let round = AdviceRound::new(&advice, outcome);
         let a = ftrl.learn_one(round).unwrap().prediction.unwrap();
-        let b = ewa.learn_advice(round, Loss::Absolute).unwrap().prediction.unwrap();
+        let b = ewa
+            .learn_advice(round, Loss::Absolute)
+            .unwrap()
+            .prediction
+            .unwrap();
         assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "{a} vs {b}");
     }
 }

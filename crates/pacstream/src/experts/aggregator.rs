@@ -584,8 +584,10 @@ impl AggregatorParams {
                 "rule mlpol needs no loss range: its bound is computed from the run".into(),
             );
         }
-        if matches!(rule, Rule::FixedShare | Rule::Mlpol | Rule::Ftrl | Rule::Ogd)
-            && !loss.is_convex()
+        if matches!(
+            rule,
+            Rule::FixedShare | Rule::Mlpol | Rule::Ftrl | Rule::Ogd
+        ) && !loss.is_convex()
         {
             return refuse(
                 "loss",
@@ -622,19 +624,13 @@ impl AggregatorParams {
                 }
                 Rule::Mlpol => LearningRate::PerExpert,
                 Rule::Ftrl | Rule::Ogd => {
-                    return refuse(
-                        "eta",
-                        format!("rule {} needs a fixed rate η", rule.name()),
-                    );
+                    return refuse("eta", format!("rule {} needs a fixed rate η", rule.name()));
                 }
                 Rule::Ridge => LearningRate::Penalty,
             },
         };
         if matches!(rule, Rule::Ftrl | Rule::Ogd) && !matches!(rate, LearningRate::Fixed(_)) {
-            return refuse(
-                "eta",
-                format!("rule {} takes a fixed rate η", rule.name()),
-            );
+            return refuse("eta", format!("rule {} takes a fixed rate η", rule.name()));
         }
         if rule == Rule::FixedShare && !matches!(rate, LearningRate::Fixed(_)) {
             return refuse("eta", "rule fixed-share takes a fixed rate η".into());

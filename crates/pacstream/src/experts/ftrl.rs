@@ -201,7 +201,11 @@ impl Ftrl {
 
     /// The weights of the next round (every expert awake): the regularised leader.
     pub fn weights(&self) -> Vec<f64> {
-        leader(&self.gradient_sums, self.params.eta, self.params.regulariser)
+        leader(
+            &self.gradient_sums,
+            self.params.eta,
+            self.params.regulariser,
+        )
     }
 
     /// The bound on the regret against `expert` (on its awake rounds); it holds against
@@ -255,10 +259,7 @@ fn leader(gradient_sums: &[f64], eta: f64, regulariser: Regulariser) -> Vec<f64>
         Regulariser::Entropic => {
             // Log space: the largest exponent is 0, so no weight overflows and the leader's
             // is 1 before normalising.
-            let least = gradient_sums
-                .iter()
-                .copied()
-                .fold(f64::INFINITY, f64::min);
+            let least = gradient_sums.iter().copied().fold(f64::INFINITY, f64::min);
             let mut weights: Vec<f64> = gradient_sums
                 .iter()
                 .map(|g| (-eta * (g - least)).exp())

@@ -48,17 +48,17 @@ pub use aggregator::{
     AnyAggregator, ExpertSummary, Rule,
 };
 pub use fixed_share::{FixedShare, FixedShareParams};
-pub use ftrl::{Ftrl, FtrlParams, Regulariser};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
+pub use ftrl::{Ftrl, FtrlParams, Regulariser};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;
 pub use majority::{RandomizedWeightedMajority, WeightedMajority};
+pub use ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
 pub use oracle::{ConvexCombinationOracle, ExpertLedger};
 pub use params::{
     CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
     WeightedMajorityParams, check_rate, limits,
 };
-pub use ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
 pub use polynomial::{MlPoly, MlPolyParams};
 pub use ridge::{MAX_RIDGE_EXPERTS, OnlineRidge, OnlineRidgeParams, RIDGE_LAMBDA_RANGE};
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};

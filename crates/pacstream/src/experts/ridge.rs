@@ -277,7 +277,11 @@ impl OnlineLearner for OnlineRidge {
         }
         let x = round.advice;
         let centre = 1.0 / n as f64;
-        let v: Vec<f64> = self.inverse.chunks_exact(n).map(|row| dot(row, x)).collect();
+        let v: Vec<f64> = self
+            .inverse
+            .chunks_exact(n)
+            .map(|row| dot(row, x))
+            .collect();
         let leverage = dot(x, &v);
         let denominator = 1.0 + leverage;
         let baseline = centre * x.iter().sum::<f64>();

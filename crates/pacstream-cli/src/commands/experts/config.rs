@@ -62,6 +62,8 @@ pub(super) fn aggregator_config(
         losses_given: args.losses,
         seed,
         alpha: args.alpha,
+        lambda: args.lambda,
+        regulariser: args.regulariser,
     }
     .check()
     .map_err(library_error)
