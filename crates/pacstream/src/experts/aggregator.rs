@@ -1002,8 +1002,17 @@ mod tests {
             Rule::Fpl,
             Rule::FixedShare,
             Rule::Mlpol,
+            Rule::Ftrl,
+            Rule::Ogd,
+            Rule::Ridge,
         ] {
             let mut params = AggregatorParams::new(rule, 3).seed(3);
+            if matches!(rule, Rule::Ftrl | Rule::Ogd) {
+                params = params.rate(LearningRate::Fixed(0.5));
+            }
+            if rule == Rule::Ridge {
+                params = params.lambda(1.0);
+            }
             if rule == Rule::Fpl {
                 params = params.rate(LearningRate::Fixed(0.5)).loss_bound(1.0);
             }
@@ -1022,6 +1031,9 @@ mod tests {
                     AnyAggregator::Ewa(r) => r.learn_one(round),
                     AnyAggregator::FixedShare(r) => r.learn_one(round),
                     AnyAggregator::Mlpol(r) => r.learn_one(round),
+                    AnyAggregator::Ftrl(r) => r.learn_one(round),
+                    AnyAggregator::Ogd(r) => r.learn_one(round),
+                    AnyAggregator::Ridge(r) => r.learn_one(round),
                     AnyAggregator::Hedge(r) => {
                         let losses: Vec<f64> = advice
                             .iter()
@@ -1139,6 +1151,37 @@ mod tests {
             AggregatorParams::new(Rule::Mlpol, 2).loss(Loss::ZeroOne),
             "loss",
         );
+        refused(AggregatorParams::new(Rule::Ogd, 2), "eta");
+        refused(AggregatorParams::new(Rule::Ftrl, 2), "eta");
+        refused(AggregatorParams::new(Rule::Ridge, 2), "lambda");
+        refused(
+            AggregatorParams::new(Rule::Ridge, 2)
+                .lambda(1.0)
+                .loss(Loss::Absolute),
+            "loss",
+        );
+        refused(
+            AggregatorParams::new(Rule::Ridge, 2)
+                .lambda(1.0)
+                .rate(LearningRate::Fixed(1.0)),
+            "eta",
+        );
+        refused(AggregatorParams::new(Rule::Ewa, 2).lambda(1.0), "lambda");
+        refused(
+            AggregatorParams::new(Rule::Ogd, 2)
+                .rate(LearningRate::Fixed(1.0))
+                .regulariser(Regulariser::Entropic),
+            "regulariser",
+        );
+        refused(
+            AggregatorParams::new(Rule::Ogd, 2)
+                .rate(LearningRate::Fixed(1.0))
+                .loss_bound(1.0),
+            "loss_bound",
+        );
+        let mut ogd = AggregatorParams::new(Rule::Ogd, 2).rate(LearningRate::Fixed(1.0));
+        ogd.gradient = true;
+        refused(ogd, "gradient");
     }
 
     /// The defaults are those the rules' theorems are stated with.

@@ -172,11 +172,12 @@ impl TryFrom<FtrlState> for Ftrl {
     type Error = Error;
     fn try_from(state: FtrlState) -> Result<Self> {
         let n = state.params.n_experts;
-        if state.gradient_sums.len() != n
-            || !state.gradient_sums.iter().all(|g| g.is_finite())
-            || state.ledger.expert_losses().len() != n
-            || !(state.square_sum >= 0.0 && state.square_sum.is_finite())
-        {
+        let consistent = state.gradient_sums.len() == n
+            && state.gradient_sums.iter().all(|g| g.is_finite())
+            && state.ledger.expert_losses().len() == n
+            && state.square_sum >= 0.0
+            && state.square_sum.is_finite();
+        if !consistent {
             return Err(Error::InvalidSnapshot("FTRL: inconsistent".into()));
         }
         Ok(Ftrl {

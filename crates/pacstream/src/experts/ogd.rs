@@ -159,10 +159,11 @@ impl TryFrom<OgdState> for OnlineGradientDescent {
     type Error = Error;
     fn try_from(state: OgdState) -> Result<Self> {
         let n = state.params.n_experts;
-        if !on_simplex(&state.weights, n)
-            || state.ledger.expert_losses().len() != n
-            || !(state.step_sum >= 0.0 && state.step_sum.is_finite())
-        {
+        let consistent = on_simplex(&state.weights, n)
+            && state.ledger.expert_losses().len() == n
+            && state.step_sum >= 0.0
+            && state.step_sum.is_finite();
+        if !consistent {
             return Err(Error::InvalidSnapshot(
                 "online gradient descent: inconsistent".into(),
             ));

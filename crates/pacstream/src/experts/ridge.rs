@@ -164,14 +164,16 @@ impl TryFrom<RidgeState> for OnlineRidge {
                 state.inverse[i * n + i] > 0.0
                     && (0..i).all(|j| state.inverse[i * n + j] == state.inverse[j * n + i])
             });
-        if !symmetric
-            || !state.inverse.iter().all(|v| v.is_finite())
-            || state.targets.len() != n
-            || !state.targets.iter().all(|v| v.is_finite())
-            || state.ledger.expert_losses().len() != n
-            || !(state.log_det >= 0.0 && state.log_det.is_finite())
-            || !(state.largest_residual >= 0.0 && state.largest_residual.is_finite())
-        {
+        let consistent = symmetric
+            && state.inverse.iter().all(|v| v.is_finite())
+            && state.targets.len() == n
+            && state.targets.iter().all(|v| v.is_finite())
+            && state.ledger.expert_losses().len() == n
+            && state.log_det >= 0.0
+            && state.log_det.is_finite()
+            && state.largest_residual >= 0.0
+            && state.largest_residual.is_finite();
+        if !consistent {
             return Err(Error::InvalidSnapshot("ridge: inconsistent".into()));
         }
         Ok(OnlineRidge {
