@@ -12,8 +12,8 @@
 use std::error::Error;
 
 use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorParams, ConvexCombinationOracle, LearningRate, Loss, Rule,
-    ShiftingOracle,
+    AdviceRound, Aggregator, AggregatorParams, ConvexCombinationOracle, LearningRate, Loss,
+    Regulariser, Rule, ShiftingOracle,
 };
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         ),
     ];
 
-    let rules: [(&str, AggregatorParams); 12] = [
+    let rules: [(&str, AggregatorParams); 16] = [
         ("ewa (AdaHedge)", AggregatorParams::new(Rule::Ewa, n)),
         (
             "ewa --gradient (AdaHedge)",
@@ -101,6 +101,24 @@ fn main() -> Result<(), Box<dyn Error>> {
                 .rate(LearningRate::Fixed(1e-4))
                 .alpha(0.01)
                 .gradient(true),
+        ),
+        (
+            "ftrl --eta 1e-6",
+            AggregatorParams::new(Rule::Ftrl, n).rate(LearningRate::Fixed(1e-6)),
+        ),
+        (
+            "ftrl --eta 1e-5 --regulariser entropic",
+            AggregatorParams::new(Rule::Ftrl, n)
+                .rate(LearningRate::Fixed(1e-5))
+                .regulariser(Regulariser::Entropic),
+        ),
+        (
+            "ogd --eta 1e-5",
+            AggregatorParams::new(Rule::Ogd, n).rate(LearningRate::Fixed(1e-5)),
+        ),
+        (
+            "ridge --lambda 1",
+            AggregatorParams::new(Rule::Ridge, n).lambda(1.0),
         ),
     ];
     print!("| rule | RMSE |");

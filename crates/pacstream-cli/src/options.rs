@@ -381,7 +381,12 @@ impl CommonArgs {
 impl CommonArgsWithoutColumns {
     /// Checks the shared options and returns them validated.
     pub fn validate(&self) -> anyhow::Result<RunOptions> {
-        self.parts().validate(&OtherFiles::default())
+        self.validate_with(&OtherFiles::default())
+    }
+
+    /// [`CommonArgsWithoutColumns::validate`] for a command that also writes `other` files.
+    pub fn validate_with(&self, other: &OtherFiles) -> anyhow::Result<RunOptions> {
+        self.parts().validate(other)
     }
 
     fn parts(&self) -> Parts<'_> {

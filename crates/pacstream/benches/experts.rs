@@ -125,6 +125,15 @@ fn forecasters(c: &mut Criterion) {
             ),
             ("mlewa", AggregatorParams::new(Rule::Mlewa, n)),
             ("boa", AggregatorParams::new(Rule::Boa, n)),
+            (
+                "ftrl",
+                AggregatorParams::new(Rule::Ftrl, n).rate(LearningRate::Fixed(0.1)),
+            ),
+            (
+                "ogd",
+                AggregatorParams::new(Rule::Ogd, n).rate(LearningRate::Fixed(0.1)),
+            ),
+            ("ridge", AggregatorParams::new(Rule::Ridge, n).lambda(1.0)),
         ];
         for (name, params) in rules {
             let config = params.check().expect("valid parameters");

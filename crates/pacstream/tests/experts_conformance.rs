@@ -5,9 +5,11 @@ use pacstream::StreamRng;
 use pacstream::conformance::{Conformance, assert_send_sync};
 use pacstream::experts::{
     AdviceRoundBuf, Boa, BoaParams, Ewa, EwaParams, FixedShare, FixedShareParams,
-    FollowThePerturbedLeader, FplParams, Hedge, HedgeParams, LearningRate, Loss, LossRoundBuf,
-    MlEwa, MlEwaParams, MlPoly, MlPolyParams, MlProd, MlProdParams, RandomizedWeightedMajority,
-    RandomizedWeightedMajorityParams, WeightedMajority, WeightedMajorityParams,
+    FollowThePerturbedLeader, FplParams, Ftrl, FtrlParams, Hedge, HedgeParams, LearningRate, Loss,
+    LossRoundBuf, MlEwa, MlEwaParams, MlPoly, MlPolyParams, MlProd, MlProdParams,
+    OnlineGradientDescent, OnlineGradientDescentParams, OnlineRidge, OnlineRidgeParams,
+    RandomizedWeightedMajority, RandomizedWeightedMajorityParams, Regulariser, WeightedMajority,
+    WeightedMajorityParams,
 };
 
 const N: usize = 5;
@@ -377,5 +379,79 @@ fn boa_losses_gradient_and_sleep() {
                 .check_all()
                 .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
         }
+    }
+}
+
+#[test]
+fn online_gradient_descent_losses_and_sleep() {
+    assert_send_sync::<OnlineGradientDescent>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 8, sleeping);
+        for (loss, eta) in [
+            (Loss::Square, 0.3),
+            (Loss::Absolute, 0.1),
+            (Loss::Pinball { tau: 0.2 }, 1.0),
+        ] {
+            let make = |_seed| {
+                OnlineGradientDescentParams::new(N, eta)
+                    .loss(loss)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn ftrl_regularisers_losses_and_sleep() {
+    assert_send_sync::<Ftrl>();
+    for sleeping in [false, true] {
+        let stream = real_rounds(120, 9, sleeping);
+        for (loss, regulariser) in [
+            (Loss::Square, Regulariser::Quadratic),
+            (Loss::Absolute, Regulariser::Entropic),
+            (Loss::Pinball { tau: 0.7 }, Regulariser::Quadratic),
+            (Loss::Square, Regulariser::Entropic),
+        ] {
+            let make = |_seed| {
+                FtrlParams::new(N, 0.4)
+                    .regulariser(regulariser)
+                    .loss(loss)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            Conformance::new(make, &stream)
+                .invalid_first_inputs(&invalid_advice())
+                .check_all()
+                .unwrap_or_else(|v| panic!("{loss:?} {regulariser:?} sleeping={sleeping}: {v}"));
+        }
+    }
+}
+
+#[test]
+fn online_ridge_and_its_refusal_of_sleepers() {
+    assert_send_sync::<OnlineRidge>();
+    let stream = real_rounds(120, 10, false);
+    let mut invalid = invalid_advice();
+    // A round with an asleep expert is refused: the regression needs every advice.
+    let mut asleep = vec![true; N];
+    asleep[2] = false;
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.5; N],
+        outcome: 0.5,
+        awake: Some(asleep),
+    });
+    for lambda in [1e-3, 1.0, 50.0] {
+        let make = |_seed| OnlineRidgeParams::new(N, lambda).check().unwrap().build();
+        Conformance::new(make, &stream)
+            .invalid_first_inputs(&invalid)
+            .check_all()
+            .unwrap_or_else(|v| panic!("lambda {lambda}: {v}"));
     }
 }

@@ -60,6 +60,13 @@ fn draw_weights(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     figure: &ExpertsFigure,
 ) -> anyhow::Result<()> {
+    let off_simplex = figure
+        .weights
+        .iter()
+        .any(|w| w.iter().any(|&x| x < 0.0) || w.iter().sum::<f64>() > 1.0 + 1e-9);
+    if off_simplex {
+        return draw_linear_weights(area, figure);
+    }
     let mut chart = ChartBuilder::on(area)
         .caption(format!("{}: weights", figure.title), ("sans-serif", 20))
         .margin(12)
@@ -112,6 +119,67 @@ fn draw_weights(
                 });
         }
         lower = upper;
+    }
+    if n <= LEGEND_LIMIT {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(draw_error)?;
+    }
+    Ok(())
+}
+
+/// Weights of any sign (ridge regression's): one line per expert, not stacked.
+fn draw_linear_weights(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    figure: &ExpertsFigure,
+) -> anyhow::Result<()> {
+    let y_range = axis_range(
+        figure
+            .weights
+            .iter()
+            .flatten()
+            .copied()
+            .chain(std::iter::once(0.0)),
+    );
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("{}: weights (any sign: a linear combination)", figure.title),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x_range(figure), y_range)
+        .map_err(draw_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("round")
+        .y_desc("weight")
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(draw_error)?;
+    let n = figure.names.len();
+    for expert in 0..n {
+        let colour = cluster_colour(expert);
+        let drawn = chart
+            .draw_series(LineSeries::new(
+                figure
+                    .rounds
+                    .iter()
+                    .copied()
+                    .zip(figure.weights.iter().map(|w| w[expert])),
+                colour.stroke_width(2),
+            ))
+            .map_err(draw_error)?;
+        if n <= LEGEND_LIMIT {
+            drawn
+                .label(figure.names[expert].clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
+        }
     }
     if n <= LEGEND_LIMIT {
         chart
@@ -264,4 +332,143 @@ fn draw_losses(
         .draw()
         .map_err(draw_error)?;
     Ok(())
+}
+
+/// The contribution of each expert to the prediction over time, as R's opera draws it
+/// (`plot.mixture`): weight × forecast, stacked (positive parts upwards from 0, negative
+/// parts downwards), with the outcome and the prediction.
+#[derive(Debug)]
+pub struct ContributionsFigure {
+    /// The title above the chart.
+    pub title: String,
+    /// The experts' names.
+    pub names: Vec<String>,
+    /// The rounds kept (x axis).
+    pub rounds: Vec<f64>,
+    /// weight × forecast of every expert at each kept round.
+    pub contributions: Vec<Vec<f64>>,
+    /// The outcome of each kept round.
+    pub outcomes: Vec<f64>,
+    /// The learner's prediction of each kept round (NaN where it has none).
+    pub predictions: Vec<f64>,
+}
+
+/// Draws the contributions; returns the SVG document.
+pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String> {
+    let n = figure.names.len();
+    let kept = figure.rounds.len();
+    // Expert i's band: from the sum of the contributions of the same sign before it.
+    let mut bands: Vec<(Vec<f64>, Vec<f64>)> = Vec::with_capacity(n);
+    let mut above = vec![0.0; kept];
+    let mut below = vec![0.0; kept];
+    for expert in 0..n {
+        let mut low = Vec::with_capacity(kept);
+        let mut high = Vec::with_capacity(kept);
+        for k in 0..kept {
+            let c = figure.contributions[k][expert];
+            if c >= 0.0 {
+                low.push(above[k]);
+                above[k] += c;
+                high.push(above[k]);
+            } else {
+                high.push(below[k]);
+                below[k] += c;
+                low.push(below[k]);
+            }
+        }
+        bands.push((low, high));
+    }
+    let y_range = axis_range(
+        above
+            .iter()
+            .chain(&below)
+            .chain(&figure.outcomes)
+            .chain(figure.predictions.iter().filter(|p| p.is_finite()))
+            .copied()
+            .chain(std::iter::once(0.0)),
+    );
+    let last = figure.rounds.last().copied().unwrap_or(1.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&figure.title, ("sans-serif", 20))
+            .margin(14)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..last.max(1.0), y_range)
+            .map_err(draw_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("round")
+            .y_desc("weight × forecast (stacked)")
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_error)?;
+        for (expert, (low, high)) in bands.iter().enumerate() {
+            let colour = cluster_colour(expert);
+            let outline: Vec<(f64, f64)> = figure
+                .rounds
+                .iter()
+                .copied()
+                .zip(high.iter().copied())
+                .chain(figure.rounds.iter().copied().zip(low.iter().copied()).rev())
+                .collect();
+            let drawn = chart
+                .draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    colour.mix(0.75).filled(),
+                )))
+                .map_err(draw_error)?;
+            if n <= LEGEND_LIMIT {
+                drawn
+                    .label(figure.names[expert].clone())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
+                    });
+            }
+        }
+        chart
+            .draw_series(LineSeries::new(
+                figure
+                    .rounds
+                    .iter()
+                    .copied()
+                    .zip(figure.outcomes.iter().copied()),
+                BLACK.stroke_width(2),
+            ))
+            .map_err(draw_error)?
+            .label("outcome")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+        let predictions: Vec<(f64, f64)> = figure
+            .rounds
+            .iter()
+            .copied()
+            .zip(figure.predictions.iter().copied())
+            .filter(|p| p.1.is_finite())
+            .collect();
+        if !predictions.is_empty() {
+            let grey = RGBColor(90, 90, 90);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    predictions,
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .map_err(draw_error)?
+                .label("prediction")
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(draw_error)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
 }

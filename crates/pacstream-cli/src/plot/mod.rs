@@ -12,7 +12,7 @@ mod sample;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
 pub use curves::{CurveFigure, draw_curve};
-pub use experts::{ExpertsFigure, draw_experts};
+pub use experts::{ContributionsFigure, ExpertsFigure, draw_contributions, draw_experts};
 pub use lines::{LineFigure, Series, SeriesStyle, draw_lines};
 pub use sample::{RowSample, ThinnedSeries};
 

@@ -29,10 +29,12 @@ use super::bernstein::{Boa, BoaParams};
 use super::bounds::{Bounded, Guarantee};
 use super::fixed_share::{FixedShare, FixedShareParams};
 use super::fpl::FollowThePerturbedLeader;
+use super::ftrl::{Ftrl, FtrlParams, Regulariser};
 use super::hedge::{Ewa, Hedge};
 use super::loss::Loss;
 use super::majority::{RandomizedWeightedMajority, WeightedMajority};
 use super::multi_rate_ewa::{MlEwa, MlEwaParams};
+use super::ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
 use super::oracle::ExpertLedger;
 use super::params::{
     EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
@@ -40,6 +42,7 @@ use super::params::{
 };
 use super::polynomial::{MlPoly, MlPolyParams};
 use super::prod::{MlProd, MlProdParams};
+use super::ridge::{OnlineRidge, OnlineRidgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::LearningRate;
 use crate::error::{Error, Result};
@@ -135,6 +138,15 @@ pub enum Rule {
     /// BOA (Wintenberger 2017): exponential weights of a second-order regularised regret,
     /// one adaptive rate per expert (opera's rates); no bound.
     Boa,
+    /// Follow the regularised leader over the simplex on the linearised losses (quadratic
+    /// or entropic regulariser; takes --eta).
+    Ftrl,
+    /// Online gradient descent over the simplex on the linearised losses, step η/√t
+    /// (Zinkevich 2003; takes --eta).
+    Ogd,
+    /// Online ridge regression on the experts' forecasts: the Vovk–Azoury–Warmuth
+    /// forecaster, square loss (takes --lambda).
+    Ridge,
 }
 
 impl Rule {
@@ -151,6 +163,9 @@ impl Rule {
             Rule::Mlprod => "mlprod",
             Rule::Mlewa => "mlewa",
             Rule::Boa => "boa",
+            Rule::Ftrl => "ftrl",
+            Rule::Ogd => "ogd",
+            Rule::Ridge => "ridge",
         }
     }
 
@@ -170,6 +185,12 @@ impl Rule {
             self,
             Rule::Ewa | Rule::FixedShare | Rule::Mlpol | Rule::Mlprod | Rule::Mlewa | Rule::Boa
         )
+    }
+
+    /// Whether the rule always learns from the linearised losses (the gradient trick is its
+    /// definition, not an option).
+    pub fn always_linearised(self) -> bool {
+        matches!(self, Rule::Ftrl | Rule::Ogd)
     }
 
     /// Whether the rule takes prior weights.
@@ -307,6 +328,12 @@ rules! {
     Mlewa(MlEwa): advice;
     /// BOA.
     Boa(Boa): advice;
+    /// Follow the regularised leader.
+    Ftrl(Ftrl): advice;
+    /// Online gradient descent.
+    Ogd(OnlineGradientDescent): advice;
+    /// Online ridge regression.
+    Ridge(OnlineRidge): advice;
 }
 
 impl Aggregator for AnyAggregator {
@@ -372,6 +399,12 @@ pub struct AggregatorParams {
     /// Fixed share: the share α ∈ [0, 1) given back to every expert each round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
+    /// Ridge: the penalty λ > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// FTRL: the regulariser (default quadratic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regulariser: Option<Regulariser>,
 }
 
 impl AggregatorParams {
@@ -389,6 +422,8 @@ impl AggregatorParams {
             losses_given: false,
             seed: 0,
             alpha: None,
+            lambda: None,
+            regulariser: None,
         }
     }
 
@@ -447,6 +482,18 @@ impl AggregatorParams {
         self
     }
 
+    /// Sets ridge's λ.
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = Some(lambda);
+        self
+    }
+
+    /// Sets FTRL's regulariser.
+    pub fn regulariser(mut self, regulariser: Regulariser) -> Self {
+        self.regulariser = Some(regulariser);
+        self
+    }
+
     /// Resolves the rule's defaults and checks that the rule takes every setting given.
     /// The rule's own parameters are checked again when it is built.
     pub fn check(self) -> Result<AggregatorConfig> {
@@ -473,6 +520,15 @@ impl AggregatorParams {
                 "losses given directly go with rule hedge or fpl".to_string(),
             );
         }
+        if self.gradient && rule.always_linearised() {
+            return refuse(
+                "gradient",
+                format!(
+                    "rule {} always learns from the linearised losses: drop --gradient",
+                    rule.name()
+                ),
+            );
+        }
         if self.gradient && !rule.takes_gradient() {
             return refuse(
                 "gradient",
@@ -489,6 +545,43 @@ impl AggregatorParams {
                 } else {
                     "the share α is a parameter of rule fixed-share".into()
                 },
+            );
+        }
+        if self.lambda.is_some() != (rule == Rule::Ridge) {
+            return refuse(
+                "lambda",
+                if rule == Rule::Ridge {
+                    "rule ridge needs its penalty λ > 0".into()
+                } else {
+                    "the penalty λ is a parameter of rule ridge".into()
+                },
+            );
+        }
+        if self.regulariser.is_some() && rule != Rule::Ftrl {
+            return refuse(
+                "regulariser",
+                "the regulariser is a parameter of rule ftrl".into(),
+            );
+        }
+        if rule == Rule::Ridge && self.rate.is_some() {
+            return refuse(
+                "eta",
+                "rule ridge has no learning rate: its penalty is λ".into(),
+            );
+        }
+        if rule == Rule::Ridge && loss != Loss::Square {
+            return refuse(
+                "loss",
+                "rule ridge is a regression for the square loss".into(),
+            );
+        }
+        if matches!(rule, Rule::Ftrl | Rule::Ogd | Rule::Ridge) && self.loss_bound.is_some() {
+            return refuse(
+                "loss_bound",
+                format!(
+                    "rule {} needs no loss range: its bound is computed from the run",
+                    rule.name()
+                ),
             );
         }
         if rule == Rule::Mlpol && self.rate.is_some() {
@@ -523,7 +616,13 @@ impl AggregatorParams {
         }
         if matches!(
             rule,
-            Rule::FixedShare | Rule::Mlpol | Rule::Mlprod | Rule::Mlewa | Rule::Boa
+            Rule::FixedShare
+                | Rule::Mlpol
+                | Rule::Mlprod
+                | Rule::Mlewa
+                | Rule::Boa
+                | Rule::Ftrl
+                | Rule::Ogd
         ) && !loss.is_convex()
         {
             return refuse(
@@ -560,8 +659,15 @@ impl AggregatorParams {
                     return refuse("eta", "rule fixed-share needs a fixed rate η".into());
                 }
                 Rule::Mlpol | Rule::Mlprod | Rule::Mlewa | Rule::Boa => LearningRate::PerExpert,
+                Rule::Ftrl | Rule::Ogd => {
+                    return refuse("eta", format!("rule {} needs a fixed rate η", rule.name()));
+                }
+                Rule::Ridge => LearningRate::Penalty,
             },
         };
+        if matches!(rule, Rule::Ftrl | Rule::Ogd) && !matches!(rate, LearningRate::Fixed(_)) {
+            return refuse("eta", format!("rule {} takes a fixed rate η", rule.name()));
+        }
         if rule == Rule::FixedShare && !matches!(rate, LearningRate::Fixed(_)) {
             return refuse("eta", "rule fixed-share takes a fixed rate η".into());
         }
@@ -605,6 +711,11 @@ impl AggregatorParams {
             n_experts: self.n_experts,
             seed: self.seed,
             alpha: self.alpha,
+            lambda: self.lambda,
+            regulariser: match rule {
+                Rule::Ftrl => Some(self.regulariser.unwrap_or(Regulariser::Quadratic)),
+                _ => None,
+            },
         })
     }
 }
@@ -648,6 +759,12 @@ pub struct AggregatorConfig {
     /// Fixed share's α.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
+    /// Ridge's λ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// FTRL's regulariser.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regulariser: Option<Regulariser>,
 }
 
 /// A learning rate by name: the schedule, η of a fixed rate, T of a rate tuned for a
@@ -775,6 +892,36 @@ impl AggregatorConfig {
                     .check()?
                     .build(),
             ),
+            Rule::Ftrl | Rule::Ogd => {
+                let LearningRate::Fixed(eta) = self.rate else {
+                    return Err(Error::invalid_parameter(
+                        "eta",
+                        format!("rule {} needs a fixed η", self.rule.name()),
+                    ));
+                };
+                if self.rule == Rule::Ogd {
+                    AnyAggregator::Ogd(
+                        OnlineGradientDescentParams::new(n, eta)
+                            .loss(self.loss)
+                            .check()?
+                            .build(),
+                    )
+                } else {
+                    AnyAggregator::Ftrl(
+                        FtrlParams::new(n, eta)
+                            .regulariser(self.regulariser.unwrap_or(Regulariser::Quadratic))
+                            .loss(self.loss)
+                            .check()?
+                            .build(),
+                    )
+                }
+            }
+            Rule::Ridge => {
+                let lambda = self.lambda.ok_or_else(|| {
+                    Error::invalid_parameter("lambda", "rule ridge needs its penalty λ")
+                })?;
+                AnyAggregator::Ridge(OnlineRidgeParams::new(n, lambda).check()?.build())
+            }
         })
     }
 }
@@ -890,8 +1037,17 @@ mod tests {
             Rule::Mlprod,
             Rule::Mlewa,
             Rule::Boa,
+            Rule::Ftrl,
+            Rule::Ogd,
+            Rule::Ridge,
         ] {
             let mut params = AggregatorParams::new(rule, 3).seed(3);
+            if matches!(rule, Rule::Ftrl | Rule::Ogd) {
+                params = params.rate(LearningRate::Fixed(0.5));
+            }
+            if rule == Rule::Ridge {
+                params = params.lambda(1.0);
+            }
             if rule == Rule::Fpl {
                 params = params.rate(LearningRate::Fixed(0.5)).loss_bound(1.0);
             }
@@ -917,6 +1073,9 @@ mod tests {
                     AnyAggregator::Mlprod(r) => r.learn_one(round),
                     AnyAggregator::Mlewa(r) => r.learn_one(round),
                     AnyAggregator::Boa(r) => r.learn_one(round),
+                    AnyAggregator::Ftrl(r) => r.learn_one(round),
+                    AnyAggregator::Ogd(r) => r.learn_one(round),
+                    AnyAggregator::Ridge(r) => r.learn_one(round),
                     AnyAggregator::Hedge(r) => r.learn_one(LossRound::new(&losses)),
                     AnyAggregator::Fpl(r) => r.learn_one(LossRound::new(&losses)),
                 }
@@ -1023,6 +1182,37 @@ mod tests {
             AggregatorParams::new(Rule::Mlpol, 2).loss(Loss::ZeroOne),
             "loss",
         );
+        refused(AggregatorParams::new(Rule::Ogd, 2), "eta");
+        refused(AggregatorParams::new(Rule::Ftrl, 2), "eta");
+        refused(AggregatorParams::new(Rule::Ridge, 2), "lambda");
+        refused(
+            AggregatorParams::new(Rule::Ridge, 2)
+                .lambda(1.0)
+                .loss(Loss::Absolute),
+            "loss",
+        );
+        refused(
+            AggregatorParams::new(Rule::Ridge, 2)
+                .lambda(1.0)
+                .rate(LearningRate::Fixed(1.0)),
+            "eta",
+        );
+        refused(AggregatorParams::new(Rule::Ewa, 2).lambda(1.0), "lambda");
+        refused(
+            AggregatorParams::new(Rule::Ogd, 2)
+                .rate(LearningRate::Fixed(1.0))
+                .regulariser(Regulariser::Entropic),
+            "regulariser",
+        );
+        refused(
+            AggregatorParams::new(Rule::Ogd, 2)
+                .rate(LearningRate::Fixed(1.0))
+                .loss_bound(1.0),
+            "loss_bound",
+        );
+        let mut ogd = AggregatorParams::new(Rule::Ogd, 2).rate(LearningRate::Fixed(1.0));
+        ogd.gradient = true;
+        refused(ogd, "gradient");
         for rule in [Rule::Mlprod, Rule::Mlewa, Rule::Boa] {
             refused(
                 AggregatorParams::new(rule, 2).rate(LearningRate::Fixed(1.0)),

@@ -28,6 +28,9 @@
 //! | ML-Poly | √((E_T + V_{T,k}) S_T), every quantity kept by the learner |
 //! | ML-Prod, range B | ln N/η_{0,k} + Σ_t η_{t−1,k} r²_{t,k} + ln(1 + D_T/e)/η_{T,k} |
 //! | ML-EWA, BOA (opera's rates) | none: no theorem covers these rates |
+//! | OGD, η_t = η/√t | √T/η + ½ Σ_t η_t ‖g_t − ḡ_t‖² (against every convex combination) |
+//! | FTRL, quadratic / entropic | (1 − 1/N)/(2η) + η Σ_t ‖g_t − ḡ_t‖² / ln N/η + (η/8) Σ_t r_t² |
+//! | ridge (VAW), square loss | λ‖u − w₀‖² + Y² ln det(I + Σ_t x_t x_tᵀ/λ) against u |
 //!
 //! **The prior.** Exponential weights with a prior π pay ln(1/π_i) instead of ln N against
 //! expert i; every Hedge/EWA row above is the prior form (π_i = 1/N gives the uniform one).
@@ -432,6 +435,72 @@ pub fn ml_prod(
     ln_n / first_rate + second_order + (rate_drift / std::f64::consts::E).ln_1p() / last_rate
 }
 
+/// Online gradient descent over the simplex with steps η_t = η/√t (Zinkevich 2003,
+/// Theorem 1; Hazan 2016, *Introduction to Online Convex Optimization*, Theorem 3.1 before
+/// its last step): the **regret** against every convex combination of the experts (each
+/// expert included) is at most D²/(2η_T) + ½ Σ_t η_t ‖g_t − ḡ_t‖², with D² = 2 the squared
+/// diameter of the simplex, that is √T/η + ½ `step_sum` (the sum kept by
+/// [`OnlineGradientDescent`](super::OnlineGradientDescent)). 0 when N = 1.
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// assert_eq!(bounds::online_gradient_descent(100, 3, 0.5, 4.0), 10.0 / 0.5 + 2.0);
+/// assert_eq!(bounds::online_gradient_descent(100, 1, 0.5, 4.0), 0.0);
+/// ```
+pub fn online_gradient_descent(rounds: u64, n_experts: usize, eta: f64, step_sum: f64) -> f64 {
+    if n_experts <= 1 {
+        return 0.0;
+    }
+    (rounds as f64).sqrt() / eta + 0.5 * step_sum
+}
+
+/// Follow the regularised leader over the simplex with R(p) = ½‖p‖² and a fixed η
+/// (Shalev-Shwartz 2012, *Online Learning and Online Convex Optimization*, Theorem 2.11 with
+/// Lemma 2.10): the **regret** against every convex combination is at most
+/// (1 − 1/N)/(2η) + η Σ_t ‖g_t − ḡ_t‖²₂ (`square_sum`). 0 when N = 1.
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// assert_eq!(bounds::ftrl_quadratic(2, 0.25, 8.0), 1.0 + 2.0);
+/// ```
+pub fn ftrl_quadratic(n_experts: usize, eta: f64, square_sum: f64) -> f64 {
+    if n_experts <= 1 {
+        return 0.0;
+    }
+    (1.0 - 1.0 / n_experts as f64) / (2.0 * eta) + eta * square_sum
+}
+
+/// Follow the regularised leader over the simplex with the entropy and a fixed η, that is
+/// exponential weights on the linearised losses (Cesa-Bianchi & Lugosi 2006, Theorem 2.2,
+/// each round's range r_t in place of 1): the **regret** against every convex combination
+/// is at most ln N/η + (η/8) Σ_t r_t² (`range_sum` = Σ_t r_t²). 0 when N = 1.
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// let b = bounds::ftrl_entropic(4, 0.5, 16.0);
+/// assert!((b - (4f64.ln() / 0.5 + 1.0)).abs() < 1e-12);
+/// ```
+pub fn ftrl_entropic(n_experts: usize, eta: f64, range_sum: f64) -> f64 {
+    if n_experts <= 1 {
+        return 0.0;
+    }
+    ln_n(n_experts) / eta + eta * range_sum / 8.0
+}
+
+/// The Vovk–Azoury–Warmuth forecaster (online ridge regression; Cesa-Bianchi & Lugosi 2006,
+/// Theorem 11.8): for the square loss its **regret** against the linear combination u is
+/// at most λ‖u − w₀‖² + Y² ln det(I + Σ_t x_t x_tᵀ/λ); `penalty` = λ‖u − w₀‖²,
+/// `largest_residual` = Y², `log_det` = the log-determinant, all kept by
+/// [`OnlineRidge`](super::OnlineRidge).
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// assert_eq!(bounds::ridge(0.5, 4.0, 2.0), 8.5);
+/// ```
+pub fn ridge(penalty: f64, largest_residual: f64, log_det: f64) -> f64 {
+    penalty + largest_residual * log_det
+}
+
 /// What a reported bound bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -555,7 +624,7 @@ pub(crate) fn exponential_weights(
     let prior = core.weights.log_prior(expert).exp();
     let loss = core.ledger.expert_losses()[expert];
     let (bound, theorem) = match core.schedule.rate {
-        LearningRate::PerExpert => {
+        LearningRate::PerExpert | LearningRate::Penalty => {
             return Guarantee::none(Bounded::Regret, "no single-rate schedule");
         }
         LearningRate::Fixed(eta) => (

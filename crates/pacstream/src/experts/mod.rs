@@ -19,6 +19,9 @@
 //! | [`MlProd`] | real advice, convex ℓ | ℓ(ŷ, y) | with a range B: ln N/η_{0,k} + Σ_t η_{t−1,k} r²_{t,k} + ln(1 + D_T/e)/η_{T,k} |
 //! | [`MlEwa`] | real advice, convex ℓ | ℓ(ŷ, y) | none (no theorem for its rates) |
 //! | [`Boa`] | real advice, convex ℓ | ℓ(ŷ, y) | none (opera's rates; no theorem for them) |
+//! | [`OnlineGradientDescent`] | real advice, convex ℓ (linearised) | ℓ(ŷ, y) | √T/η + ½ Σ_t η_t ‖g_t − ḡ_t‖² |
+//! | [`Ftrl`] | real advice, convex ℓ (linearised) | ℓ(ŷ, y) | (1 − 1/N)/(2η) + η Σ_t ‖g_t − ḡ_t‖² (quadratic) |
+//! | [`OnlineRidge`] | real advice, square loss | (ŷ − y)² | λ‖u − w₀‖² + Y² ln det(I + Σ x xᵀ/λ) against any linear u |
 //!
 //! The learning rate follows a [`LearningRate`] schedule: fixed, tuned for a horizon, anytime,
 //! the doubling trick, or AdaHedge (no horizon, no loss range).
@@ -29,15 +32,18 @@ pub mod bounds;
 mod core;
 mod fixed_share;
 mod fpl;
+mod ftrl;
 mod hedge;
 mod loss;
 mod majority;
 mod mixing;
 mod multi_rate_ewa;
+mod ogd;
 mod oracle;
 mod params;
 mod polynomial;
 mod prod;
+mod ridge;
 mod round;
 mod schedule;
 mod shifting;
@@ -50,10 +56,12 @@ pub use aggregator::{
 pub use bernstein::{Boa, BoaParams};
 pub use fixed_share::{FixedShare, FixedShareParams};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
+pub use ftrl::{Ftrl, FtrlParams, Regulariser};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;
 pub use majority::{RandomizedWeightedMajority, WeightedMajority};
 pub use multi_rate_ewa::{MlEwa, MlEwaParams};
+pub use ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
 pub use oracle::{ConvexCombinationOracle, ExpertLedger};
 pub use params::{
     CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
@@ -61,6 +69,7 @@ pub use params::{
 };
 pub use polynomial::{MlPoly, MlPolyParams};
 pub use prod::{MlProd, MlProdParams};
+pub use ridge::{MAX_RIDGE_EXPERTS, OnlineRidge, OnlineRidgeParams, RIDGE_LAMBDA_RANGE};
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
 pub use schedule::LearningRate;
 pub use shifting::{MAX_SHIFTING_CELLS, ShiftingOracle};

@@ -41,6 +41,9 @@ pub enum LearningRate {
     /// One rate per expert, tuned on line by the rule itself (ML-Poly); the exponential
     /// weights rules refuse it.
     PerExpert,
+    /// No learning rate: ridge regression's penalty λ takes its part; the exponential
+    /// weights rules refuse it.
+    Penalty,
 }
 
 impl LearningRate {
@@ -64,6 +67,7 @@ impl LearningRate {
             LearningRate::Doubling => "doubling",
             LearningRate::AdaHedge => "adahedge",
             LearningRate::PerExpert => "per-expert",
+            LearningRate::Penalty => "penalty λ",
         }
     }
 
@@ -78,6 +82,10 @@ impl LearningRate {
             LearningRate::PerExpert => Err(Error::invalid_parameter(
                 "eta",
                 "one rate per expert is ML-Poly's own tuning, not a schedule of this rule",
+            )),
+            LearningRate::Penalty => Err(Error::invalid_parameter(
+                "eta",
+                "ridge regression's penalty is not a schedule of this rule",
             )),
             _ => Ok(()),
         }
@@ -155,8 +163,8 @@ impl Schedule {
                     f64::INFINITY
                 }
             }
-            LearningRate::PerExpert => {
-                unreachable!("invariant: checked schedules are never per-expert")
+            LearningRate::PerExpert | LearningRate::Penalty => {
+                unreachable!("invariant: checked schedules are never per-expert or a penalty")
             }
         }
     }

@@ -57,6 +57,8 @@ pub(super) fn aggregator_config(
         .given(args.loss_bound, AggregatorParams::loss_bound)
         .given(args.prior.clone(), AggregatorParams::prior)
         .given(args.alpha, AggregatorParams::alpha)
+        .given(args.lambda, AggregatorParams::lambda)
+        .given(args.regulariser, AggregatorParams::regulariser)
         .gradient(args.gradient)
         .sample(args.sample)
         .losses_given(args.losses)

@@ -16,6 +16,7 @@
 
 mod columns;
 mod config;
+mod figures;
 mod history;
 mod report;
 
@@ -24,7 +25,7 @@ use std::cell::RefCell;
 use clap::{ArgGroup, Args};
 use pacstream::experts::{
     AdviceRound, Aggregator, AggregatorConfig, AggregatorSummary, AnyAggregator, ExpertStep, Loss,
-    LossRound, Rule, limits,
+    LossRound, Regulariser, Rule, limits,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,11 +33,12 @@ use serde_json::Value;
 use super::{InputSummary, no_good_rows, stream_input, write_summary};
 use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
-use crate::options::{BadRowPolicy, CommonArgsWithoutColumns};
+use crate::options::{BadRowPolicy, CommonArgsWithoutColumns, OtherFiles, check_plot_path};
 use crate::stream::{StreamTask, inconsistent, point_fault};
 use crate::ui::{Notes, report_writer};
 use columns::{Columns, plan_columns};
 use config::aggregator_config;
+use figures::FigureHistory;
 use history::History;
 use report::{draw_figure, print_report};
 
@@ -51,7 +53,10 @@ use report::{draw_figure, print_report};
         the expert sleeps that round (Hedge, EWA and FPL only).\n\n\
         Rules: wm (weighted majority, binary advice), rwm (randomized weighted majority), \
         hedge (plays the mixture; its loss is the mixture loss), ewa (predicts the weighted \
-        average of real-valued advice), fpl (follow the perturbed leader).\n\n\
+        average of real-valued advice), fpl (follow the perturbed leader); for forecasts: \
+        mlpol, fixed-share (--eta, --alpha), ftrl (--eta, --regulariser) and ogd (--eta: \
+        steps η/√t) over the simplex on the linearised losses, ridge (--lambda: online \
+        ridge regression on the forecasts, square loss, every expert awake).\n\n\
         Learning rate: --beta (wm, rwm), --eta, --horizon T (tuned for T rounds), --anytime, \
         --doubling (the doubling trick), --adahedge (no horizon, no loss range). The loss \
         range --loss-bound B is required by every rate except AdaHedge, for every loss but \
@@ -124,6 +129,15 @@ pub struct ExpertsArgs {
     #[arg(long, value_name = "A")]
     pub alpha: Option<f64>,
 
+    /// Ridge: the penalty λ of the regression on the experts' forecasts, in [1e-8, 1e100].
+    #[arg(long, value_name = "L")]
+    pub lambda: Option<f64>,
+
+    /// FTRL: the regulariser, quadratic (Euclidean projection) or entropic (exponential
+    /// weights on the linearised losses) [default: quadratic].
+    #[arg(long, value_enum, value_name = "R")]
+    pub regulariser: Option<Regulariser>,
+
     /// The outcome column (name or 1-based index).
     #[arg(long, value_name = "COL", help_heading = "Input")]
     pub outcome: Option<String>,
@@ -140,6 +154,17 @@ pub struct ExpertsArgs {
     /// Add every expert's weight to the per-round records.
     #[arg(long, help_heading = "Output")]
     pub weights: bool,
+
+    /// Draw every expert's and the hindsight oracles' cumulative loss minus the learner's,
+    /// over time, to FILE (SVG; the best convex and linear combinations for the square loss,
+    /// every expert awake, at most 16 experts).
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
+    pub plot_loss: Option<std::path::PathBuf>,
+
+    /// Draw the contribution of each expert to the prediction (weight × forecast, stacked)
+    /// over time, with the outcome, to FILE (SVG).
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
+    pub plot_contributions: Option<std::path::PathBuf>,
 
     #[command(flatten)]
     pub common: CommonArgsWithoutColumns,
@@ -180,6 +205,10 @@ const RECORD_FIELDS: [&str; 10] = [
 struct ExpertsState {
     aggregator: AnyAggregator,
     history: Option<History>,
+    /// What `--plot-loss` and `--plot-contributions` draw (absent from the checkpoint
+    /// without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    figures: Option<FigureHistory>,
 }
 
 struct ExpertsTask {
@@ -257,12 +286,30 @@ impl StreamTask for ExpertsTask {
                 .map_err(|what| inconsistent(&what))?,
             _ => return Err(inconsistent("its figure history does not match --plot")),
         }
+        match (&self.state.figures, &state.figures) {
+            (None, None) => {}
+            (Some(_), Some(figures)) => figures
+                .validate(self.columns.n_experts)
+                .map_err(|what| inconsistent(&what))?,
+            _ => {
+                return Err(inconsistent(
+                    "its figure history does not match --plot-loss and --plot-contributions",
+                ));
+            }
+        }
         self.state = state;
         Ok(())
     }
 
     fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
         let (outcome, sleeping) = self.read_row(row)?;
+        let next_round = self.state.aggregator.rounds() + 1;
+        let played_with = self
+            .state
+            .figures
+            .as_ref()
+            .is_some_and(|f| f.keeps(next_round))
+            .then(|| self.state.aggregator.weights());
         let step = self.step(outcome, sleeping).map_err(|e| {
             point_fault(e, usize::from(self.columns.has_outcome), |e| {
                 library_error(e)
@@ -302,6 +349,16 @@ impl StreamTask for ExpertsTask {
             }
             history.keep(&step, &self.state.aggregator, bound);
         }
+        if let Some(figures) = &mut self.state.figures {
+            figures.record(
+                &self.state.aggregator,
+                played_with.as_deref(),
+                &self.advice,
+                sleeping.then_some(self.awake.as_slice()),
+                outcome,
+                step.prediction,
+            );
+        }
         Ok(())
     }
 
@@ -325,7 +382,22 @@ struct ExpertsSummary<'a> {
 
 /// Runs `pacstream experts`.
 pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
-    let mut options = args.common.validate()?;
+    let mut other = OtherFiles::default();
+    for (name, path) in [
+        ("--plot-loss", &args.plot_loss),
+        ("--plot-contributions", &args.plot_contributions),
+    ] {
+        if let Some(path) = path {
+            check_plot_path(name, path)?;
+            other.outputs.push((name, path.clone()));
+        }
+    }
+    if args.losses && args.plot_contributions.is_some() {
+        return Err(crate::failure::bad_input(
+            "--plot-contributions draws weight × forecast: it needs advice, not --losses",
+        ));
+    }
+    let mut options = args.common.validate_with(&other)?;
     options.input.empty_is_missing = true;
     // Values the library would refuse are refused (or skipped) by the reader, by line and
     // column: advice and outcomes within ±1e100, losses within ±1e201.
@@ -364,6 +436,11 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         state: ExpertsState {
             aggregator: config.build().map_err(library_error)?,
             history: options.plot.is_some().then(|| History::new(n)),
+            figures: if args.plot_loss.is_some() || args.plot_contributions.is_some() {
+                Some(FigureHistory::new(n, config.loss)?)
+            } else {
+                None
+            },
         },
         config,
         columns,
@@ -400,6 +477,19 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
             history,
             &summary.run.guarantee,
         )?;
+    }
+    if let Some(figures) = &task.state.figures {
+        let title = format!(
+            "{} on {}",
+            task.config.rule.name(),
+            crate::commands::short_name(reader.source_name())
+        );
+        if let Some(path) = &args.plot_loss {
+            figures.draw_losses(path, &title, &expert_names)?;
+        }
+        if let Some(path) = &args.plot_contributions {
+            figures.draw_contributions(path, &title, &expert_names)?;
+        }
     }
     Ok(())
 }
