@@ -629,7 +629,7 @@ aggregator_class!(PyFpl, "FPL", {
 /// The settings of a rule given by its library name, from keyword arguments, with no
 /// per-rule code: `loss` by the library's name, the rate as `learning_rate` (as for the
 /// classes above), `eta` (a fixed η) or `beta` (weighted majority's β = e^{−η}); every
-/// other keyword is the `AggregatorParams` field of that name, read through its serde
+/// other keyword (`lambda_` for `lambda`) is the `AggregatorParams` field of that name, read through its serde
 /// form, so that a rule's new setting is taken as soon as the library has it. A keyword
 /// that is no field is refused by name; the library then checks the values and what the
 /// rule takes (`AggregatorParams::check`), naming the setting it refuses.
@@ -680,6 +680,12 @@ fn params_from(
     let mut given = Vec::new();
     for (key, item) in settings.iter() {
         let key: String = key.extract()?;
+        // Python spells a setting named by a reserved word with a trailing underscore
+        // (`lambda_` for ridge's λ, as scikit-learn does): it is the field without it.
+        let key = match key.strip_suffix('_') {
+            Some(field) if field == "lambda" => field.to_string(),
+            _ => key,
+        };
         if matches!(key.as_str(), "rule" | "n_experts" | "rate") {
             return Err(PyValueError::new_err(format!(
                 "invalid parameter `{key}`: give it as {}",

@@ -60,11 +60,15 @@ def rounds(t=300, n=4, seed=0):
 def test_every_library_rule_is_reachable_by_its_name():
     rules = ps.Aggregator.rules()
     assert {"wm", "rwm", "hedge", "ewa", "fpl", "fixed-share", "mlpol"} <= set(rules)
+    assert {"mlprod", "mlewa", "boa", "ftrl", "ogd", "ridge"} <= set(rules)
     experts, y = rounds()
     for rule in rules:
         settings = {
             "fpl": {"eta": 0.5, "loss_bound": 1.0, "loss": "absolute"},
             "fixed-share": {"eta": 1.0, "alpha": 0.05},
+            "ftrl": {"eta": 0.5},
+            "ogd": {"eta": 0.5},
+            "ridge": {"lambda_": 1.0},
         }.get(rule, {})
         if ps.Aggregator(rule, 4, **settings).settings["loss"] == "zero-one":
             advice, outcome = (experts > 0).astype(np.float64), (y > 0).astype(np.float64)
