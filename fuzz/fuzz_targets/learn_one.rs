@@ -11,8 +11,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pacstream::experts::{
     AdviceRound, Aggregator, BoaParams, EwaParams, ExpertLedger, ExpertStep, FixedShareParams,
-    FplParams, HedgeParams, LearningRate, Loss, LossRound, MlEwaParams, MlPolyParams,
-    MlProdParams, RandomizedWeightedMajorityParams, WeightedMajorityParams,
+    FplParams, HedgeParams, LearningRate, Loss, LossRound, MlEwaParams, MlPolyParams, MlProdParams,
+    RandomizedWeightedMajorityParams, WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, UnsupervisedLearner};
 use serde::Serialize;
