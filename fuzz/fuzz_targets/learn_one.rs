@@ -379,8 +379,9 @@ fn run(u: &mut Unstructured<'_>) -> arbitrary::Result<()> {
                                 run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);
                             }
                             _ => {
-                                let Ok(p) = BoaParams::new(n).loss(loss).gradient(gradient).check()
-                                else {
+                                let mut params = BoaParams::new(n).loss(loss).gradient(gradient);
+                                params.loss_bound = bound;
+                                let Ok(p) = params.check() else {
                                     return Ok(());
                                 };
                                 run_rounds!(p.build(), rounds, advice_of, check_rule_and_bound);

@@ -747,3 +747,124 @@ fn printed_bounds_hold_on_adversarial_runs_with_priors() {
     };
     assert_eq!(summary["regret"], 200.0);
 }
+
+/// `--plot-loss` and `--plot-contributions` write well-formed SVG figures that name every
+/// expert (and, with the square loss, the oracles), for a rule with weights of any sign as
+/// well; they refuse PNG, another extension, an input under another name and a path shared
+/// with another output, before anything is written.
+#[test]
+fn loss_and_contribution_figures() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let forecasts = data("eustock-forecasts.csv");
+    let forecasts = forecasts.to_str().expect("a UTF-8 path");
+    let experts = ["last", "mean5", "trend"];
+    for (rule, extra) in [
+        ("mlpol", &[][..]),
+        ("ridge", &["--lambda", "1"][..]),
+        ("boa", &["--loss", "absolute"][..]),
+    ] {
+        let mut args = vec!["experts", "--rule", rule];
+        args.extend_from_slice(extra);
+        args.extend([
+            "--outcome",
+            "DAX",
+            "--experts",
+            "last,mean5,trend",
+            forecasts,
+            "-q",
+            "--plot-loss",
+            "loss.svg",
+            "--plot-contributions",
+            "contributions.svg",
+        ]);
+        let outcome = run(dir.path(), &args);
+        assert_eq!(outcome.code, 0, "{rule}: {outcome:?}");
+        let loss = std::fs::read_to_string(dir.path().join("loss.svg")).expect("loss figure");
+        let contributions =
+            std::fs::read_to_string(dir.path().join("contributions.svg")).expect("figure");
+        for (name, svg) in [("loss", &loss), ("contributions", &contributions)] {
+            assert!(
+                svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+                "{rule} {name}: not an SVG document"
+            );
+            assert!(
+                svg.contains("<polyline") || svg.contains("<path"),
+                "{rule} {name}"
+            );
+            for expert in experts {
+                assert!(svg.contains(expert), "{rule} {name}: no {expert}");
+            }
+        }
+        assert!(loss.contains("cumulative loss minus the learner"), "{rule}");
+        assert!(contributions.contains("weight × forecast"), "{rule}");
+        // The oracles are solved for the square loss only, and the figure says so.
+        let square = rule != "boa";
+        assert_eq!(
+            loss.contains("best convex combination so far"),
+            square,
+            "{rule}"
+        );
+        assert_eq!(
+            loss.contains("best linear combination so far"),
+            square,
+            "{rule}"
+        );
+        assert_eq!(loss.contains("no convex/linear oracle"), !square, "{rule}");
+        std::fs::remove_file(dir.path().join("loss.svg")).expect("removed");
+        std::fs::remove_file(dir.path().join("contributions.svg")).expect("removed");
+    }
+
+    write(dir.path(), "a.csv", "y,e1,e2\n1,1,0\n0,1,0\n");
+    std::os::unix::fs::symlink("a.csv", dir.path().join("s.svg")).expect("a symlink");
+    let input = std::fs::read(dir.path().join("a.csv")).expect("input");
+    for option in ["--plot-loss", "--plot-contributions"] {
+        let cases: &[(&[&str], &str)] = &[
+            (&[option, "f.png"], "PNG is not supported"),
+            (&[option, "f.pdf"], "must end in .svg"),
+            (&[option, "s.svg"], "are the same file"),
+            (&[option, "same.svg", "--plot", "same.svg"], "same file"),
+            (&[option, "same.svg", "-o", "same.svg"], "same file"),
+        ];
+        for (case, reason) in cases {
+            let mut args = vec!["experts", "--rule", "mlpol", "--outcome", "y", "a.csv"];
+            args.extend_from_slice(case);
+            let outcome = run(dir.path(), &args);
+            assert_eq!(outcome.code, 2, "{case:?}: {outcome:?}");
+            assert!(
+                outcome.stderr.contains(reason),
+                "{case:?}: expected {reason:?} in {}",
+                outcome.stderr
+            );
+            for written in ["f.png", "f.pdf", "same.svg"] {
+                assert!(
+                    !dir.path().join(written).exists(),
+                    "{case:?} wrote {written}"
+                );
+            }
+            assert_eq!(
+                std::fs::read(dir.path().join("a.csv")).expect("input"),
+                input,
+                "{case:?} changed the input"
+            );
+        }
+    }
+    let outcome = run(
+        dir.path(),
+        &[
+            "experts",
+            "--losses",
+            "--rule",
+            "ewa",
+            "--adahedge",
+            "a.csv",
+            "--plot-contributions",
+            "c.svg",
+        ],
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("needs advice"),
+        "{}",
+        outcome.stderr
+    );
+}

@@ -1,16 +1,17 @@
 //! Every expert aggregator passes the conformance suite, with and without sleeping experts,
 //! under each learning-rate schedule.
 
-use pacstream::StreamRng;
-use pacstream::conformance::{Conformance, assert_send_sync};
+use pacstream::conformance::{Conformance, OwnedInput, assert_send_sync};
 use pacstream::experts::{
-    AdviceRoundBuf, Boa, BoaParams, Ewa, EwaParams, FixedShare, FixedShareParams,
-    FollowThePerturbedLeader, FplParams, Ftrl, FtrlParams, Hedge, HedgeParams, LearningRate, Loss,
-    LossRoundBuf, MlEwa, MlEwaParams, MlPoly, MlPolyParams, MlProd, MlProdParams,
-    OnlineGradientDescent, OnlineGradientDescentParams, OnlineRidge, OnlineRidgeParams,
+    AdviceRoundBuf, BoaParams, Ewa, EwaParams, FixedShareParams, FollowThePerturbedLeader,
+    FplParams, FtrlParams, Hedge, HedgeParams, LearningRate, Loss, LossRoundBuf, MlEwaParams,
+    MlPolyParams, MlProdParams, OnlineGradientDescentParams, OnlineRidge, OnlineRidgeParams,
     RandomizedWeightedMajority, RandomizedWeightedMajorityParams, Regulariser, WeightedMajority,
     WeightedMajorityParams,
 };
+use pacstream::{OnlineLearner, StreamRng};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 const N: usize = 5;
 
@@ -251,187 +252,143 @@ fn follow_the_perturbed_leader() {
     }
 }
 
-#[test]
-fn fixed_share_losses_gradient_and_sleep() {
-    assert_send_sync::<FixedShare>();
+/// The suite for an aggregation rule of forecasters, for each of `cases` (a loss and the
+/// rule's own settings), on real-valued rounds with and without sleeping experts.
+fn check_forecaster<L, C>(stream_seed: u64, cases: &[C], build: impl Fn(C) -> L + Sync)
+where
+    L: OnlineLearner + Serialize + DeserializeOwned + Send + Sync,
+    L::Step: Serialize,
+    AdviceRoundBuf: OwnedInput<L>,
+    C: Copy + std::fmt::Debug + Sync,
+{
+    assert_send_sync::<L>();
     for sleeping in [false, true] {
-        let stream = real_rounds(120, 6, sleeping);
-        for (loss, gradient, alpha) in [
-            (Loss::Square, false, 0.05),
-            (Loss::Absolute, true, 0.0),
-            (Loss::Pinball { tau: 0.3 }, false, 0.2),
-        ] {
-            let make = |_seed| {
-                FixedShareParams::new(N, 0.7, alpha)
-                    .loss(loss)
-                    .gradient(gradient)
-                    .loss_bound(4.0)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
+        let stream = real_rounds(120, stream_seed, sleeping);
+        for &case in cases {
+            let make = |_seed| build(case);
             Conformance::new(make, &stream)
                 .invalid_first_inputs(&invalid_advice())
                 .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
+                .unwrap_or_else(|v| panic!("{case:?} sleeping={sleeping}: {v}"));
         }
     }
+}
+
+#[test]
+fn fixed_share_losses_gradient_and_sleep() {
+    let cases = [
+        (Loss::Square, false, 0.05),
+        (Loss::Absolute, true, 0.0),
+        (Loss::Pinball { tau: 0.3 }, false, 0.2),
+    ];
+    check_forecaster(6, &cases, |(loss, gradient, alpha)| {
+        FixedShareParams::new(N, 0.7, alpha)
+            .loss(loss)
+            .gradient(gradient)
+            .loss_bound(4.0)
+            .check()
+            .unwrap()
+            .build()
+    });
 }
 
 #[test]
 fn ml_poly_losses_gradient_and_sleep() {
-    assert_send_sync::<MlPoly>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 7, sleeping);
-        for (loss, gradient) in [
-            (Loss::Square, true),
-            (Loss::Absolute, false),
-            (Loss::Pinball { tau: 0.9 }, true),
-        ] {
-            let make = |_seed| {
-                MlPolyParams::new(N)
-                    .loss(loss)
-                    .gradient(gradient)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
-                .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
-        }
-    }
+    let cases = [
+        (Loss::Square, true),
+        (Loss::Absolute, false),
+        (Loss::Pinball { tau: 0.9 }, true),
+    ];
+    check_forecaster(7, &cases, |(loss, gradient)| {
+        MlPolyParams::new(N)
+            .loss(loss)
+            .gradient(gradient)
+            .check()
+            .unwrap()
+            .build()
+    });
 }
 
 #[test]
 fn ml_prod_losses_gradient_sleep_and_both_forms() {
-    assert_send_sync::<MlProd>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 8, sleeping);
-        for (loss, gradient, range) in [
-            (Loss::Square, true, None),
-            (Loss::Absolute, false, Some(4.0)),
-            (Loss::Pinball { tau: 0.2 }, true, Some(4.0)),
-            (Loss::Absolute, true, None),
-        ] {
-            let make = |_seed| {
-                let mut params = MlProdParams::new(N).loss(loss).gradient(gradient);
-                params.loss_bound = range;
-                params.check().unwrap().build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
-                .check_all()
-                .unwrap_or_else(|v| {
-                    panic!("{loss:?} {gradient} {range:?} sleeping={sleeping}: {v}")
-                });
-        }
-    }
+    let cases = [
+        (Loss::Square, true, None),
+        (Loss::Absolute, false, Some(4.0)),
+        (Loss::Pinball { tau: 0.2 }, true, Some(4.0)),
+        (Loss::Absolute, true, None),
+    ];
+    check_forecaster(8, &cases, |(loss, gradient, range)| {
+        let mut params = MlProdParams::new(N).loss(loss).gradient(gradient);
+        params.loss_bound = range;
+        params.check().unwrap().build()
+    });
 }
 
 #[test]
 fn ml_ewa_losses_gradient_and_sleep() {
-    assert_send_sync::<MlEwa>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 9, sleeping);
-        for (loss, gradient) in [
-            (Loss::Square, false),
-            (Loss::Absolute, true),
-            (Loss::Pinball { tau: 0.7 }, false),
-        ] {
-            let make = |_seed| {
-                MlEwaParams::new(N)
-                    .loss(loss)
-                    .gradient(gradient)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
-                .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
-        }
-    }
+    let cases = [
+        (Loss::Square, false),
+        (Loss::Absolute, true),
+        (Loss::Pinball { tau: 0.7 }, false),
+    ];
+    check_forecaster(9, &cases, |(loss, gradient)| {
+        MlEwaParams::new(N)
+            .loss(loss)
+            .gradient(gradient)
+            .check()
+            .unwrap()
+            .build()
+    });
 }
 
 #[test]
-fn boa_losses_gradient_and_sleep() {
-    assert_send_sync::<Boa>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 10, sleeping);
-        for (loss, gradient) in [
-            (Loss::Square, true),
-            (Loss::Absolute, false),
-            (Loss::Pinball { tau: 0.4 }, true),
-        ] {
-            let make = |_seed| {
-                BoaParams::new(N)
-                    .loss(loss)
-                    .gradient(gradient)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
-                .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
-        }
-    }
+fn boa_losses_gradient_sleep_and_both_forms() {
+    let cases = [
+        (Loss::Square, true, None),
+        (Loss::Absolute, false, None),
+        (Loss::Pinball { tau: 0.4 }, true, None),
+        (Loss::Absolute, true, Some(4.0)),
+        (Loss::Square, false, Some(4.0)),
+    ];
+    check_forecaster(10, &cases, |(loss, gradient, range)| {
+        let mut params = BoaParams::new(N).loss(loss).gradient(gradient);
+        params.loss_bound = range;
+        params.check().unwrap().build()
+    });
 }
 
 #[test]
 fn online_gradient_descent_losses_and_sleep() {
-    assert_send_sync::<OnlineGradientDescent>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 8, sleeping);
-        for (loss, eta) in [
-            (Loss::Square, 0.3),
-            (Loss::Absolute, 0.1),
-            (Loss::Pinball { tau: 0.2 }, 1.0),
-        ] {
-            let make = |_seed| {
-                OnlineGradientDescentParams::new(N, eta)
-                    .loss(loss)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
-                .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} sleeping={sleeping}: {v}"));
-        }
-    }
+    let cases = [
+        (Loss::Square, 0.3),
+        (Loss::Absolute, 0.1),
+        (Loss::Pinball { tau: 0.2 }, 1.0),
+    ];
+    check_forecaster(8, &cases, |(loss, eta)| {
+        OnlineGradientDescentParams::new(N, eta)
+            .loss(loss)
+            .check()
+            .unwrap()
+            .build()
+    });
 }
 
 #[test]
 fn ftrl_regularisers_losses_and_sleep() {
-    assert_send_sync::<Ftrl>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 9, sleeping);
-        for (loss, regulariser) in [
-            (Loss::Square, Regulariser::Quadratic),
-            (Loss::Absolute, Regulariser::Entropic),
-            (Loss::Pinball { tau: 0.7 }, Regulariser::Quadratic),
-            (Loss::Square, Regulariser::Entropic),
-        ] {
-            let make = |_seed| {
-                FtrlParams::new(N, 0.4)
-                    .regulariser(regulariser)
-                    .loss(loss)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
-                .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} {regulariser:?} sleeping={sleeping}: {v}"));
-        }
-    }
+    let cases = [
+        (Loss::Square, Regulariser::Quadratic),
+        (Loss::Absolute, Regulariser::Entropic),
+        (Loss::Pinball { tau: 0.7 }, Regulariser::Quadratic),
+        (Loss::Square, Regulariser::Entropic),
+    ];
+    check_forecaster(9, &cases, |(loss, regulariser)| {
+        FtrlParams::new(N, 0.4)
+            .regulariser(regulariser)
+            .loss(loss)
+            .check()
+            .unwrap()
+            .build()
+    });
 }
 
 #[test]

@@ -327,7 +327,7 @@ rules! {
     /// ML-EWA.
     Mlewa(MlEwa): advice;
     /// BOA.
-    Boa(Boa): advice;
+    Boa(Boa): advice, out_of_range;
     /// Follow the regularised leader.
     Ftrl(Ftrl): advice;
     /// Online gradient descent.
@@ -605,13 +605,10 @@ impl AggregatorParams {
                 ),
             );
         }
-        if matches!(rule, Rule::Mlewa | Rule::Boa) && self.loss_bound.is_some() {
+        if rule == Rule::Mlewa && self.loss_bound.is_some() {
             return refuse(
                 "loss_bound",
-                format!(
-                    "rule {} runs opera's rates, which use no loss range (and has no bound)",
-                    rule.name()
-                ),
+                "rule mlewa runs opera's rates, which use no loss range (and has no bound)".into(),
             );
         }
         if matches!(
@@ -885,13 +882,11 @@ impl AggregatorConfig {
                     .check()?
                     .build(),
             ),
-            Rule::Boa => AnyAggregator::Boa(
-                BoaParams::new(n)
-                    .loss(self.loss)
-                    .gradient(self.gradient)
-                    .check()?
-                    .build(),
-            ),
+            Rule::Boa => {
+                let mut params = BoaParams::new(n).loss(self.loss).gradient(self.gradient);
+                params.loss_bound = self.loss_bound;
+                AnyAggregator::Boa(params.check()?.build())
+            }
             Rule::Ftrl | Rule::Ogd => {
                 let LearningRate::Fixed(eta) = self.rate else {
                     return Err(Error::invalid_parameter(
@@ -1221,15 +1216,18 @@ mod tests {
             refused(AggregatorParams::new(rule, 2).loss(Loss::ZeroOne), "loss");
             refused(AggregatorParams::new(rule, 2).alpha(0.1), "alpha");
         }
-        for rule in [Rule::Mlewa, Rule::Boa] {
-            refused(AggregatorParams::new(rule, 2).loss_bound(1.0), "loss_bound");
-        }
-        assert!(
-            AggregatorParams::new(Rule::Mlprod, 2)
-                .loss_bound(1.0)
-                .check()
-                .is_ok()
+        refused(
+            AggregatorParams::new(Rule::Mlewa, 2).loss_bound(1.0),
+            "loss_bound",
         );
+        for rule in [Rule::Mlprod, Rule::Boa] {
+            assert!(
+                AggregatorParams::new(rule, 2)
+                    .loss_bound(1.0)
+                    .check()
+                    .is_ok()
+            );
+        }
     }
 
     /// A config serialises as the settings by name, in the order and with the names a

@@ -1,12 +1,12 @@
 //! BOA, Bernstein online aggregation (Wintenberger 2017, *Optimal learning with Bernstein
 //! online aggregation*, Machine Learning 106): exponential weights of a second-order
-//! regularised regret, with one adaptive learning rate per expert — the version R opera's
-//! `BOA` implements.
+//! regularised regret, with one adaptive learning rate per expert: R opera's `BOA` by
+//! default, the paper's adaptive BOA and its bound when the range of the losses is given.
 //!
 //! With r_{t,i} = ĉ_t − c_{t,i} the instantaneous regret against expert i (c the charges: own
 //! losses, or linearised losses with the gradient trick — the paper's setting; ĉ_t the
 //! learner's; 0 for an asleep expert) and V_{t,i} = Σ_{s≤t} r²_{s,i}, opera's rates and
-//! regularised regret are
+//! regularised regret (the default form) are
 //!
 //! η_{t,i} = 1 / √(2.2 V_{t,i}),   R̃_{t,i} = Σ_{s≤t} (r_{s,i} − η_{s,i} r²_{s,i}),
 //!
@@ -21,14 +21,36 @@
 //! penalises the experts whose regret varies, Bernstein's inequality in place of Hoeffding's.
 //! The exponents ln η + η R̃ are normalised by log-sum-exp.
 //!
-//! **Which version, and no bound.** The paper's adaptive BOA (its multiple-learning-rates
-//! version, regret of order √(V ln N) up to a log log factor) takes
-//! η_{t,i} = min{1/(2E), √(ln(1/π_i) / V_{t,i})} with E the range of the losses (known, or
-//! found by doubling), which is what its exponential inequality e^{x − x²} ≤ 1 + x (x ≥ −½)
-//! needs. opera's rates drop the cap 1/(2E) and the ln(1/π_i) = ln N and put 2.2 in their
-//! place; no theorem covers them, so this rule reports no bound (and says why). Its regret
-//! against each expert and each oracle is measured like every rule's.
+//! **Two forms, chosen by whether the range B of a round's charges is given** (as for
+//! [`MlProd`](super::MlProd)):
 //!
+//! - **With B (`loss_bound`): the paper's adaptive BOA** (its multiple-learning-rates
+//!   version, with the range E = B known). η_{t,i} = min{1/(2B), √(ln N / V_{t,i})}
+//!   (1/(2B) while V_{t,i} = 0), the second-order term of each round taken at the rate
+//!   *before* the round, R̃_{t,i} = Σ_{s≤t} (r_{s,i} − η_{s−1,i} r²_{s,i}), and
+//!   p_{t+1,i} ∝ η_{t,i} exp(η_{t,i} R̃_{t,i}) over the awake experts, every one of them
+//!   from the first round (a uniform prior π_i = 1/N). It reports a bound (below).
+//! - **Without B: R opera's `BOA`**, as above: no cap, 2.2 in place of ln N, the
+//!   second-order term at the new rate. No theorem covers these rates, so this form
+//!   reports no bound (and says why).
+//!
+//! **Bound with B** ([`bounds::boa`]): against every expert k, on k's awake rounds,
+//!
+//! R_{T,k} ≤ Σ_t η_{t−1,k} r²_{t,k} + (ln N + ln(1 + D_T / e)) / η_{T,k},
+//! D_T = (1/N) Σ_t Σ_i (η_{t−1,i}/η_{t,i} − 1).
+//!
+//! The paper's argument, kept before its last simplification so that the run's own
+//! quantities give the value: with Φ_t = Σ_i π_i exp(η_{t,i} R̃_{t,i}) (Φ_0 = 1),
+//! e^{x − x²} ≤ 1 + x for x = η_{t−1,i} r_{t,i} ≥ −½ gives
+//! Σ_i π_i exp(η_{t−1,i} R̃_{t,i}) ≤ Φ_{t−1} + Σ_i π_i η_{t−1,i} e^{η_{t−1,i} R̃_{t−1,i}} r_{t,i},
+//! whose last sum is a positive multiple of Σ_i p_{t,i} r_{t,i} ≤ 0 (= 0 with the gradient
+//! trick, ≤ 0 by Jensen for a convex loss); then x^α ≤ x + (1/α − 1)/e for α = η_t/η_{t−1}
+//! ≤ 1 moves each exponent to the new rate at a cost (η_{t−1,i}/η_{t,i} − 1)/e, so
+//! Φ_T ≤ 1 + D_T/e, and π_k exp(η_{T,k} R̃_{T,k}) ≤ Φ_T is the bound. Its hypothesis,
+//! η_{t−1,k} r_{t,k} ≥ −½, holds when the charges of a round lie in a range of width B; a
+//! round that breaks it voids the bound (the run reports none, with the reason). With the
+//! gradient trick it bounds the linearised regret, which is larger than the regret.
+
 //! ```
 //! use pacstream::experts::{AdviceRound, BoaParams, Loss};
 //! use pacstream::OnlineLearner;
@@ -40,15 +62,28 @@
 //! }
 //! assert!(learner.weights()[1] > 0.5);
 //! assert!(learner.regret_bound().value().is_none());
+//!
+//! // With the range of the charges, the paper's rates and its bound.
+//! let mut learner = BoaParams::new(3).loss(Loss::Absolute).loss_bound(6.0).check()?.build();
+//! for t in 0..300 {
+//!     let outcome = (t % 5) as f64;
+//!     learner.learn_one(AdviceRound::new(&[outcome + 1.0, outcome - 0.2, 2.0], outcome))?;
+//! }
+//! assert!(learner.weights()[1] > 0.5);
+//! let bound = learner.regret_bound().value().unwrap();
+//! assert!(learner.ledger().regret() <= bound);
 //! # Ok::<(), pacstream::Error>(())
 //! ```
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{Bounded, Guarantee};
-use super::fixed_share::{check_common, check_played};
+use super::bounds::{self, Bounded, Guarantee};
+use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{instant_regrets, play, softmax_awake};
+use super::mixing::{
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, play_round,
+    regret_guarantee, softmax_awake,
+};
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
 use super::round::{AdviceRound, ExpertStep};
@@ -67,6 +102,10 @@ pub struct BoaParams {
     pub loss: Loss,
     /// Charge the linearised losses (the gradient trick).
     pub gradient: bool,
+    /// The range B of a round's charges: the paper's rates and its bound; without it,
+    /// opera's rates and no bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_bound: Option<f64>,
 }
 
 impl BoaParams {
@@ -76,30 +115,20 @@ impl BoaParams {
             n_experts,
             loss: Loss::Square,
             gradient: false,
+            loss_bound: None,
         }
-    }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Charges the linearised losses.
-    pub fn gradient(mut self, gradient: bool) -> Self {
-        self.gradient = gradient;
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
     }
 }
 
+forecaster_setters!(BoaParams {
+    loss,
+    gradient,
+    loss_bound
+});
+
 impl CheckParams for BoaParams {
     fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, None)?;
+        check_common(self.n_experts, self.loss, self.loss_bound)?;
         Ok(Checked::validated(self))
     }
 }
@@ -112,9 +141,21 @@ impl Checked<BoaParams> {
             params: self.clone(),
             regularised: vec![0.0; n],
             squared: vec![0.0; n],
+            paper: self.loss_bound.map(|_| PaperRun::default()),
             ledger: ExpertLedger::new(n),
         }
     }
+}
+
+/// What the paper's form keeps for its bound.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct PaperRun {
+    /// Σ_t η_{t−1,i} r²_{t,i} (empty until the first round).
+    second_order: Vec<f64>,
+    /// D_t = (1/N) Σ_s Σ_i (η_{s−1,i}/η_{s,i} − 1).
+    rate_drift: f64,
+    /// Rounds where some η_{t−1,i} r_{t,i} < −½.
+    out_of_range_rounds: u64,
 }
 
 /// BOA; see the [module documentation](self).
@@ -126,6 +167,9 @@ pub struct Boa {
     regularised: Vec<f64>,
     /// V_{t,i}.
     squared: Vec<f64>,
+    /// The paper's form only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    paper: Option<PaperRun>,
     ledger: ExpertLedger,
 }
 
@@ -134,6 +178,8 @@ struct BoaState {
     params: Checked<BoaParams>,
     regularised: Vec<f64>,
     squared: Vec<f64>,
+    #[serde(default)]
+    paper: Option<PaperRun>,
     ledger: ExpertLedger,
 }
 
@@ -141,11 +187,17 @@ impl TryFrom<BoaState> for Boa {
     type Error = Error;
     fn try_from(state: BoaState) -> Result<Self> {
         let n = state.params.n_experts;
-        let finite = |v: &[f64]| v.len() == n && v.iter().all(|x| x.is_finite());
+        let finite = |v: &[f64]| finite_of_len(v, n);
         if !finite(&state.regularised)
             || !finite(&state.squared)
             || state.squared.iter().any(|&v| v < 0.0)
             || state.ledger.expert_losses().len() != n
+            || state.paper.is_some() != state.params.loss_bound.is_some()
+            || state.paper.as_ref().is_some_and(|paper| {
+                !(paper.second_order.is_empty() || finite(&paper.second_order))
+                    || paper.second_order.iter().any(|&v| v < 0.0)
+                    || !(paper.rate_drift >= 0.0 && paper.rate_drift.is_finite())
+            })
         {
             return Err(Error::InvalidSnapshot("BOA: inconsistent".into()));
         }
@@ -153,27 +205,24 @@ impl TryFrom<BoaState> for Boa {
             params: state.params,
             regularised: state.regularised,
             squared: state.squared,
+            paper: state.paper,
             ledger: state.ledger,
         })
     }
 }
 
-/// η = 1/√(2.2 V), for V > 0.
+/// opera's η = 1/√(2.2 V), for V > 0.
 fn rate(squared: f64) -> f64 {
     1.0 / (RATE_CONSTANT * squared).sqrt()
 }
 
+/// The paper's η = min{1/(2B), √(ln N / V)} (1/(2B) while V = 0; 0 when N = 1).
+fn paper_rate(n_experts: usize, range: f64, squared: f64) -> f64 {
+    let ln_n = (n_experts as f64).ln();
+    (0.5 / range).min((ln_n / squared).sqrt())
+}
+
 impl Boa {
-    /// The settings.
-    pub fn params(&self) -> &BoaParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The normalised weights of the next round (every expert awake).
     pub fn weights(&self) -> Vec<f64> {
         self.awake_weights(None)
@@ -184,12 +233,40 @@ impl Boa {
         &self.regularised
     }
 
-    /// η_{t,i} = 1/√(2.2 V_{t,i}); infinite while V_{t,i} = 0.
+    /// η_{t,i}: opera's 1/√(2.2 V_{t,i}) (infinite while V_{t,i} = 0), or with a range B
+    /// the paper's min{1/(2B), √(ln N / V_{t,i})}.
     pub fn learning_rates(&self) -> Vec<f64> {
-        self.squared.iter().map(|&v| rate(v)).collect()
+        self.squared.iter().map(|&v| self.rate_of(v)).collect()
+    }
+
+    fn rate_of(&self, squared: f64) -> f64 {
+        match self.params.loss_bound {
+            Some(range) => paper_rate(self.params.n_experts, range, squared),
+            None => rate(squared),
+        }
+    }
+
+    /// Rounds in which some η_{t−1,i} r_{t,i} fell below −½ (the paper's form only).
+    pub fn out_of_range_rounds(&self) -> u64 {
+        self.paper
+            .as_ref()
+            .map_or(0, |paper| paper.out_of_range_rounds)
     }
 
     fn awake_weights(&self, awake: Option<&[bool]>) -> Vec<f64> {
+        if self.params.loss_bound.is_some() {
+            // Every expert from the first round: ln η + η R̃ (uniform when N = 1, η = 0).
+            let exponents: Vec<f64> = self
+                .squared
+                .iter()
+                .zip(&self.regularised)
+                .map(|(&v, &r)| {
+                    let eta = self.rate_of(v);
+                    if eta > 0.0 { eta.ln() + eta * r } else { 0.0 }
+                })
+                .collect();
+            return softmax_awake(&exponents, awake);
+        }
         let n = self.params.n_experts;
         let is_awake = |i: usize| awake.is_none_or(|awake| awake[i]);
         let n_awake = (0..n).filter(|&i| is_awake(i)).count();
@@ -226,66 +303,107 @@ impl Boa {
         weights
     }
 
-    /// No theorem covers opera's BOA rates: always [`Guarantee::NoBound`], with the reason.
+    /// The bound on the regret against `expert` (on its awake rounds) with a range B; none
+    /// without it (no theorem covers opera's rates), with the reason.
     ///
     /// # Panics
     /// If `expert` is not an expert index.
     pub fn regret_bound_against(&self, expert: usize) -> Guarantee {
-        assert!(expert < self.params.n_experts, "no expert {expert}");
-        Guarantee::none(
-            Bounded::Regret,
-            "BOA runs opera's rates 1/√(2.2 V), without the cap 1/(2E) and the ln N that \
-             Wintenberger 2017's adaptive theorem needs: no theorem covers them",
+        let n = self.params.n_experts;
+        assert!(expert < n, "no expert {expert}");
+        let (Some(range), Some(paper)) = (self.params.loss_bound, &self.paper) else {
+            return Guarantee::none(
+                Bounded::Regret,
+                "BOA without a loss range runs opera's rates 1/√(2.2 V), without the cap \
+                 1/(2E) and the ln N that Wintenberger 2017's adaptive theorem needs: no \
+                 theorem covers them; give the range B of the losses (--loss-bound) for the \
+                 paper's rates and bound",
+            );
+        };
+        if paper.out_of_range_rounds > 0 {
+            return Guarantee::none(
+                Bounded::Regret,
+                "in some rounds a regret fell below −1/(2η) (a loss outside the range B the \
+                 rates assume): BOA's theorem does not cover the run",
+            );
+        }
+        let value = if n == 1 {
+            0.0
+        } else {
+            bounds::boa(
+                n,
+                paper.second_order.get(expert).copied().unwrap_or(0.0),
+                paper_rate(n, range, self.squared[expert]),
+                paper.rate_drift,
+            )
+        };
+        regret_guarantee(
+            value,
+            expert,
+            "BOA with a range B: Σ_t η_t−1,k r²_t,k + (ln N + ln(1 + D_T/e))/η_T,k, \
+                      D_T = (1/N) Σ_t Σ_i (η_t−1,i/η_t,i − 1) (Wintenberger 2017, the \
+                      adaptive BOA with multiple learning rates)",
+            "the squared regrets of this run are too large for the bound to be represented",
         )
-    }
-
-    /// No theorem covers opera's BOA rates (see [`Boa::regret_bound_against`]).
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
     }
 }
 
-impl OnlineLearner for Boa {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let weights = self.awake_weights(round.awake);
-        let played = play(&weights, &round, self.params.loss, self.params.gradient);
-        check_played(&played)?;
+impl Boa {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            self.params.gradient,
+            |awake| self.awake_weights(awake),
+        )?;
         let instant = instant_regrets(&played);
+        let n = self.params.n_experts;
         let mut squared = self.squared.clone();
         let mut regularised = self.regularised.clone();
+        let mut paper = self.paper.clone();
+        let mut out_of_range = false;
         for (i, &r) in instant.iter().enumerate() {
+            let before = self.rate_of(squared[i]);
             squared[i] += r * r;
-            if squared[i] > 0.0 {
-                regularised[i] += r - rate(squared[i]) * r * r;
+            match paper.as_mut() {
+                Some(paper) => {
+                    if n == 1 {
+                        continue;
+                    }
+                    let after = self.rate_of(squared[i]);
+                    out_of_range |= before * r < -0.5;
+                    regularised[i] += r - before * r * r;
+                    paper.second_order.resize(n, 0.0);
+                    paper.second_order[i] += before * r * r;
+                    paper.rate_drift += (before / after - 1.0) / n as f64;
+                }
+                None => {
+                    if squared[i] > 0.0 {
+                        regularised[i] += r - rate(squared[i]) * r * r;
+                    }
+                }
             }
         }
-        if !(squared.iter().all(|v| v.is_finite()) && regularised.iter().all(|r| r.is_finite())) {
+        let paper_finite = paper.as_ref().is_none_or(|paper| {
+            paper.second_order.iter().all(|v| v.is_finite()) && paper.rate_drift.is_finite()
+        });
+        if !(squared.iter().all(|v| v.is_finite())
+            && regularised.iter().all(|r| r.is_finite())
+            && paper_finite)
+        {
             return Err(Error::InconsistentInput(
                 "the squared regrets of this round are too large to be represented".into(),
             ));
         }
+        if let Some(paper) = paper.as_mut() {
+            paper.out_of_range_rounds += u64::from(out_of_range);
+        }
         self.squared = squared;
         self.regularised = regularised;
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: None,
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        self.paper = paper;
+        Ok(played.record(&mut self.ledger, round.awake, None))
     }
 }
+
+forecaster_learner!(Boa, BoaParams);

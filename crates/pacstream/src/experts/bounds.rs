@@ -435,6 +435,28 @@ pub fn ml_prod(
     ln_n / first_rate + second_order + (rate_drift / std::f64::consts::E).ln_1p() / last_rate
 }
 
+/// The adaptive BOA with a known range B (Wintenberger 2017, the multiple-learning-rates
+/// version; rates non-increasing, η r ≥ −½ in every round): the **regret** against expert k
+/// is at most
+///
+/// Σ_t η_{t−1,k} r²_{t,k} + (ln N + ln(1 + D_T / e)) / η_{T,k},
+///
+/// with D_T = (1/N) Σ_t Σ_i (η_{t−1,i}/η_{t,i} − 1), every quantity kept by the learner
+/// ([`Boa`](super::Boa) explains the argument). 0 when N = 1.
+///
+/// ```
+/// use pacstream::experts::bounds;
+/// // Rates that never moved: η Σ r² + ln N/η, the fixed-rate BOA bound.
+/// let value = bounds::boa(2, 0.25 * 8.0, 0.25, 0.0);
+/// assert!((value - (2.0 + 4.0 * 2f64.ln())).abs() < 1e-12);
+/// ```
+pub fn boa(n_experts: usize, second_order: f64, final_rate: f64, rate_drift: f64) -> f64 {
+    if n_experts <= 1 {
+        return 0.0;
+    }
+    second_order + (ln_n(n_experts) + (rate_drift / std::f64::consts::E).ln_1p()) / final_rate
+}
+
 /// Online gradient descent over the simplex with steps η_t = η/√t (Zinkevich 2003,
 /// Theorem 1; Hazan 2016, *Introduction to Online Convex Optimization*, Theorem 3.1 before
 /// its last step): the **regret** against every convex combination of the experts (each

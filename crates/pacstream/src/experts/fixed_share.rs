@@ -40,9 +40,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{self, Bounded, Guarantee, OUT_OF_RANGE, RegretBound};
+use super::bounds::{self, Bounded, Guarantee, OUT_OF_RANGE};
 use super::loss::Loss;
-use super::mixing::{Played, normalise_awake, play};
+use super::mixing::{
+    Played, forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
+};
 use super::oracle::ExpertLedger;
 use super::params::limits::{MAX_ETA, MAX_EXPERTS, MAX_LOSS_BOUND, MIN_LOSS_BOUND};
 use super::params::{CheckParams, Checked};
@@ -79,30 +81,13 @@ impl FixedShareParams {
             gradient: false,
         }
     }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Sets the range B of a round's charges.
-    pub fn loss_bound(mut self, loss_bound: f64) -> Self {
-        self.loss_bound = Some(loss_bound);
-        self
-    }
-
-    /// Charges the linearised losses.
-    pub fn gradient(mut self, gradient: bool) -> Self {
-        self.gradient = gradient;
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(FixedShareParams {
+    loss,
+    gradient,
+    loss_bound
+});
 
 impl CheckParams for FixedShareParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -203,16 +188,6 @@ impl TryFrom<FixedShareState> for FixedShare {
 }
 
 impl FixedShare {
-    /// The settings.
-    pub fn params(&self) -> &FixedShareParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The normalised weights of the next round (every expert awake).
     pub fn weights(&self) -> Vec<f64> {
         self.awake_weights(None)
@@ -243,11 +218,6 @@ impl FixedShare {
         self.regret_bound_shifting(expert, 0)
     }
 
-    /// The bound on the regret against the best expert in hindsight.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
-    }
-
     /// The bound on the regret against any sequence of experts with `shifts` switches
     /// (compare with [`ShiftingOracle`](super::ShiftingOracle)); `expert` only labels it.
     pub fn regret_bound_shifting(&self, expert: usize, shifts: u64) -> Guarantee {
@@ -268,22 +238,16 @@ impl FixedShare {
             range,
             shifts,
         );
-        if !value.is_finite() {
-            return Guarantee::none(
-                Bounded::Regret,
-                "with α = 0 fixed share cannot switch: no bound against a switching sequence",
-            );
-        }
-        Guarantee::Bound(RegretBound {
+        regret_guarantee(
             value,
             expert,
-            bounded: Bounded::Regret,
-            theorem: "fixed share: ((m+1) ln N + m ln(1/α) + (T−m−1) ln(1/(1−α)))/η + η B² T/8 \
+            "fixed share: ((m+1) ln N + m ln(1/α) + (T−m−1) ln(1/(1−α)))/η + η B² T/8 \
                       (Cesa-Bianchi & Lugosi 2006, Theorem 5.2)",
-        })
+            "with α = 0 fixed share cannot switch: no bound against a switching sequence",
+        )
     }
 
-    fn commit(&mut self, played: &Played, awake: Option<&[bool]>) {
+    fn commit(&mut self, played: &Played, awake: Option<&[bool]>) -> ExpertStep {
         let (eta, alpha) = (self.params.eta, self.params.alpha);
         let n = self.log_weights.len();
         // ln v ∝ ln w − η c, normalised by log-sum-exp.
@@ -316,50 +280,21 @@ impl FixedShare {
         {
             self.out_of_range_rounds += 1;
         }
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, awake);
+        played.record(&mut self.ledger, awake, Some(eta))
     }
 }
 
-impl OnlineLearner for FixedShare {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let weights = self.awake_weights(round.awake);
-        let played = play(&weights, &round, self.params.loss, self.params.gradient);
-        check_played(&played)?;
-        self.commit(&played, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: Some(self.params.eta),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+impl FixedShare {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            self.params.gradient,
+            |awake| self.awake_weights(awake),
+        )?;
+        Ok(self.commit(&played, round.awake))
     }
 }
 
-/// A round whose charges are not finite (advice and outcomes at the limits, squared) is
-/// refused before anything changes.
-pub(crate) fn check_played(played: &Played) -> Result<()> {
-    if played.charges.iter().all(|c| c.is_finite())
-        && played.learner_loss.is_finite()
-        && played.charge_range.is_finite()
-    {
-        Ok(())
-    } else {
-        Err(Error::InconsistentInput(
-            "the losses of this round are too large to be represented".into(),
-        ))
-    }
-}
+forecaster_learner!(FixedShare, FixedShareParams);

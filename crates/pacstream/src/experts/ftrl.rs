@@ -53,10 +53,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{self, Bounded, Guarantee, RegretBound};
-use super::fixed_share::{check_common, check_played};
+use super::bounds::{self, Guarantee};
+use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{normalise_awake, play};
+use super::mixing::{
+    forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
+};
 use super::ogd::{centred, check_eta};
 use super::oracle::{ExpertLedger, project_on_simplex};
 use super::params::{CheckParams, Checked};
@@ -114,18 +116,9 @@ impl FtrlParams {
         self.regulariser = regulariser;
         self
     }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(FtrlParams { loss });
 
 impl CheckParams for FtrlParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -190,16 +183,6 @@ impl TryFrom<FtrlState> for Ftrl {
 }
 
 impl Ftrl {
-    /// The settings.
-    pub fn params(&self) -> &FtrlParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The weights of the next round (every expert awake): the regularised leader.
     pub fn weights(&self) -> Vec<f64> {
         leader(
@@ -229,23 +212,12 @@ impl Ftrl {
                  (Cesa-Bianchi & Lugosi 2006, Theorem 2.2)",
             ),
         };
-        if !value.is_finite() {
-            return Guarantee::none(
-                Bounded::Regret,
-                "the gradients of this run are too large for the bound to be represented",
-            );
-        }
-        Guarantee::Bound(RegretBound {
+        regret_guarantee(
             value,
             expert,
-            bounded: Bounded::Regret,
             theorem,
-        })
-    }
-
-    /// The bound on the regret against the best expert in hindsight.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
+            "the gradients of this run are too large for the bound to be represented",
+        )
     }
 }
 
@@ -271,16 +243,19 @@ fn leader(gradient_sums: &[f64], eta: f64, regulariser: Regulariser) -> Vec<f64>
     }
 }
 
-impl OnlineLearner for Ftrl {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let mut weights = self.weights();
-        normalise_awake(&mut weights, round.awake);
-        let played = play(&weights, &round, self.params.loss, true);
-        check_played(&played)?;
+impl Ftrl {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            true,
+            |awake| {
+                let mut weights = self.weights();
+                normalise_awake(&mut weights, awake);
+                weights
+            },
+        )?;
         let (centre, square) = match self.params.regulariser {
             Regulariser::Quadratic => centred(&played.charges),
             Regulariser::Entropic => {
@@ -307,22 +282,8 @@ impl OnlineLearner for Ftrl {
         }
         self.gradient_sums = sums;
         self.square_sum = square_sum;
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: Some(self.params.eta),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        Ok(played.record(&mut self.ledger, round.awake, Some(self.params.eta)))
     }
 }
+
+forecaster_learner!(Ftrl, FtrlParams);

@@ -1,4 +1,5 @@
-//! What the aggregation rules of forecasters (fixed share, ML-Poly) share: one round of
+//! What the aggregation rules of forecasters (fixed share, ML-Poly, ML-Prod, ML-EWA, BOA,
+//! FTRL, OGD, online ridge) share: one round of
 //! advice played against a weight vector over the awake experts, with the experts' charges
 //! (their own losses, or the linearised losses of the gradient trick) and the specialists'
 //! rule for sleeping experts.
@@ -7,8 +8,11 @@
 //! the gradient trick ℓ'(ŷ_t, y_t)·ŷ_t), so that its regret relative to the learner does not
 //! move (Freund, Schapire, Singer & Warmuth 1997); its advice is never read.
 
+use super::bounds::{Bounded, Guarantee, RegretBound};
 use super::loss::Loss;
-use super::round::AdviceRound;
+use super::oracle::ExpertLedger;
+use super::round::{AdviceRound, ExpertStep};
+use crate::error::{Error, Result};
 
 /// One round played: the prediction, the losses the ledger records and the charges the rule
 /// learns from. Computed into fresh buffers, so that a rule commits it only once nothing
@@ -121,3 +125,178 @@ pub(crate) fn softmax_awake(log_weights: &[f64], awake: Option<&[bool]>) -> Vec<
     normalise_awake(&mut weights, awake);
     weights
 }
+
+/// Checks `round`, takes the rule's weights for its awake experts, plays it and refuses it
+/// if its charges are not finite: the start of every forecaster's round, before anything
+/// is committed.
+pub(crate) fn play_round(
+    n_experts: usize,
+    round: &AdviceRound<'_>,
+    loss: Loss,
+    gradient: bool,
+    weights: impl FnOnce(Option<&[bool]>) -> Vec<f64>,
+) -> Result<Played> {
+    round.check(n_experts)?;
+    let weights = weights(round.awake);
+    let played = play(&weights, round, loss, gradient);
+    check_played(&played)?;
+    Ok(played)
+}
+
+/// A round whose charges are not finite (advice and outcomes at the limits, squared) is
+/// refused before anything changes.
+pub(crate) fn check_played(played: &Played) -> Result<()> {
+    if played.charges.iter().all(|c| c.is_finite())
+        && played.learner_loss.is_finite()
+        && played.charge_range.is_finite()
+    {
+        Ok(())
+    } else {
+        Err(Error::InconsistentInput(
+            "the losses of this round are too large to be represented".into(),
+        ))
+    }
+}
+
+impl Played {
+    /// Records the committed round in `ledger` and says what it was: the end of every
+    /// forecaster's round.
+    pub(crate) fn record(
+        &self,
+        ledger: &mut ExpertLedger,
+        awake: Option<&[bool]>,
+        learning_rate: Option<f64>,
+    ) -> ExpertStep {
+        record_step(
+            ledger,
+            self.prediction,
+            self.learner_loss,
+            &self.own_losses,
+            awake,
+            learning_rate,
+        )
+    }
+}
+
+/// Records a round's losses in `ledger` and the step that reports it.
+pub(crate) fn record_step(
+    ledger: &mut ExpertLedger,
+    prediction: f64,
+    learner_loss: f64,
+    own_losses: &[f64],
+    awake: Option<&[bool]>,
+    learning_rate: Option<f64>,
+) -> ExpertStep {
+    ledger.record(learner_loss, own_losses, awake);
+    let (best_expert, regret) = ledger.best_expert();
+    ExpertStep {
+        round: ledger.rounds(),
+        prediction: Some(prediction),
+        loss: learner_loss,
+        realised_loss: None,
+        chosen: None,
+        learning_rate,
+        best_expert,
+        regret,
+    }
+}
+
+/// The bound `value` on the regret against `expert` by `theorem`; none, with `too_large` as
+/// the reason, if it is not finite.
+pub(crate) fn regret_guarantee(
+    value: f64,
+    expert: usize,
+    theorem: &'static str,
+    too_large: &'static str,
+) -> Guarantee {
+    if !value.is_finite() {
+        return Guarantee::none(Bounded::Regret, too_large);
+    }
+    Guarantee::Bound(RegretBound {
+        value,
+        expert,
+        bounded: Bounded::Regret,
+        theorem,
+    })
+}
+
+/// `values` has `n` entries, all finite (a snapshot's vectors).
+pub(crate) fn finite_of_len(values: &[f64], n: usize) -> bool {
+    values.len() == n && values.iter().all(|v| v.is_finite())
+}
+
+/// The builder setters the forecasters' settings share (`loss`, `gradient`, `loss_bound`,
+/// each if the settings have that field) and `check`.
+macro_rules! forecaster_setters {
+    ($params:ty { $($field:ident),* }) => {
+        impl $params {
+            $(forecaster_setters!(@setter $field);)*
+
+            /// Checks the settings.
+            pub fn check(self) -> Result<Checked<Self>> {
+                self.check_params()
+            }
+        }
+    };
+    (@setter loss) => {
+        /// Sets the loss.
+        pub fn loss(mut self, loss: Loss) -> Self {
+            self.loss = loss;
+            self
+        }
+    };
+    (@setter gradient) => {
+        /// Charges the linearised losses.
+        pub fn gradient(mut self, gradient: bool) -> Self {
+            self.gradient = gradient;
+            self
+        }
+    };
+    (@setter loss_bound) => {
+        /// Sets the range B of a round's charges.
+        pub fn loss_bound(mut self, loss_bound: f64) -> Self {
+            self.loss_bound = Some(loss_bound);
+            self
+        }
+    };
+}
+pub(crate) use forecaster_setters;
+
+/// What every forecaster exposes the same way: its settings, its ledger, the bound against
+/// the best expert so far (from its `regret_bound_against`), and the online protocol over
+/// its inherent `learn_round`.
+macro_rules! forecaster_learner {
+    ($learner:ty, $params:ty) => {
+        impl $learner {
+            /// The settings.
+            pub fn params(&self) -> &$params {
+                &self.params
+            }
+
+            /// Every expert's cumulative loss and the learner's.
+            pub fn ledger(&self) -> &ExpertLedger {
+                &self.ledger
+            }
+
+            /// The bound (or why there is none) on the regret against the best expert in
+            /// hindsight so far; see `regret_bound_against`.
+            pub fn regret_bound(&self) -> Guarantee {
+                self.regret_bound_against(self.ledger.best_expert().0)
+            }
+        }
+
+        impl OnlineLearner for $learner {
+            type Input<'a> = AdviceRound<'a>;
+            type Step = ExpertStep;
+
+            fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+                self.learn_round(round)
+            }
+
+            fn n_rounds(&self) -> u64 {
+                self.ledger.rounds()
+            }
+        }
+    };
+}
+pub(crate) use forecaster_learner;

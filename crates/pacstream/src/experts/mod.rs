@@ -18,7 +18,7 @@
 //! | [`MlPoly`] | real advice, convex ℓ | ℓ(ŷ, y) | √((E_T + V_{T,k}) S_T), no parameter |
 //! | [`MlProd`] | real advice, convex ℓ | ℓ(ŷ, y) | with a range B: ln N/η_{0,k} + Σ_t η_{t−1,k} r²_{t,k} + ln(1 + D_T/e)/η_{T,k} |
 //! | [`MlEwa`] | real advice, convex ℓ | ℓ(ŷ, y) | none (no theorem for its rates) |
-//! | [`Boa`] | real advice, convex ℓ | ℓ(ŷ, y) | none (opera's rates; no theorem for them) |
+//! | [`Boa`] | real advice, convex ℓ | ℓ(ŷ, y) | with a range B: Σ_t η_{t−1,k} r²_{t,k} + (ln N + ln(1 + D_T/e))/η_{T,k}; none with opera's rates |
 //! | [`OnlineGradientDescent`] | real advice, convex ℓ (linearised) | ℓ(ŷ, y) | √T/η + ½ Σ_t η_t ‖g_t − ḡ_t‖² |
 //! | [`Ftrl`] | real advice, convex ℓ (linearised) | ℓ(ŷ, y) | (1 − 1/N)/(2η) + η Σ_t ‖g_t − ḡ_t‖² (quadratic) |
 //! | [`OnlineRidge`] | real advice, square loss | (ŷ − y)² | λ‖u − w₀‖² + Y² ln det(I + Σ x xᵀ/λ) against any linear u |

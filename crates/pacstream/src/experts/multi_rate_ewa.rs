@@ -36,9 +36,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{Bounded, Guarantee};
-use super::fixed_share::{check_common, check_played};
+use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{instant_regrets, play, softmax_awake};
+use super::mixing::{
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, play_round,
+    softmax_awake,
+};
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
 use super::round::{AdviceRound, ExpertStep};
@@ -65,24 +68,9 @@ impl MlEwaParams {
             gradient: false,
         }
     }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Charges the linearised losses.
-    pub fn gradient(mut self, gradient: bool) -> Self {
-        self.gradient = gradient;
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(MlEwaParams { loss, gradient });
 
 impl CheckParams for MlEwaParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -128,7 +116,7 @@ impl TryFrom<MlEwaState> for MlEwa {
     type Error = Error;
     fn try_from(state: MlEwaState) -> Result<Self> {
         let n = state.params.n_experts;
-        let finite = |v: &[f64]| v.len() == n && v.iter().all(|x| x.is_finite());
+        let finite = |v: &[f64]| finite_of_len(v, n);
         if !finite(&state.regrets)
             || !finite(&state.squared)
             || state.squared.iter().any(|&v| v < 0.0)
@@ -146,16 +134,6 @@ impl TryFrom<MlEwaState> for MlEwa {
 }
 
 impl MlEwa {
-    /// The settings.
-    pub fn params(&self) -> &MlEwaParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The normalised weights of the next round (every expert awake).
     pub fn weights(&self) -> Vec<f64> {
         self.awake_weights(None)
@@ -202,22 +180,17 @@ impl MlEwa {
              Gaillard, Stoltz & van Erven 2014 prove their bound for ML-Prod and ML-Poly",
         )
     }
-
-    /// No theorem covers ML-EWA's rates (see [`MlEwa::regret_bound_against`]).
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
-    }
 }
 
-impl OnlineLearner for MlEwa {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let weights = self.awake_weights(round.awake);
-        let played = play(&weights, &round, self.params.loss, self.params.gradient);
-        check_played(&played)?;
+impl MlEwa {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            self.params.gradient,
+            |awake| self.awake_weights(awake),
+        )?;
         let instant = instant_regrets(&played);
         let regrets: Vec<f64> = self
             .regrets
@@ -238,22 +211,8 @@ impl OnlineLearner for MlEwa {
         }
         self.regrets = regrets;
         self.squared = squared;
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: None,
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        Ok(played.record(&mut self.ledger, round.awake, None))
     }
 }
+
+forecaster_learner!(MlEwa, MlEwaParams);

@@ -51,10 +51,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{self, Bounded, Guarantee, RegretBound};
-use super::fixed_share::{check_common, check_played};
+use super::bounds::{self, Guarantee};
+use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{normalise_awake, play};
+use super::mixing::{
+    forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
+};
 use super::oracle::{ExpertLedger, project_on_simplex};
 use super::params::limits::MAX_ETA;
 use super::params::{CheckParams, Checked};
@@ -82,18 +84,9 @@ impl OnlineGradientDescentParams {
             loss: Loss::Square,
         }
     }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(OnlineGradientDescentParams { loss });
 
 /// η ∈ (0, [`MAX_ETA`]].
 pub(crate) fn check_eta(eta: f64) -> Result<()> {
@@ -185,16 +178,6 @@ pub(crate) fn centred(values: &[f64]) -> (f64, f64) {
 }
 
 impl OnlineGradientDescent {
-    /// The settings.
-    pub fn params(&self) -> &OnlineGradientDescentParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The weights of the next round (every expert awake): p_{t+1}, on the simplex.
     pub fn weights(&self) -> Vec<f64> {
         self.weights.clone()
@@ -213,37 +196,29 @@ impl OnlineGradientDescent {
             self.params.eta,
             self.step_sum,
         );
-        if !value.is_finite() {
-            return Guarantee::none(
-                Bounded::Regret,
-                "the gradients of this run are too large for the bound to be represented",
-            );
-        }
-        Guarantee::Bound(RegretBound {
+        regret_guarantee(
             value,
             expert,
-            bounded: Bounded::Regret,
-            theorem: "online gradient descent, η_t = η/√t: √T/η + ½ Σ_t η_t ‖g_t − ḡ_t‖² \
+            "online gradient descent, η_t = η/√t: √T/η + ½ Σ_t η_t ‖g_t − ḡ_t‖² \
                       (Zinkevich 2003, Theorem 1; Hazan 2016, Theorem 3.1)",
-        })
-    }
-
-    /// The bound on the regret against the best expert in hindsight.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
+            "the gradients of this run are too large for the bound to be represented",
+        )
     }
 }
 
-impl OnlineLearner for OnlineGradientDescent {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let mut weights = self.weights.clone();
-        normalise_awake(&mut weights, round.awake);
-        let played = play(&weights, &round, self.params.loss, true);
-        check_played(&played)?;
+impl OnlineGradientDescent {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            true,
+            |awake| {
+                let mut weights = self.weights.clone();
+                normalise_awake(&mut weights, awake);
+                weights
+            },
+        )?;
         let t = self.ledger.rounds() + 1;
         let step = self.params.eta / (t as f64).sqrt();
         let (mean, squares) = centred(&played.charges);
@@ -262,22 +237,8 @@ impl OnlineLearner for OnlineGradientDescent {
         project_on_simplex(&mut next);
         self.weights = next;
         self.step_sum = step_sum;
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: t,
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: Some(step),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        Ok(played.record(&mut self.ledger, round.awake, Some(step)))
     }
 }
+
+forecaster_learner!(OnlineGradientDescent, OnlineGradientDescentParams);

@@ -43,10 +43,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{self, Bounded, Guarantee, RegretBound};
-use super::fixed_share::{check_common, check_played};
+use super::bounds::{self, Guarantee};
+use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{normalise_awake, play};
+use super::mixing::{
+    forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
+};
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
 use super::round::{AdviceRound, ExpertStep};
@@ -73,24 +75,9 @@ impl MlPolyParams {
             gradient: false,
         }
     }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Charges the linearised losses.
-    pub fn gradient(mut self, gradient: bool) -> Self {
-        self.gradient = gradient;
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(MlPolyParams { loss, gradient });
 
 impl CheckParams for MlPolyParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -171,16 +158,6 @@ impl TryFrom<MlPolyState> for MlPoly {
 }
 
 impl MlPoly {
-    /// The settings.
-    pub fn params(&self) -> &MlPolyParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The normalised weights of the next round (every expert awake).
     pub fn weights(&self) -> Vec<f64> {
         self.awake_weights(None)
@@ -223,36 +200,25 @@ impl MlPoly {
             self.largest_square + self.squared[expert],
             self.potential_growth,
         );
-        if !value.is_finite() {
-            return Guarantee::none(
-                Bounded::Regret,
-                "the squared regrets of this run are too large for the bound to be represented",
-            );
-        }
-        Guarantee::Bound(RegretBound {
+        regret_guarantee(
             value,
             expert,
-            bounded: Bounded::Regret,
-            theorem: "ML-Poly: √((E_T + V_T,k) S_T), S_T = Σ_t Σ_i η_t−1,i r²_t,i (the \
+            "ML-Poly: √((E_T + V_T,k) S_T), S_T = Σ_t Σ_i η_t−1,i r²_t,i (the \
                       polynomial potential of Gaillard, Stoltz & van Erven 2014, §4)",
-        })
-    }
-
-    /// The bound on the regret against the best expert in hindsight.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
+            "the squared regrets of this run are too large for the bound to be represented",
+        )
     }
 }
 
-impl OnlineLearner for MlPoly {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let weights = self.awake_weights(round.awake);
-        let played = play(&weights, &round, self.params.loss, self.params.gradient);
-        check_played(&played)?;
+impl MlPoly {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            self.params.gradient,
+            |awake| self.awake_weights(awake),
+        )?;
         let n = self.regrets.len();
         let instant: Vec<f64> = played
             .charges
@@ -299,22 +265,8 @@ impl OnlineLearner for MlPoly {
         self.squared = squared;
         self.largest_square = largest;
         self.potential_growth += growth;
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: None,
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        Ok(played.record(&mut self.ledger, round.awake, None))
     }
 }
+
+forecaster_learner!(MlPoly, MlPolyParams);

@@ -57,10 +57,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{self, Bounded, Guarantee, RegretBound};
-use super::fixed_share::{check_common, check_played};
+use super::bounds::{self, Bounded, Guarantee};
+use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{instant_regrets, play, softmax_awake};
+use super::mixing::{
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, play_round,
+    regret_guarantee, softmax_awake,
+};
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
 use super::round::{AdviceRound, ExpertStep};
@@ -91,30 +94,13 @@ impl MlProdParams {
             loss_bound: None,
         }
     }
-
-    /// Sets the loss.
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// Charges the linearised losses.
-    pub fn gradient(mut self, gradient: bool) -> Self {
-        self.gradient = gradient;
-        self
-    }
-
-    /// Sets the range B of a round's charges (the paper's form, with its bound).
-    pub fn loss_bound(mut self, loss_bound: f64) -> Self {
-        self.loss_bound = Some(loss_bound);
-        self
-    }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(MlProdParams {
+    loss,
+    gradient,
+    loss_bound
+});
 
 impl CheckParams for MlProdParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -210,7 +196,7 @@ impl TryFrom<MlProdState> for MlProd {
     type Error = Error;
     fn try_from(state: MlProdState) -> Result<Self> {
         let n = state.params.n_experts;
-        let finite = |v: &[f64]| v.len() == n && v.iter().all(|x| x.is_finite());
+        let finite = |v: &[f64]| finite_of_len(v, n);
         let non_negative = |v: &[f64]| v.iter().all(|&x| x >= 0.0);
         if !finite(&state.scaled_log_weights)
             || !finite(&state.rates)
@@ -241,16 +227,6 @@ impl TryFrom<MlProdState> for MlProd {
 }
 
 impl MlProd {
-    /// The settings.
-    pub fn params(&self) -> &MlProdParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The normalised weights of the next round (every expert awake).
     pub fn weights(&self) -> Vec<f64> {
         self.awake_weights(None)
@@ -309,25 +285,14 @@ impl MlProd {
                 self.rate_drift,
             )
         };
-        if !value.is_finite() {
-            return Guarantee::none(
-                Bounded::Regret,
-                "the squared regrets of this run are too large for the bound to be represented",
-            );
-        }
-        Guarantee::Bound(RegretBound {
+        regret_guarantee(
             value,
             expert,
-            bounded: Bounded::Regret,
-            theorem: "ML-Prod: ln N/η_0,k + Σ_t η_t−1,k r²_t,k + ln(1 + D_T/e)/η_T,k, \
+            "ML-Prod: ln N/η_0,k + Σ_t η_t−1,k r²_t,k + ln(1 + D_T/e)/η_T,k, \
                       D_T = Σ_t Σ_i (η_t−1,i/η_t,i − 1) (Gaillard, Stoltz & van Erven 2014, \
                       ML-Prod with non-increasing rates)",
-        })
-    }
-
-    /// The bound on the regret against the best expert in hindsight.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
+            "the squared regrets of this run are too large for the bound to be represented",
+        )
     }
 }
 
@@ -386,15 +351,15 @@ impl MlProd {
     }
 }
 
-impl OnlineLearner for MlProd {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        round.check(self.params.n_experts)?;
-        let weights = self.awake_weights(round.awake);
-        let played = play(&weights, &round, self.params.loss, self.params.gradient);
-        check_played(&played)?;
+impl MlProd {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+        let played = play_round(
+            self.params.n_experts,
+            &round,
+            self.params.loss,
+            self.params.gradient,
+            |awake| self.awake_weights(awake),
+        )?;
         let regrets = instant_regrets(&played);
         let next = self.update(&regrets);
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
@@ -417,22 +382,8 @@ impl OnlineLearner for MlProd {
         if next.out_of_range {
             self.out_of_range_rounds += 1;
         }
-        self.ledger
-            .record(played.learner_loss, &played.own_losses, round.awake);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(played.prediction),
-            loss: played.learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: None,
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        Ok(played.record(&mut self.ledger, round.awake, None))
     }
 }
+
+forecaster_learner!(MlProd, MlProdParams);

@@ -49,9 +49,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bounds::{self, Bounded, Guarantee, RegretBound};
+use super::bounds::{self, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
+use super::mixing::{forecaster_learner, forecaster_setters, record_step, regret_guarantee};
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
 use super::round::{AdviceRound, ExpertStep};
@@ -79,12 +80,9 @@ impl OnlineRidgeParams {
     pub fn new(n_experts: usize, lambda: f64) -> Self {
         Self { n_experts, lambda }
     }
-
-    /// Checks the settings.
-    pub fn check(self) -> Result<Checked<Self>> {
-        self.check_params()
-    }
 }
+
+forecaster_setters!(OnlineRidgeParams {});
 
 impl CheckParams for OnlineRidgeParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -188,16 +186,6 @@ impl TryFrom<RidgeState> for OnlineRidge {
 }
 
 impl OnlineRidge {
-    /// The settings.
-    pub fn params(&self) -> &OnlineRidgeParams {
-        &self.params
-    }
-
-    /// Every expert's cumulative loss and the learner's.
-    pub fn ledger(&self) -> &ExpertLedger {
-        &self.ledger
-    }
-
     /// The ridge weights w₀ + A_t⁻¹ b_t: any sign, not summing to 1 (the next round's
     /// prediction also counts its own advice in A, so it is not exactly w·x).
     pub fn weights(&self) -> Vec<f64> {
@@ -226,24 +214,13 @@ impl OnlineRidge {
             self.largest_residual,
             self.log_det,
         );
-        if !value.is_finite() {
-            return Guarantee::none(
-                Bounded::Regret,
-                "the outcomes of this run are too large for the bound to be represented",
-            );
-        }
-        Guarantee::Bound(RegretBound {
+        regret_guarantee(
             value,
             expert,
-            bounded: Bounded::Regret,
-            theorem: "Vovk–Azoury–Warmuth forecaster: λ‖e_k − w₀‖² + Y² ln det(I + Σ x xᵀ/λ) \
+            "Vovk–Azoury–Warmuth forecaster: λ‖e_k − w₀‖² + Y² ln det(I + Σ x xᵀ/λ) \
                       (Cesa-Bianchi & Lugosi 2006, Theorem 11.8)",
-        })
-    }
-
-    /// The bound on the regret against the best expert in hindsight.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.ledger.best_expert().0)
+            "the outcomes of this run are too large for the bound to be represented",
+        )
     }
 
     /// The bound on the regret against the linear combination `weights`:
@@ -263,11 +240,8 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-impl OnlineLearner for OnlineRidge {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+impl OnlineRidge {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
         let n = self.params.n_experts;
         round.check(n)?;
         if round.awake.is_some_and(|awake| awake.iter().any(|a| !a)) {
@@ -332,21 +306,15 @@ impl OnlineLearner for OnlineRidge {
         self.targets = targets;
         self.log_det = log_det;
         self.largest_residual = self.largest_residual.max(residual * residual);
-        self.ledger.record(learner_loss, &own_losses, None);
-        let (best_expert, regret) = self.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.ledger.rounds(),
-            prediction: Some(prediction),
-            loss: learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: None,
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.ledger.rounds()
+        Ok(record_step(
+            &mut self.ledger,
+            prediction,
+            learner_loss,
+            &own_losses,
+            None,
+            None,
+        ))
     }
 }
+
+forecaster_learner!(OnlineRidge, OnlineRidgeParams);
