@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TestRng, data, run, run_with_stdin, write};
+use common::{TestRng, data, run, run_with_stdin, words, write};
 
 const FAITHFUL_HEAD: &str = "\"eruptions\",\"waiting\"\n3.6,79\n1.8,54\n";
 
@@ -68,13 +68,13 @@ fn empty_and_header_only_files_are_refused() {
 #[test]
 fn a_missing_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let outcome = run(dir.path(), &["kmeans", "--k", "2", "x.csv"]);
+    let outcome = run_line(dir.path(), "kmeans --k 2 x.csv");
     assert_eq!(outcome.code, 2);
     assert_eq!(
         outcome.stderr.trim_end(),
         "error: cannot open 'x.csv': No such file or directory"
     );
-    let outcome = run(dir.path(), &["kmeans", "--k", "2", "."]);
+    let outcome = run_line(dir.path(), "kmeans --k 2 .");
     assert_bad_input(&outcome, "cannot open '.': Is a directory");
 }
 
@@ -111,22 +111,10 @@ fn bad_rows_can_be_skipped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!("{FAITHFUL_HEAD}x,1\n4.1,70\n5,NaN\n1,2,3\n4.2,71\n");
     write(dir.path(), "f.csv", text);
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "f.csv",
-            "--on-bad-row",
-            "skip",
-            "--summary",
-            "s.json",
-            "-o",
-            "labels.csv",
-        ],
+        "kmeans --k 1 f.csv --on-bad-row skip --summary s.json -o labels.csv",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome
             .stderr
@@ -153,26 +141,14 @@ fn bad_rows_can_be_skipped_and_counted() {
     assert_eq!(rows, ["1", "2", "4", "7"]);
 
     // Quiet: the count is in the summary, not on stderr.
-    let outcome = run(
-        dir.path(),
-        &["kmeans", "--k", "1", "f.csv", "--on-bad-row", "skip", "-q"],
-    );
+    let outcome = run_line(dir.path(), "kmeans --k 1 f.csv --on-bad-row skip -q");
     assert_eq!((outcome.code, outcome.stderr.as_str()), (0, ""));
 
     // Every row bad: nothing to learn from.
     write(dir.path(), "g.csv", "\"a\"\nx\ny\n");
-    let outcome = run(
+    let outcome = run_line(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "g.csv",
-            "--on-bad-row",
-            "skip",
-            "--columns",
-            "a",
-        ],
+        "kmeans --k 1 g.csv --on-bad-row skip --columns a",
     );
     assert_bad_input(&outcome, "no good rows");
 }
@@ -317,16 +293,12 @@ fn standard_input_is_read_as_a_stream() {
     let dir = tempfile::tempdir().unwrap();
     let outcome = run_with_stdin(
         dir.path(),
-        &["kmeans", "--k", "1", "--online", "-", "-o", "-", "-q"],
+        &words("kmeans --k 1 --online - -o - -q"),
         Some(b"x\n1\n2\n3\n"),
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert_eq!(outcome.stdout.lines().count(), 3);
-    let outcome = run_with_stdin(
-        dir.path(),
-        &["kmeans", "--k", "1", "-"],
-        Some(b"x\n1\nzz\n"),
-    );
+    let outcome = run_with_stdin(dir.path(), &words("kmeans --k 1 -"), Some(b"x\n1\nzz\n"));
     assert_bad_input(
         &outcome,
         "<stdin>: line 3, column 1 (\"x\"): \"zz\" is not a number",
@@ -453,26 +425,14 @@ fn a_run_never_overwrites_its_input_or_writes_a_file_twice() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let text = format!("{FAITHFUL_HEAD}4.1,70\n");
     write(dir.path(), "f.csv", &text);
-    let cases: &[&[&str]] = &[
-        &["kmeans", "--k", "1", "f.csv", "-o", "./f.csv"],
-        &["kmeans", "--k", "1", "f.csv", "--summary", "f.csv"],
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "--online",
-            "f.csv",
-            "-o",
-            "a.csv",
-            "--checkpoint",
-            "a.csv",
-        ],
-        &[
-            "kmeans", "--k", "1", "--online", "f.csv", "--resume", "f.csv",
-        ],
+    let cases = [
+        "kmeans --k 1 f.csv -o ./f.csv",
+        "kmeans --k 1 f.csv --summary f.csv",
+        "kmeans --k 1 --online f.csv -o a.csv --checkpoint a.csv",
+        "kmeans --k 1 --online f.csv --resume f.csv",
     ];
     for args in cases {
-        let outcome = run(dir.path(), args);
+        let outcome = run_line(dir.path(), args);
         assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
         assert!(
             outcome.stderr.contains("are the same file"),

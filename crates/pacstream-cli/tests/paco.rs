@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{blobs_csv, data, run, write};
+use common::{blobs_csv, data, run, words, write};
 use serde_json::Value;
 
 fn read_json(path: &Path) -> Value {
@@ -35,32 +35,11 @@ fn head(text: &str, rows: usize) -> String {
 fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(data("changing.csv")).unwrap();
-    let input = write(dir.path(), "changing.csv", head(&text, 700));
-    let outcome = run(
+    write(dir.path(), "changing.csv", head(&text, 700));
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "paco",
-            input.to_str().unwrap(),
-            "--columns",
-            "x,y",
-            "--labels",
-            "cluster",
-            "--iterations",
-            "150",
-            "--centres",
-            "--output",
-            "rounds.csv",
-            "--summary",
-            "summary.json",
-            "--plot",
-            "clusters.svg",
-            "--plot-k",
-            "k.svg",
-            "--plot-loss",
-            "loss.svg",
-        ],
+        "paco changing.csv --columns x,y --labels cluster --iterations 150 --centres --output rounds.csv --summary summary.json --plot clusters.svg --plot-k k.svg --plot-loss loss.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(outcome.stdout.contains("PACBO on"), "{}", outcome.stdout);
     assert!(
         outcome
@@ -160,23 +139,10 @@ fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
 #[test]
 fn the_bound_is_labelled_for_the_ideal_sampler_and_the_runs_a() {
     let dir = tempfile::tempdir().unwrap();
-    let input = data("faithful.csv");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "paco",
-            input.to_str().unwrap(),
-            "--iterations",
-            "100",
-            "--coeff",
-            "5",
-            "--summary",
-            "s.json",
-            "--plot-loss",
-            "loss.svg",
-        ],
+        "paco @faithful.csv --iterations 100 --coeff 5 --summary s.json --plot-loss loss.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome.stdout.contains(
             "on the expected cumulative loss of the ideal sampler (exact draws from the \
@@ -226,22 +192,11 @@ fn the_bound_is_labelled_for_the_ideal_sampler_and_the_runs_a() {
 #[test]
 fn batch_mode_finds_four_blobs() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "blobs.csv", blobs_csv(400, 2, 3, false));
-    let outcome = run(
+    write(dir.path(), "blobs.csv", blobs_csv(400, 2, 3, false));
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "paco",
-            "--batch",
-            input.to_str().unwrap(),
-            "--summary",
-            "summary.json",
-            "--output",
-            "labels.jsonl",
-            "--plot",
-            "batch.svg",
-        ],
+        "paco --batch blobs.csv --summary summary.json --output labels.jsonl --plot batch.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     let summary = read_json(&dir.path().join("summary.json"));
     assert_eq!(summary["mode"], "batch");
     assert_eq!(summary["n_clusters"], 4);

@@ -793,6 +793,12 @@ mod tests {
         path
     }
 
+    /// A reader of the file `name` holding `bytes`, written in `dir`.
+    fn open(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> RowReader {
+        let path = write(dir, name, bytes);
+        RowReader::open(&options(&path), &[], Notes::new(true)).unwrap()
+    }
+
     fn read_all(reader: &mut RowReader) -> anyhow::Result<Vec<Vec<f64>>> {
         let mut rows = Vec::new();
         while let Some(row) = reader.next_row()? {
@@ -812,12 +818,7 @@ mod tests {
     #[test]
     fn header_bom_crlf_quotes_and_blank_lines() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            &dir,
-            "x.csv",
-            b"\xEF\xBB\xBF\"a\";\"b\"\r\n1;2\r\n\r\n\"3\";4.5\r\n",
-        );
-        let mut reader = RowReader::open(&options(&path), &[], Notes::new(true)).unwrap();
+        let mut reader = open(&dir, "x.csv", b"\xEF\xBB\xBF\"a\";\"b\"\r\n1;2\r\n\r\n\"3\";4.5\r\n");
         assert_eq!(reader.column_names().header.unwrap(), ["a", "b"]);
         assert_eq!(
             read_all(&mut reader).unwrap(),
@@ -829,8 +830,7 @@ mod tests {
     #[test]
     fn headerless_tsv_by_extension() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&dir, "x.tsv", b"1\t2\n3\t4\n");
-        let mut reader = RowReader::open(&options(&path), &[], Notes::new(true)).unwrap();
+        let mut reader = open(&dir, "x.tsv", b"1\t2\n3\t4\n");
         assert!(reader.column_names().header.is_none());
         assert_eq!(read_all(&mut reader).unwrap().len(), 2);
     }
@@ -857,12 +857,7 @@ mod tests {
     #[test]
     fn bad_rows_name_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(
-            &dir,
-            "f.csv",
-            b"\"e\",\"w\"\n1,2\n3,abc\n4,5,6\n7,NaN\n8,9\n",
-        );
-        let mut reader = RowReader::open(&options(&path), &[], Notes::new(true)).unwrap();
+        let mut reader = open(&dir, "f.csv", b"\"e\",\"w\"\n1,2\n3,abc\n4,5,6\n7,NaN\n8,9\n");
         reader.next_row().unwrap();
         let error = reader.next_row().unwrap_err().to_string();
         assert!(
