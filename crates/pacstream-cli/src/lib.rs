@@ -149,7 +149,11 @@ mod tests {
             (
                 "experts",
                 "loss-bound",
-                format!("[{:e}, {:e}]", experts::MIN_LOSS_BOUND, experts::MAX_LOSS_BOUND),
+                format!(
+                    "[{:e}, {:e}]",
+                    experts::MIN_LOSS_BOUND,
+                    experts::MAX_LOSS_BOUND
+                ),
             ),
         ]);
         let mut cli = Cli::command();

@@ -8,7 +8,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Outcome, data, data_arg, make_fifo, refused, run, run_within, words, write};
+use common::{
+    Outcome, data_arg, fit_quakes_curve, make_fifo, refused, run_ok, run_within, words, write,
+};
 use serde_json::Value;
 
 /// A run that must end quickly: a refusal is immediate, and a hang fails the test.
@@ -18,17 +20,12 @@ fn run_prompt<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(dir: &Path, args: &[S
     run_within(dir, args, None, PROMPT)
 }
 
-fn faithful() -> String {
-    data_arg("faithful.csv")
-}
-
 // ---------------------------------------------------------------------------------------
 // Settings: every count has an upper bound, checked before anything is allocated.
 
 #[test]
 fn huge_counts_are_refused_before_anything_is_allocated() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let faithful = faithful();
     // Each line: the settings, then what the refusal says.
     let cases = "\
 paco --max-k 18446744073709551615 => invalid --max-k: must be at most 1000, got 18446744073709551615
@@ -65,8 +62,6 @@ kmeans --k 2 --online --checkpoint c.json --checkpoint-every 1000000000001 => --
 #[test]
 fn experts_rates_are_bounded_and_named() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let updown = data("eustock-updown.csv");
-    let updown = updown.to_str().expect("UTF-8");
     // The rate given as η is named as η, even where the rule turns it into β = e^{−η}.
     let outcome = run_prompt(
         dir.path(),
@@ -194,7 +189,6 @@ fn feed_forever(path: &Path, head: &[u8], chunk: Vec<u8>) -> std::thread::JoinHa
 fn endless_inputs_are_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let faithful = faithful();
     // A zero device as the checkpoint (made here, not the system's /dev/zero).
     let zero = dir.join("zero");
     let made = std::process::Command::new("mknod")
@@ -361,12 +355,8 @@ fn priors_whose_sum_overflows_are_refused() {
 fn project_matches_the_columns_of_the_curve_or_refuses() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let quakes = data("quakes.csv");
-    let quakes = quakes.to_str().expect("UTF-8");
-    let outcome = run_ok(
-        dir,
-        "curve --columns long,lat @quakes.csv -q --summary c.json",
-    );
+    let quakes = fit_quakes_curve(dir, "c.json");
+    let quakes = quakes.as_str();
     refused(
         &run_prompt(
             dir,
@@ -392,7 +382,7 @@ fn project_matches_the_columns_of_the_curve_or_refuses() {
     let text = std::fs::read_to_string(quakes).expect("quakes");
     let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
     write(dir, "bare.csv", &body);
-    let outcome = run_ok(dir, "curve --columns 2,1 bare.csv -q --summary bare.json");
+    run_ok(dir, "curve --columns 2,1 bare.csv -q --summary bare.json");
     let outcome = run_prompt(dir, &words("project --curve bare.json bare.csv"));
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert_eq!(outcome.stdout, by_name.stdout);

@@ -3,19 +3,12 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{data, refused, run, words, write};
+use common::{data, read_json, refused, run, run_line, run_ok, write};
 use serde_json::Value;
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
-}
 
 #[test]
 fn curve_on_quakes_writes_rounds_summary_and_figure() {
     let dir = tempfile::tempdir().unwrap();
-    let quakes = data("quakes.csv");
     let outcome = run_ok(
         dir.path(),
         "curve --columns long,lat @quakes.csv --output rounds.csv --summary curve.json --plot quakes.svg",
@@ -110,8 +103,7 @@ fn curve_on_quakes_writes_rounds_summary_and_figure() {
 #[test]
 fn project_puts_new_points_on_the_fitted_curve() {
     let dir = tempfile::tempdir().unwrap();
-    let quakes = data("quakes.csv");
-    let fit = run_ok(
+    run_ok(
         dir.path(),
         "curve --columns long,lat @quakes.csv --summary curve.json -q",
     );
@@ -120,7 +112,7 @@ fn project_puts_new_points_on_the_fitted_curve() {
         "new.csv",
         "lat,long\n-20.0,182.0\n-30.0,181.0\n",
     );
-    let outcome = run_ok(
+    run_ok(
         dir.path(),
         "project --curve curve.json --columns long,lat new.csv -o projected.csv --summary projected.json",
     );
@@ -189,9 +181,7 @@ fn a_run_stopped_by_a_bad_row_resumes_to_the_uninterrupted_result() {
         "250",
     ];
     first.extend(common);
-    let stopped = run(dir.path(), &first);
-    assert_eq!(stopped.code, 2, "{stopped:?}");
-    assert!(stopped.stderr.contains("line 602"), "{}", stopped.stderr);
+    refused(&run(dir.path(), &first), "line 602");
     // The fixed file: same rows, the bad one repaired.
     std::fs::copy(dir.path().join("good.csv"), dir.path().join("broken.csv")).unwrap();
     let mut second = first.clone();

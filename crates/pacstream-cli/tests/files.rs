@@ -15,7 +15,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{data, make_fifo, pacstream, refused, run, words, write};
+use common::{data, fit_quakes_curve, make_fifo, pacstream, refused, run, run_line, run_ok, write};
 
 /// Makes a character device node `major:minor` at `path`; `false` (and a note) when this
 /// user cannot.
@@ -72,7 +72,7 @@ fn a_device_named_as_an_output_is_written_through() {
     }
     // A null device (like /dev/null) takes every output, several at once.
     if make_device(&dir.join("null"), 1, 3) {
-        let outcome = run_ok(dir, "kmeans --k 2 --online a.csv -q --summary null -o null");
+        run_ok(dir, "kmeans --k 2 --online a.csv -q --summary null -o null");
         assert!(is_char_device(&dir.join("null")), "the device was replaced");
     }
 }
@@ -87,7 +87,7 @@ fn a_symlink_named_as_an_output_has_its_target_written() {
     // A link to a file that does not exist yet: the file is created.
     std::os::unix::fs::symlink("new.svg", dir.join("dangling.svg")).expect("a symlink");
     std::os::unix::fs::symlink("ck-target.json", dir.join("ck.json")).expect("a symlink");
-    let outcome = run_ok(
+    run_ok(
         dir,
         "kmeans --k 2 --online a.csv -q --summary link.json --plot dangling.svg --checkpoint ck.json --checkpoint-every 50",
     );
@@ -109,7 +109,7 @@ fn a_symlink_named_as_an_output_has_its_target_written() {
             .contains("\"command\": \"kmeans\"")
     );
     // The checkpoint behind the link resumes.
-    let outcome = run_ok(
+    run_ok(
         dir,
         "kmeans --k 2 --online a.csv -q --plot dangling.svg --resume ck.json --checkpoint ck.json",
     );
@@ -132,7 +132,7 @@ fn a_fifo_named_as_an_output_is_written_through() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).expect("the FIFO is read"))
     };
-    let outcome = run_ok(dir, "kmeans --k 2 a.csv -q --summary pipe");
+    run_ok(dir, "kmeans --k 2 a.csv -q --summary pipe");
     // Checked before the reader is joined: a replaced FIFO would leave it waiting forever.
     assert!(
         std::fs::symlink_metadata(&fifo)
@@ -158,20 +158,14 @@ fn an_input_is_never_an_output_under_another_name() {
     std::os::unix::fs::symlink("a.csv", dir.join("s.svg")).expect("a symlink");
     std::fs::create_dir(dir.join("sub")).expect("a folder");
     for args in [
-        &words("kmeans --k 2 --online a.csv -o b.csv")[..],
-        &words("kmeans --k 2 a.csv --summary s.csv"),
-        &words("kmeans --k 2 a.csv --summary sub/../b.csv"),
-        &words("kmeans --k 2 --online a.csv --checkpoint b.csv"),
-        &words("kmeans --k 2 --online a.csv --resume b.csv"),
-        &words("paco a.csv --plot-k s.svg"),
+        "kmeans --k 2 --online a.csv -o b.csv",
+        "kmeans --k 2 a.csv --summary s.csv",
+        "kmeans --k 2 a.csv --summary sub/../b.csv",
+        "kmeans --k 2 --online a.csv --checkpoint b.csv",
+        "kmeans --k 2 --online a.csv --resume b.csv",
+        "paco a.csv --plot-k s.svg",
     ] {
-        let outcome = run(dir, args);
-        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
-        assert!(
-            outcome.stderr.contains("are the same file"),
-            "{args:?}: {}",
-            outcome.stderr
-        );
+        refused(&run_line(dir, args), "are the same file");
         assert_eq!(
             std::fs::read_to_string(dir.join("a.csv")).expect("input"),
             text,
@@ -217,12 +211,8 @@ fn standard_input_redirected_from_an_output_is_refused() {
 fn project_never_overwrites_its_curve() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let quakes = data("quakes.csv");
-    let quakes = quakes.to_str().expect("UTF-8");
-    let outcome = run_ok(
-        dir,
-        "curve --columns long,lat @quakes.csv -q --summary c.json",
-    );
+    let quakes = fit_quakes_curve(dir, "c.json");
+    let quakes = quakes.as_str();
     let curve = std::fs::read(dir.join("c.json")).expect("the curve");
     std::fs::hard_link(dir.join("c.json"), dir.join("d.json")).expect("a hard link");
     for output in ["c.json", "d.json"] {

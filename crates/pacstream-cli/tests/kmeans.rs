@@ -4,21 +4,13 @@ mod common;
 
 use std::path::Path;
 
-use common::{blobs_csv, data, refused, run, words, write};
+use common::{blobs_csv, read_json, read_svg, refused, run, run_line, run_ok, write};
 use serde_json::Value;
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
-}
-
+/// Checks the figure at `path`: a whole SVG document drawing at least `at_least_circles`
+/// circles.
 fn assert_svg(path: &Path, at_least_circles: usize) {
-    let svg = std::fs::read_to_string(path).expect("the figure exists");
-    assert!(
-        svg.starts_with("<svg"),
-        "not an SVG: {}",
-        &svg[..svg.len().min(80)]
-    );
-    assert!(svg.trim_end().ends_with("</svg>"));
+    let svg = read_svg(path);
     let circles = svg.matches("<circle").count();
     assert!(circles >= at_least_circles, "{circles} circles");
 }
@@ -26,7 +18,6 @@ fn assert_svg(path: &Path, at_least_circles: usize) {
 #[test]
 fn batch_kmeans_finds_the_two_eruption_types_of_old_faithful() {
     let dir = tempfile::tempdir().unwrap();
-    let faithful = data("faithful.csv");
     let outcome = run_ok(
         dir.path(),
         "kmeans --k 2 @faithful.csv --output labels.csv --summary summary.json --plot faithful.svg",
@@ -87,7 +78,6 @@ fn batch_kmeans_finds_the_two_eruption_types_of_old_faithful() {
 #[test]
 fn batch_output_as_json_lines_and_summary_to_stdout() {
     let dir = tempfile::tempdir().unwrap();
-    let xclara = data("xclara.csv");
     let outcome = run_ok(
         dir.path(),
         "kmeans --k 3 @xclara.csv -o labels.jsonl --summary -",
@@ -119,8 +109,6 @@ fn batch_output_as_json_lines_and_summary_to_stdout() {
 #[test]
 fn iris_text_column_is_left_out_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
-    let iris = data("iris.csv");
-    let iris = iris.to_str().unwrap();
     let outcome = run_ok(dir.path(), "kmeans --k 3 @iris.csv --summary s.json");
     assert!(
         outcome
@@ -182,7 +170,6 @@ fn weights_pull_the_centre() {
 #[test]
 fn online_kmeans_writes_one_record_per_round() {
     let dir = tempfile::tempdir().unwrap();
-    let faithful = data("faithful.csv");
     let outcome = run_ok(
         dir.path(),
         "kmeans --k 2 --online @faithful.csv -o rounds.csv --summary s.json --plot online.svg",

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{TestRng, blobs_csv, data_arg, pacstream, refused, run, words, write};
+use common::{
+    TestRng, blobs_csv, data_arg, pacstream, refused, run, run_line, run_ok, words, write,
+};
 use serde_json::Value;
 
 /// A streaming run, killed and resumed.
@@ -342,7 +344,7 @@ fn killed_and_resumed_experts_equals_uninterrupted() {
 /// A finished faithful run with a checkpoint, in a fresh directory.
 fn checkpointed_faithful(dir: &Path) -> String {
     let faithful = data_arg("faithful.csv");
-    let outcome = run_ok(
+    run_ok(
         dir,
         "kmeans --k 2 --online @faithful.csv --checkpoint ck.json --checkpoint-every 50 -o rounds.csv -q",
     );
@@ -431,7 +433,7 @@ fn content_of(checkpoint: &str) -> String {
 fn corrupt_checkpoints_are_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let faithful = checkpointed_faithful(dir);
+    checkpointed_faithful(dir);
     let good = std::fs::read_to_string(dir.join("ck.json")).expect("checkpoint");
     let output = std::fs::read(dir.join("rounds.csv")).expect("output");
     let resume = || {

@@ -44,6 +44,10 @@ impl Run {
             .as_ref()
             .expect("a Run is built or restored with its config")
     }
+
+    fn loss(&self) -> Loss {
+        self.config().loss
+    }
 }
 
 impl crate::Snapshot for Run {
@@ -67,12 +71,6 @@ impl crate::Snapshot for Run {
         }
         run.config = Some(config);
         Ok(run)
-    }
-}
-
-impl Run {
-    fn loss(&self) -> Loss {
-        self.config().loss
     }
 }
 

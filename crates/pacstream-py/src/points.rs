@@ -184,7 +184,6 @@ where
         pacstream::data::check_point(&point, dim).map_err(library_error)?;
         guard(|| Ok(Some(model.loss(&point))))
     }
-
 }
 
 impl<L: Serialize + DeserializeOwned> crate::Snapshot for Run<L> {

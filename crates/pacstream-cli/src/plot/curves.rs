@@ -6,7 +6,7 @@ use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::panel::{PanelFrame, RoundSeries, draw_over_rounds};
+use super::panel::{PanelFrame, RoundSeries, draw_mesh, draw_over_rounds, framed_chart};
 use super::{axis_range, cluster_colour};
 
 /// The frame of the two panels beside the curve.
@@ -94,20 +94,14 @@ fn draw_data(
         .chain(figure.hindsight.iter().flatten());
     let x_range = axis_range(all.clone().map(|p| p[0]));
     let y_range = axis_range(all.map(|p| p[1]));
-    let mut chart = ChartBuilder::on(area)
-        .caption(&figure.title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc(&figure.x_label)
-        .y_desc(&figure.y_label)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+    let frame = PanelFrame {
+        caption_size: 20,
+        margin: 12,
+        x_label_area: 45,
+        y_label_area: 60,
+    };
+    let mut chart = framed_chart(area, frame, &figure.title, x_range, y_range)?;
+    draw_mesh(&mut chart, &figure.x_label, &figure.y_label)?;
     let radius = if figure.points.len() > 2000 { 2 } else { 3 };
     chart
         .draw_series(

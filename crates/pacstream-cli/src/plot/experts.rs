@@ -6,6 +6,7 @@ use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::panel::{Chart, PanelFrame, draw_mesh, framed_chart};
 use super::{axis_range, cluster_colour};
 
 /// Legends list at most this many experts; beyond, they hide the curves.
@@ -56,10 +57,6 @@ fn x_range(figure: &ExpertsFigure) -> std::ops::Range<f64> {
     0.0..last.max(1.0)
 }
 
-/// A panel's chart: values against the rounds.
-type RoundChart<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
 /// The chart of one panel of the figure, under `caption`, its y axis (`y_range`, named
 /// `y_desc`) given `y_label_area` pixels, its mesh drawn.
 fn panel<'a, 'b>(
@@ -67,28 +64,22 @@ fn panel<'a, 'b>(
     figure: &ExpertsFigure,
     caption: &str,
     (y_range, y_desc, y_label_area): (std::ops::Range<f64>, &str, u32),
-) -> anyhow::Result<RoundChart<'a, 'b>> {
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(y_label_area)
-        .build_cartesian_2d(x_range(figure), y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round")
-        .y_desc(y_desc)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+) -> anyhow::Result<Chart<'a, 'b>> {
+    let frame = PanelFrame {
+        caption_size: 20,
+        margin: 12,
+        x_label_area: 40,
+        y_label_area,
+    };
+    let mut chart = framed_chart(area, frame, caption, x_range(figure), y_range)?;
+    draw_mesh(&mut chart, "round", y_desc)?;
     Ok(chart)
 }
 
 /// One line per expert: `per_round[k][expert]` at the k-th kept round, `stroke` pixels
 /// wide, each named in the legend when there are few.
-fn draw_expert_lines(
-    chart: &mut RoundChart<'_, '_>,
+fn draw_expert_lines<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
     figure: &ExpertsFigure,
     per_round: &[Vec<f64>],
     stroke: u32,
@@ -116,8 +107,8 @@ fn draw_expert_lines(
 }
 
 /// The legend of the series labelled so far, at `position`.
-fn draw_legend(
-    chart: &mut RoundChart<'_, '_>,
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
     position: SeriesLabelPosition,
 ) -> anyhow::Result<()> {
     chart
@@ -351,20 +342,15 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
     {
         let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&figure.title, ("sans-serif", 20))
-            .margin(14)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0.0..last.max(1.0), y_range)
-            .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("round")
-            .y_desc("weight × forecast (stacked)")
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(draw_error)?;
+        let frame = PanelFrame {
+            caption_size: 20,
+            margin: 14,
+            x_label_area: 45,
+            y_label_area: 80,
+        };
+        let x_range = 0.0..last.max(1.0);
+        let mut chart = framed_chart(&root, frame, &figure.title, x_range, y_range)?;
+        draw_mesh(&mut chart, "round", "weight × forecast (stacked)")?;
         for (expert, (low, high)) in bands.iter().enumerate() {
             let colour = cluster_colour(expert);
             let outline: Vec<(f64, f64)> = figure

@@ -232,3 +232,30 @@ pub fn make_fifo(path: &Path) {
 pub fn data_arg(name: &str) -> String {
     data(name).to_str().expect("a UTF-8 path").to_string()
 }
+
+/// The JSON value in the file at `path`.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
+}
+
+/// The figure at `path`, checked to be a whole SVG document.
+pub fn read_svg(path: &Path) -> String {
+    let svg = std::fs::read_to_string(path).expect("the figure exists");
+    assert!(
+        svg.starts_with("<svg"),
+        "not an SVG: {}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    svg
+}
+
+/// Fits a principal curve to the shipped quakes (longitude, latitude) in `dir`, its summary
+/// written to `summary`; returns the path of the quakes.
+pub fn fit_quakes_curve(dir: &Path, summary: &str) -> String {
+    run_ok(
+        dir,
+        &format!("curve --columns long,lat @quakes.csv -q --summary {summary}"),
+    );
+    data_arg("quakes.csv")
+}
