@@ -8,9 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{
-    Outcome, data_arg, fit_quakes_curve, make_fifo, refused, run_ok, run_within, words, write,
-};
+use common::{Outcome, fit_quakes_curve, make_fifo, refused, run_ok, run_within, words, write};
 use serde_json::Value;
 
 /// A run that must end quickly: a refusal is immediate, and a hang fails the test.
