@@ -118,80 +118,46 @@ mod tests {
     /// cannot drift apart.
     #[test]
     fn help_states_the_library_limits() {
-        use pacstream::{curves, kmeans, paco};
-        let cases: &[(&str, &str, String)] = &[
-            ("kmeans", "k", grouped(kmeans::limits::MAX_CLUSTERS as u64)),
-            (
-                "kmeans",
-                "n-init",
-                grouped(kmeans::limits::MAX_N_INIT as u64),
-            ),
-            (
-                "kmeans",
-                "max-iter",
-                grouped(kmeans::limits::MAX_ITER as u64),
-            ),
-            (
-                "kmeans",
-                "init-size",
-                grouped(kmeans::limits::MAX_INIT_SIZE as u64),
-            ),
-            ("paco", "max-k", grouped(paco::limits::MAX_K as u64)),
-            (
-                "paco",
-                "max-k",
-                grouped(paco::limits::MAX_MODEL_VALUES as u64),
-            ),
-            ("paco", "warmup", grouped(paco::limits::MAX_WARMUP as u64)),
-            (
-                "paco",
-                "iterations",
-                grouped(paco::limits::MAX_ITERATIONS as u64),
-            ),
-            ("paco", "window", grouped(paco::limits::MAX_WINDOW as u64)),
-            ("paco", "eta", format!("0 to {}", paco::limits::MAX_ETA)),
-            (
-                "curve",
-                "max-segments",
-                grouped(curves::limits::MAX_SEGMENTS as u64),
-            ),
-            (
-                "curve",
-                "local-vertices",
-                grouped(curves::limits::MAX_LOCAL_VERTICES as u64),
-            ),
-            (
-                "curve",
-                "max-candidates",
-                grouped(curves::limits::MAX_CANDIDATES as u64),
-            ),
-            (
-                "curve",
-                "warmup",
-                grouped(curves::limits::MAX_WARMUP as u64),
-            ),
-            (
-                "curve",
-                "window",
-                grouped(curves::limits::MAX_WINDOW as u64),
-            ),
-            (
-                "experts",
-                "eta",
-                format!("{:e}", pacstream::experts::limits::MAX_ETA),
-            ),
+        use pacstream::curves::limits as curve;
+        use pacstream::experts::limits as experts;
+        use pacstream::kmeans::limits as kmeans;
+        use pacstream::paco::limits as paco;
+        // The counts, each written as the help groups its digits.
+        let counts = [
+            ("kmeans", "k", kmeans::MAX_CLUSTERS),
+            ("kmeans", "n-init", kmeans::MAX_N_INIT),
+            ("kmeans", "max-iter", kmeans::MAX_ITER),
+            ("kmeans", "init-size", kmeans::MAX_INIT_SIZE),
+            ("paco", "max-k", paco::MAX_K),
+            ("paco", "max-k", paco::MAX_MODEL_VALUES),
+            ("paco", "warmup", paco::MAX_WARMUP),
+            ("paco", "iterations", paco::MAX_ITERATIONS),
+            ("paco", "window", paco::MAX_WINDOW),
+            ("curve", "max-segments", curve::MAX_SEGMENTS),
+            ("curve", "local-vertices", curve::MAX_LOCAL_VERTICES),
+            ("curve", "max-candidates", curve::MAX_CANDIDATES),
+            ("curve", "warmup", curve::MAX_WARMUP),
+            ("curve", "window", curve::MAX_WINDOW),
+        ];
+        let mut cases: Vec<(&str, &str, String)> = counts
+            .into_iter()
+            .map(|(command, option, bound)| (command, option, grouped(bound as u64)))
+            .collect();
+        cases.extend([
+            ("paco", "eta", format!("0 to {}", paco::MAX_ETA)),
+            ("experts", "eta", format!("{:e}", experts::MAX_ETA)),
             (
                 "experts",
                 "loss-bound",
                 format!(
                     "[{:e}, {:e}]",
-                    pacstream::experts::limits::MIN_LOSS_BOUND,
-                    pacstream::experts::limits::MAX_LOSS_BOUND
+                    experts::MIN_LOSS_BOUND,
+                    experts::MAX_LOSS_BOUND
                 ),
             ),
-        ];
+        ]);
         let mut cli = Cli::command();
-        for (command, option, bound) in cases {
+        for (command, option, bound) in &cases {
             let sub = cli
                 .find_subcommand_mut(command)
                 .unwrap_or_else(|| panic!("no command {command}"));
@@ -210,7 +176,7 @@ mod tests {
             );
         }
         assert_eq!(
-            pacstream::experts::limits::MAX_HORIZON,
+            experts::MAX_HORIZON,
             1 << 53,
             "the help of --horizon says 2^53"
         );

@@ -191,38 +191,33 @@ pub fn run_stream<T: StreamTask>(
     let mut progress = Progress::new(notes, reader.bytes().1);
     let mut last_checkpoint = reader.progress().rows_consumed;
     loop {
-        let row = match reader.next_row() {
-            Ok(Some(row)) => row,
+        // A row the reader or the learner refuses is skipped, or stops the run (a bad row).
+        let bad_row = match reader.next_row() {
+            Ok(Some(row)) => match task.learn(&row, &mut sink) {
+                Ok(()) => None,
+                Err(error) if error.is::<RowFault>() => {
+                    let fault = error
+                        .downcast::<RowFault>()
+                        .context("invariant: a row fault")?;
+                    match reader.refuse_current(fault.at, &fault.problem) {
+                        Ok(()) => continue,
+                        Err(error) => Some(error),
+                    }
+                }
+                Err(error) => return Err(error),
+            },
             Ok(None) => break,
-            Err(error) => {
-                return Err(stop_at_bad_row(
-                    task,
-                    reader,
-                    &mut sink,
-                    checkpoints,
-                    notes,
-                    error,
-                ));
-            }
+            Err(error) => Some(error),
         };
-        if let Err(error) = task.learn(&row, &mut sink) {
-            if !error.is::<RowFault>() {
-                return Err(error);
-            }
-            let fault = error
-                .downcast::<RowFault>()
-                .context("invariant: a row fault")?;
-            if let Err(error) = reader.refuse_current(fault.at, &fault.problem) {
-                return Err(stop_at_bad_row(
-                    task,
-                    reader,
-                    &mut sink,
-                    checkpoints,
-                    notes,
-                    error,
-                ));
-            }
-            continue;
+        if let Some(error) = bad_row {
+            return Err(stop_at_bad_row(
+                task,
+                reader,
+                &mut sink,
+                checkpoints,
+                notes,
+                error,
+            ));
         }
         let consumed = reader.progress().rows_consumed;
         if consumed.is_multiple_of(4096) {

@@ -8,18 +8,14 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Outcome, data, data_arg, make_fifo, refused, run, run_within, write};
+use common::{Outcome, fit_quakes_curve, make_fifo, refused, run_ok, run_within, words, write};
 use serde_json::Value;
 
 /// A run that must end quickly: a refusal is immediate, and a hang fails the test.
 const PROMPT: Duration = Duration::from_secs(20);
 
-fn run_prompt(dir: &Path, args: &[&str]) -> Outcome {
+fn run_prompt<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(dir: &Path, args: &[S]) -> Outcome {
     run_within(dir, args, None, PROMPT)
-}
-
-fn faithful() -> String {
-    data_arg("faithful.csv")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -28,96 +24,35 @@ fn faithful() -> String {
 #[test]
 fn huge_counts_are_refused_before_anything_is_allocated() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let faithful = faithful();
-    let cases: &[(&[&str], &str)] = &[
-        (
-            &["paco", "--max-k", "18446744073709551615"],
-            "invalid --max-k: must be at most 1000, got 18446744073709551615",
-        ),
-        (
-            &["paco", "--max-k", "1000000000"],
-            "invalid --max-k: must be at most 1000",
-        ),
-        (
-            &["kmeans", "--k", "2", "--n-init", "1000000000"],
-            "invalid --n-init: must be at most 1000",
-        ),
-        (
-            &["paco", "--iterations", "18446744073709551615"],
-            "invalid --iterations: must be at most 1000000",
-        ),
-        (
-            &["curve", "--local-vertices", "100000"],
-            "invalid --local-vertices: must be at most 1024",
-        ),
-        (
-            &["kmeans", "--k", "10001"],
-            "invalid --k: must be at most 10000",
-        ),
-        (
-            &["kmeans", "--k", "2", "--max-iter", "1000001"],
-            "invalid --max-iter: must be at most 1000000",
-        ),
-        (
-            &["kmeans", "--k", "2", "--online", "--init-size", "10000001"],
-            "invalid --init-size: must be at most 10000000",
-        ),
-        (
-            &["paco", "--warmup", "1000001"],
-            "invalid --warmup: must be at most 1000000",
-        ),
-        (
-            &["paco", "--window", "100000001"],
-            "invalid --window: must be at most 100000000",
-        ),
-        (
-            &["curve", "--max-segments", "1001"],
-            "invalid --max-segments: must be at most 1000",
-        ),
-        (
-            &["curve", "--max-candidates", "65537"],
-            "invalid --max-candidates: must be at most 65536",
-        ),
-        (
-            &["curve", "--warmup", "1000001"],
-            "invalid --warmup: must be at most 1000000",
-        ),
-        (
-            &["curve", "--window", "100000001"],
-            "invalid --window: must be at most 100000000",
-        ),
-        (
-            &["kmeans", "--k", "2", "--online", "--batch-size", "1000001"],
-            "--batch-size",
-        ),
-        (&["paco", "--oracle-restarts", "1001"], "--oracle-restarts"),
-        (
-            &["kmeans", "--k", "2", "--plot-points", "1000001"],
-            "--plot-points",
-        ),
-        (
-            &[
-                "kmeans",
-                "--k",
-                "2",
-                "--online",
-                "--checkpoint",
-                "c.json",
-                "--checkpoint-every",
-                "1000000000001",
-            ],
-            "--checkpoint-every",
-        ),
-    ];
-    for (args, message) in cases {
-        let mut args = args.to_vec();
-        args.push(&faithful);
+    // Each line: the settings, then what the refusal says.
+    let cases = "\
+paco --max-k 18446744073709551615 => invalid --max-k: must be at most 1000, got 18446744073709551615
+paco --max-k 1000000000 => invalid --max-k: must be at most 1000
+kmeans --k 2 --n-init 1000000000 => invalid --n-init: must be at most 1000
+paco --iterations 18446744073709551615 => invalid --iterations: must be at most 1000000
+curve --local-vertices 100000 => invalid --local-vertices: must be at most 1024
+kmeans --k 10001 => invalid --k: must be at most 10000
+kmeans --k 2 --max-iter 1000001 => invalid --max-iter: must be at most 1000000
+kmeans --k 2 --online --init-size 10000001 => invalid --init-size: must be at most 10000000
+paco --warmup 1000001 => invalid --warmup: must be at most 1000000
+paco --window 100000001 => invalid --window: must be at most 100000000
+curve --max-segments 1001 => invalid --max-segments: must be at most 1000
+curve --max-candidates 65537 => invalid --max-candidates: must be at most 65536
+curve --warmup 1000001 => invalid --warmup: must be at most 1000000
+curve --window 100000001 => invalid --window: must be at most 100000000
+kmeans --k 2 --online --batch-size 1000001 => --batch-size
+paco --oracle-restarts 1001 => --oracle-restarts
+kmeans --k 2 --plot-points 1000001 => --plot-points
+kmeans --k 2 --online --checkpoint c.json --checkpoint-every 1000000000001 => --checkpoint-every";
+    for case in cases.lines() {
+        let (settings, message) = case.split_once(" => ").expect("SETTINGS => MESSAGE");
+        let args = words(&format!("{settings} @faithful.csv"));
         refused(&run_prompt(dir.path(), &args), message);
     }
     // At the bound itself, the settings are accepted.
     let outcome = run_prompt(
         dir.path(),
-        &["kmeans", "--k", "2", "--n-init", "1000", &faithful, "-q"],
+        &words("kmeans --k 2 --n-init 1000 @faithful.csv -q"),
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
 }
@@ -125,36 +60,17 @@ fn huge_counts_are_refused_before_anything_is_allocated() {
 #[test]
 fn experts_rates_are_bounded_and_named() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let updown = data("eustock-updown.csv");
-    let updown = updown.to_str().expect("UTF-8");
     // The rate given as η is named as η, even where the rule turns it into β = e^{−η}.
     let outcome = run_prompt(
         dir.path(),
-        &[
-            "experts",
-            "--rule",
-            "rwm",
-            "--eta=-1",
-            "--outcome",
-            "up",
-            updown,
-        ],
+        &words("experts --rule rwm --eta=-1 --outcome up @eustock-updown.csv"),
     );
     refused(&outcome, "invalid --eta: must be finite and > 0, got -1");
     assert!(!outcome.stderr.contains("--beta"), "{}", outcome.stderr);
     refused(
         &run_prompt(
             dir.path(),
-            &[
-                "experts",
-                "--rule",
-                "wm",
-                "--eta",
-                "1000",
-                "--outcome",
-                "up",
-                updown,
-            ],
+            &words("experts --rule wm --eta 1000 --outcome up @eustock-updown.csv"),
         ),
         "invalid --eta",
     );
@@ -162,57 +78,31 @@ fn experts_rates_are_bounded_and_named() {
     refused(
         &run_prompt(
             dir.path(),
-            &[
-                "experts",
-                "--rule",
-                "fpl",
-                "--eta",
-                "1e308",
-                "--loss-bound",
-                "1",
-                "--outcome",
-                "up",
-                updown,
-            ],
+            &words(
+                "experts --rule fpl --eta 1e308 --loss-bound 1 --outcome up @eustock-updown.csv",
+            ),
         ),
         "invalid --eta: must be at most 1e50, got 1e308",
     );
     refused(
-        &run_prompt(dir.path(), &["paco", "--eta", "1e308", &faithful()]),
+        &run_prompt(dir.path(), &words("paco --eta 1e308 @faithful.csv")),
         "invalid --eta: must be in [0, 100], got 1e308",
     );
     refused(
         &run_prompt(
             dir.path(),
-            &[
-                "experts",
-                "--rule",
-                "hedge",
-                "--horizon",
-                "9007199254740993",
-                "--loss-bound",
-                "1",
-                "--outcome",
-                "up",
-                updown,
-            ],
+            &words(
+                "experts --rule hedge --horizon 9007199254740993 --loss-bound 1 --outcome up @eustock-updown.csv",
+            ),
         ),
         "invalid --horizon: must be at most 9007199254740992",
     );
     refused(
         &run_prompt(
             dir.path(),
-            &[
-                "experts",
-                "--rule",
-                "hedge",
-                "--anytime",
-                "--loss-bound",
-                "1e-300",
-                "--outcome",
-                "up",
-                updown,
-            ],
+            &words(
+                "experts --rule hedge --anytime --loss-bound 1e-300 --outcome up @eustock-updown.csv",
+            ),
         ),
         "invalid --loss-bound",
     );
@@ -257,15 +147,7 @@ fn a_wide_header_costs_linear_time() {
     write(dir.path(), "million.csv", wide_csv(1_000_001, 3));
     let outcome = run_prompt(
         dir.path(),
-        &[
-            "experts",
-            "--rule",
-            "hedge",
-            "--outcome",
-            "y",
-            "million.csv",
-            "-q",
-        ],
+        &words("experts --rule hedge --outcome y million.csv -q"),
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
     refused(
@@ -278,7 +160,7 @@ fn a_wide_header_costs_linear_time() {
     );
     write(dir.path(), "too-wide.csv", wide_csv(1_048_577, 1));
     refused(
-        &run_prompt(dir.path(), &["kmeans", "--k", "1", "too-wide.csv"]),
+        &run_prompt(dir.path(), &words("kmeans --k 1 too-wide.csv")),
         "more than 1048576",
     );
 }
@@ -305,7 +187,6 @@ fn feed_forever(path: &Path, head: &[u8], chunk: Vec<u8>) -> std::thread::JoinHa
 fn endless_inputs_are_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let faithful = faithful();
     // A zero device as the checkpoint (made here, not the system's /dev/zero).
     let zero = dir.join("zero");
     let made = std::process::Command::new("mknod")
@@ -318,9 +199,7 @@ fn endless_inputs_are_refused() {
         refused(
             &run_prompt(
                 dir,
-                &[
-                    "kmeans", "--k", "2", "--online", &faithful, "--resume", "zero",
-                ],
+                &words("kmeans --k 2 --online @faithful.csv --resume zero"),
             ),
             "'zero' is not a checkpoint: it is not a regular file",
         );
@@ -334,15 +213,7 @@ fn endless_inputs_are_refused() {
     refused(
         &run_prompt(
             dir,
-            &[
-                "kmeans",
-                "--k",
-                "2",
-                "--online",
-                &faithful,
-                "--resume",
-                "endless.json",
-            ],
+            &words("kmeans --k 2 --online @faithful.csv --resume endless.json"),
         ),
         "is not a checkpoint: it is not a regular file",
     );
@@ -352,14 +223,14 @@ fn endless_inputs_are_refused() {
     // endless field that `project` skips.
     let feeder = feed_forever(&fifo, b"{\"vertices\":[", b"[1,2],".repeat(1000));
     refused(
-        &run_prompt(dir, &["project", "--curve", "endless.json", &faithful]),
+        &run_prompt(dir, &words("project --curve endless.json @faithful.csv")),
         "an array of more than 1001 items",
     );
     feeder.join().expect("the feeder ends");
     let feeder = feed_forever(&fifo, b"{\"projections\":[", b"0,".repeat(10000));
     let outcome = run_within(
         dir,
-        &["project", "--curve", "endless.json", &faithful],
+        &words("project --curve endless.json @faithful.csv"),
         None,
         Duration::from_secs(60),
     );
@@ -373,7 +244,7 @@ fn endless_inputs_are_refused() {
     make_fifo(&input);
     let feeder = feed_forever(&input, b"", vec![b'1'; 1 << 20]);
     refused(
-        &run_prompt(dir, &["kmeans", "--k", "2", "--online", "endless.csv"]),
+        &run_prompt(dir, &words("kmeans --k 2 --online endless.csv")),
         "a line is longer than 64 MiB",
     );
     feeder.join().expect("the feeder ends");
@@ -416,10 +287,7 @@ fn huge_advice_is_refused_by_line_and_column_or_skipped() {
         "y,a,b\n1,1e200,2\n1,2,3\n0,1,1e100\n-1e100,2,3\n1,2,3\n",
     );
     refused(
-        &run_prompt(
-            dir,
-            &["experts", "--rule", "ewa", "--outcome", "y", "big.csv"],
-        ),
+        &run_prompt(dir, &words("experts --rule ewa --outcome y big.csv")),
         "big.csv: line 2, column 2 (\"a\"): \"1e200\" is too large: values must lie within ±1e100",
     );
     for rule in [
@@ -474,19 +342,7 @@ fn priors_whose_sum_overflows_are_refused() {
     // Large priors whose sum is finite are only ratios.
     let outcome = run_prompt(
         dir.path(),
-        &[
-            "experts",
-            "--rule",
-            "ewa",
-            "--prior",
-            "1e307,3e307",
-            "--outcome",
-            "y",
-            "a.csv",
-            "--summary",
-            "-",
-            "-q",
-        ],
+        &words("experts --rule ewa --prior 1e307,3e307 --outcome y a.csv --summary - -q"),
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
     let summary: Value = serde_json::from_str(&outcome.stdout).expect("JSON");
@@ -497,74 +353,35 @@ fn priors_whose_sum_overflows_are_refused() {
 fn project_matches_the_columns_of_the_curve_or_refuses() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let quakes = data("quakes.csv");
-    let quakes = quakes.to_str().expect("UTF-8");
-    let outcome = run(
-        dir,
-        &[
-            "curve",
-            "--columns",
-            "long,lat",
-            quakes,
-            "-q",
-            "--summary",
-            "c.json",
-        ],
-    );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let quakes = fit_quakes_curve(dir, "c.json");
+    let quakes = quakes.as_str();
     refused(
         &run_prompt(
             dir,
-            &[
-                "project",
-                "--curve",
-                "c.json",
-                "--columns",
-                "lat,long",
-                quakes,
-            ],
+            &words("project --curve c.json --columns lat,long @quakes.csv"),
         ),
         "was fitted on the columns long, lat (in this order), and --columns picks lat, long",
     );
     // Without --columns, the curve's own columns, by name: the same as naming them.
-    let by_name = run_prompt(dir, &["project", "--curve", "c.json", quakes]);
+    let by_name = run_prompt(dir, &words("project --curve c.json @quakes.csv"));
     let named = run_prompt(
         dir,
-        &[
-            "project",
-            "--curve",
-            "c.json",
-            "--columns",
-            "long,lat",
-            quakes,
-        ],
+        &words("project --curve c.json --columns long,lat @quakes.csv"),
     );
     assert_eq!(by_name.code, 0, "{by_name:?}");
     assert_eq!(named.code, 0, "{named:?}");
     assert_eq!(by_name.stdout, named.stdout);
     // A file without those columns.
     refused(
-        &run_prompt(dir, &["project", "--curve", "c.json", &faithful()]),
+        &run_prompt(dir, &words("project --curve c.json @faithful.csv")),
         "was fitted on the columns long, lat, which",
     );
     // A curve fitted on a file without a header: its columns by index.
     let text = std::fs::read_to_string(quakes).expect("quakes");
     let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
     write(dir, "bare.csv", &body);
-    let outcome = run(
-        dir,
-        &[
-            "curve",
-            "--columns",
-            "2,1",
-            "bare.csv",
-            "-q",
-            "--summary",
-            "bare.json",
-        ],
-    );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
-    let outcome = run_prompt(dir, &["project", "--curve", "bare.json", "bare.csv"]);
+    run_ok(dir, "curve --columns 2,1 bare.csv -q --summary bare.json");
+    let outcome = run_prompt(dir, &words("project --curve bare.json bare.csv"));
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert_eq!(outcome.stdout, by_name.stdout);
 }
@@ -574,28 +391,22 @@ fn duplicate_column_names_are_refused_not_resolved_to_the_first() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     write(dir.path(), "dup.csv", "a,a,b\n1,10,5\n2,20,6\n3,30,7\n");
     refused(
-        &run_prompt(
-            dir.path(),
-            &["kmeans", "--k", "1", "--columns", "a,b", "dup.csv"],
-        ),
+        &run_prompt(dir.path(), &words("kmeans --k 1 --columns a,b dup.csv")),
         "the name \"a\" is ambiguous: columns 1 and 2 of 'dup.csv' both have it",
     );
     refused(
-        &run_prompt(dir.path(), &["kmeans", "--k", "1", "dup.csv"]),
+        &run_prompt(dir.path(), &words("kmeans --k 1 dup.csv")),
         "columns 1 and 2 of 'dup.csv' are both named \"a\"",
     );
     refused(
         &run_prompt(
             dir.path(),
-            &["experts", "--rule", "hedge", "--outcome", "a", "dup.csv"],
+            &words("experts --rule hedge --outcome a dup.csv"),
         ),
         "ambiguous",
     );
     // By index, one of them is fine.
-    let outcome = run_prompt(
-        dir.path(),
-        &["kmeans", "--k", "1", "--columns", "2,3", "dup.csv", "-q"],
-    );
+    let outcome = run_prompt(dir.path(), &words("kmeans --k 1 --columns 2,3 dup.csv -q"));
     assert_eq!(outcome.code, 0, "{outcome:?}");
 }
 
@@ -660,17 +471,7 @@ fn rows_the_learner_refuses_are_named_and_skippable() {
     assert_eq!(outcome.code, 0, "{outcome:?}");
     let outcome = run_prompt(
         dir.path(),
-        &[
-            "experts",
-            "--rule",
-            "hedge",
-            "--outcome",
-            "y",
-            "rounds.csv",
-            "-o",
-            "reference.csv",
-            "-q",
-        ],
+        &words("experts --rule hedge --outcome y rounds.csv -o reference.csv -q"),
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert_eq!(

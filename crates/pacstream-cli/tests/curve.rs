@@ -3,35 +3,16 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{data, refused, run, write};
+use common::{data, read_json, refused, run, run_line, run_ok, write};
 use serde_json::Value;
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
-}
 
 #[test]
 fn curve_on_quakes_writes_rounds_summary_and_figure() {
     let dir = tempfile::tempdir().unwrap();
-    let quakes = data("quakes.csv");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "curve",
-            "--columns",
-            "long,lat",
-            quakes.to_str().unwrap(),
-            "--output",
-            "rounds.csv",
-            "--summary",
-            "curve.json",
-            "--plot",
-            "quakes.svg",
-        ],
+        "curve --columns long,lat @quakes.csv --output rounds.csv --summary curve.json --plot quakes.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome.stdout.contains("mean squared distance"),
         "{}",
@@ -122,41 +103,19 @@ fn curve_on_quakes_writes_rounds_summary_and_figure() {
 #[test]
 fn project_puts_new_points_on_the_fitted_curve() {
     let dir = tempfile::tempdir().unwrap();
-    let quakes = data("quakes.csv");
-    let fit = run(
+    run_ok(
         dir.path(),
-        &[
-            "curve",
-            "--columns",
-            "long,lat",
-            quakes.to_str().unwrap(),
-            "--summary",
-            "curve.json",
-            "-q",
-        ],
+        "curve --columns long,lat @quakes.csv --summary curve.json -q",
     );
-    assert_eq!(fit.code, 0, "{fit:?}");
     write(
         dir.path(),
         "new.csv",
         "lat,long\n-20.0,182.0\n-30.0,181.0\n",
     );
-    let outcome = run(
+    run_ok(
         dir.path(),
-        &[
-            "project",
-            "--curve",
-            "curve.json",
-            "--columns",
-            "long,lat",
-            "new.csv",
-            "-o",
-            "projected.csv",
-            "--summary",
-            "projected.json",
-        ],
+        "project --curve curve.json --columns long,lat new.csv -o projected.csv --summary projected.json",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     let text = std::fs::read_to_string(dir.path().join("projected.csv")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "row,arc_length,squared_distance,part,index,x1,x2");
@@ -175,36 +134,23 @@ fn project_puts_new_points_on_the_fitted_curve() {
     assert_eq!(summary["input"]["rows"], 2);
 
     // The wrong number of columns is refused with a hint.
-    let wrong = run(dir.path(), &["project", "--curve", "curve.json", "new.csv"]);
+    let wrong = run_line(dir.path(), "project --curve curve.json new.csv");
     assert_eq!(wrong.code, 0, "both columns are numeric: {wrong:?}");
     write(dir.path(), "three.csv", "a,b,c\n1,2,3\n");
-    let wrong = run(
-        dir.path(),
-        &["project", "--curve", "curve.json", "three.csv"],
-    );
+    let wrong = run_line(dir.path(), "project --curve curve.json three.csv");
     assert_eq!(wrong.code, 2, "{wrong:?}");
     assert!(wrong.stderr.contains("--columns"), "{}", wrong.stderr);
-    let missing = run(
-        dir.path(),
-        &["project", "--curve", "nothing.json", "new.csv"],
-    );
+    let missing = run_line(dir.path(), "project --curve nothing.json new.csv");
     assert_eq!(missing.code, 2, "{missing:?}");
-    let plot = run(
+    let plot = run_line(
         dir.path(),
-        &[
-            "project",
-            "--curve",
-            "curve.json",
-            "new.csv",
-            "--plot",
-            "p.svg",
-        ],
+        "project --curve curve.json new.csv --plot p.svg",
     );
     assert_eq!(plot.code, 2, "{plot:?}");
     assert!(plot.stderr.contains("--plot"), "{}", plot.stderr);
     // A curve file that is not a polygonal line: no panic, a usage error.
     write(dir.path(), "equal.json", r#"{"vertices":[[1,2],[1,2]]}"#);
-    let equal = run(dir.path(), &["project", "--curve", "equal.json", "new.csv"]);
+    let equal = run_line(dir.path(), "project --curve equal.json new.csv");
     assert_eq!(equal.code, 2, "{equal:?}");
 }
 
@@ -235,9 +181,7 @@ fn a_run_stopped_by_a_bad_row_resumes_to_the_uninterrupted_result() {
         "250",
     ];
     first.extend(common);
-    let stopped = run(dir.path(), &first);
-    assert_eq!(stopped.code, 2, "{stopped:?}");
-    assert!(stopped.stderr.contains("line 602"), "{}", stopped.stderr);
+    refused(&run(dir.path(), &first), "line 602");
     // The fixed file: same rows, the bad one repaired.
     std::fs::copy(dir.path().join("good.csv"), dir.path().join("broken.csv")).unwrap();
     let mut second = first.clone();
@@ -285,35 +229,13 @@ fn bad_settings_are_usage_errors() {
     let mut far: Vec<&str> = quakes_text.lines().collect();
     far.insert(101, "-20.0,1e12,100,4.5,20");
     write(dir.path(), "far.csv", far.join("\n") + "\n");
-    let outcome = run(
-        dir.path(),
-        &[
-            "curve",
-            "far.csv",
-            "--columns",
-            "long,lat",
-            "--window",
-            "500",
-        ],
-    );
+    let outcome = run_line(dir.path(), "curve far.csv --columns long,lat --window 500");
     refused(&outcome, "far.csv: line 102: a point lies");
     // It is a bad row like any other: skipped and counted on request.
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "curve",
-            "far.csv",
-            "--columns",
-            "long,lat",
-            "--window",
-            "500",
-            "--on-bad-row",
-            "skip",
-            "--summary",
-            "-",
-        ],
+        "curve far.csv --columns long,lat --window 500 --on-bad-row skip --summary -",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome.stdout.contains("\"bad_rows_skipped\": 1"),
         "{}",

@@ -15,7 +15,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{data, make_fifo, pacstream, refused, run, write};
+use common::{data, fit_quakes_curve, make_fifo, pacstream, refused, run, run_line, run_ok, write};
 
 /// Makes a character device node `major:minor` at `path`; `false` (and a note) when this
 /// user cannot.
@@ -55,10 +55,7 @@ fn a_device_named_as_an_output_is_written_through() {
     faithful(dir);
     // A full device (like /dev/full): the write fails, the device stays a device.
     if make_device(&dir.join("full"), 1, 7) {
-        let outcome = run(
-            dir,
-            &["kmeans", "--k", "2", "a.csv", "-q", "--summary", "full"],
-        );
+        let outcome = run_line(dir, "kmeans --k 2 a.csv -q --summary full");
         assert_eq!(outcome.code, 1, "{outcome:?}");
         assert!(
             outcome
@@ -69,39 +66,13 @@ fn a_device_named_as_an_output_is_written_through() {
         );
         assert!(is_char_device(&dir.join("full")), "the device was replaced");
         // A checkpoint is replaced atomically at every save: a device is refused.
-        let outcome = run(
-            dir,
-            &[
-                "kmeans",
-                "--k",
-                "2",
-                "--online",
-                "a.csv",
-                "--checkpoint",
-                "full",
-            ],
-        );
+        let outcome = run_line(dir, "kmeans --k 2 --online a.csv --checkpoint full");
         refused(&outcome, "is not a regular file");
         assert!(is_char_device(&dir.join("full")));
     }
     // A null device (like /dev/null) takes every output, several at once.
     if make_device(&dir.join("null"), 1, 3) {
-        let outcome = run(
-            dir,
-            &[
-                "kmeans",
-                "--k",
-                "2",
-                "--online",
-                "a.csv",
-                "-q",
-                "--summary",
-                "null",
-                "-o",
-                "null",
-            ],
-        );
-        assert_eq!(outcome.code, 0, "{outcome:?}");
+        run_ok(dir, "kmeans --k 2 --online a.csv -q --summary null -o null");
         assert!(is_char_device(&dir.join("null")), "the device was replaced");
     }
 }
@@ -116,26 +87,10 @@ fn a_symlink_named_as_an_output_has_its_target_written() {
     // A link to a file that does not exist yet: the file is created.
     std::os::unix::fs::symlink("new.svg", dir.join("dangling.svg")).expect("a symlink");
     std::os::unix::fs::symlink("ck-target.json", dir.join("ck.json")).expect("a symlink");
-    let outcome = run(
+    run_ok(
         dir,
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            "a.csv",
-            "-q",
-            "--summary",
-            "link.json",
-            "--plot",
-            "dangling.svg",
-            "--checkpoint",
-            "ck.json",
-            "--checkpoint-every",
-            "50",
-        ],
+        "kmeans --k 2 --online a.csv -q --summary link.json --plot dangling.svg --checkpoint ck.json --checkpoint-every 50",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     for (link, target) in [
         ("link.json", "target.json"),
         ("dangling.svg", "new.svg"),
@@ -154,24 +109,10 @@ fn a_symlink_named_as_an_output_has_its_target_written() {
             .contains("\"command\": \"kmeans\"")
     );
     // The checkpoint behind the link resumes.
-    let outcome = run(
+    run_ok(
         dir,
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            "a.csv",
-            "-q",
-            "--plot",
-            "dangling.svg",
-            "--resume",
-            "ck.json",
-            "--checkpoint",
-            "ck.json",
-        ],
+        "kmeans --k 2 --online a.csv -q --plot dangling.svg --resume ck.json --checkpoint ck.json",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         std::fs::symlink_metadata(dir.join("ck.json"))
             .expect("link")
@@ -191,11 +132,7 @@ fn a_fifo_named_as_an_output_is_written_through() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).expect("the FIFO is read"))
     };
-    let outcome = run(
-        dir,
-        &["kmeans", "--k", "2", "a.csv", "-q", "--summary", "pipe"],
-    );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    run_ok(dir, "kmeans --k 2 a.csv -q --summary pipe");
     // Checked before the reader is joined: a replaced FIFO would leave it waiting forever.
     assert!(
         std::fs::symlink_metadata(&fifo)
@@ -207,18 +144,7 @@ fn a_fifo_named_as_an_output_is_written_through() {
     let received = reader.join().expect("the reader ends");
     assert!(received.contains("\"command\": \"kmeans\""), "{received}");
     // A FIFO is refused as a checkpoint (before anything is read from it or written).
-    let outcome = run(
-        dir,
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            "a.csv",
-            "--checkpoint",
-            "pipe",
-        ],
-    );
+    let outcome = run_line(dir, "kmeans --k 2 --online a.csv --checkpoint pipe");
     refused(&outcome, "is not a regular file");
 }
 
@@ -232,30 +158,14 @@ fn an_input_is_never_an_output_under_another_name() {
     std::os::unix::fs::symlink("a.csv", dir.join("s.svg")).expect("a symlink");
     std::fs::create_dir(dir.join("sub")).expect("a folder");
     for args in [
-        &["kmeans", "--k", "2", "--online", "a.csv", "-o", "b.csv"][..],
-        &["kmeans", "--k", "2", "a.csv", "--summary", "s.csv"],
-        &["kmeans", "--k", "2", "a.csv", "--summary", "sub/../b.csv"],
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            "a.csv",
-            "--checkpoint",
-            "b.csv",
-        ],
-        &[
-            "kmeans", "--k", "2", "--online", "a.csv", "--resume", "b.csv",
-        ],
-        &["paco", "a.csv", "--plot-k", "s.svg"],
+        "kmeans --k 2 --online a.csv -o b.csv",
+        "kmeans --k 2 a.csv --summary s.csv",
+        "kmeans --k 2 a.csv --summary sub/../b.csv",
+        "kmeans --k 2 --online a.csv --checkpoint b.csv",
+        "kmeans --k 2 --online a.csv --resume b.csv",
+        "paco a.csv --plot-k s.svg",
     ] {
-        let outcome = run(dir, args);
-        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
-        assert!(
-            outcome.stderr.contains("are the same file"),
-            "{args:?}: {}",
-            outcome.stderr
-        );
+        refused(&run_line(dir, args), "are the same file");
         assert_eq!(
             std::fs::read_to_string(dir.join("a.csv")).expect("input"),
             text,
@@ -301,21 +211,8 @@ fn standard_input_redirected_from_an_output_is_refused() {
 fn project_never_overwrites_its_curve() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let quakes = data("quakes.csv");
-    let quakes = quakes.to_str().expect("UTF-8");
-    let outcome = run(
-        dir,
-        &[
-            "curve",
-            "--columns",
-            "long,lat",
-            quakes,
-            "-q",
-            "--summary",
-            "c.json",
-        ],
-    );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let quakes = fit_quakes_curve(dir, "c.json");
+    let quakes = quakes.as_str();
     let curve = std::fs::read(dir.join("c.json")).expect("the curve");
     std::fs::hard_link(dir.join("c.json"), dir.join("d.json")).expect("a hard link");
     for output in ["c.json", "d.json"] {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{TestRng, data, run, run_with_stdin, write};
+use common::{TestRng, data, refused, run, run_line, run_ok, run_with_stdin, words, write};
 
 const FAITHFUL_HEAD: &str = "\"eruptions\",\"waiting\"\n3.6,79\n1.8,54\n";
 
@@ -16,19 +16,10 @@ fn kmeans_on(text: &str, extra: &[&str]) -> common::Outcome {
     run(dir.path(), &args)
 }
 
-fn assert_bad_input(outcome: &common::Outcome, message: &str) {
-    assert_eq!(outcome.code, 2, "{outcome:?}");
-    assert!(
-        outcome.stderr.contains(message),
-        "expected {message:?} in stderr: {}",
-        outcome.stderr
-    );
-}
-
 #[test]
 fn a_malformed_value_names_file_line_and_column() {
     let outcome = kmeans_on(&format!("{FAITHFUL_HEAD}4.1,abc\n"), &[]);
-    assert_bad_input(
+    refused(
         &outcome,
         "error: faithful.csv: line 4, column 2 (\"waiting\"): \"abc\" is not a number",
     );
@@ -38,7 +29,7 @@ fn a_malformed_value_names_file_line_and_column() {
 fn nan_and_infinities_are_refused() {
     for value in ["NaN", "nan", "inf", "-Infinity", "1e999"] {
         let outcome = kmeans_on(&format!("{FAITHFUL_HEAD}{value},70\n"), &[]);
-        assert_bad_input(
+        refused(
             &outcome,
             &format!(
                 "faithful.csv: line 4, column 1 (\"eruptions\"): \"{value}\" is not a finite number"
@@ -50,16 +41,16 @@ fn nan_and_infinities_are_refused() {
 #[test]
 fn a_row_of_the_wrong_width_is_refused() {
     let outcome = kmeans_on(&format!("{FAITHFUL_HEAD}4.1,70,3\n"), &[]);
-    assert_bad_input(&outcome, "faithful.csv: line 4: expected 2 fields, found 3");
+    refused(&outcome, "faithful.csv: line 4: expected 2 fields, found 3");
     let outcome = kmeans_on(&format!("{FAITHFUL_HEAD}4.1\n"), &[]);
-    assert_bad_input(&outcome, "faithful.csv: line 4: expected 2 fields, found 1");
+    refused(&outcome, "faithful.csv: line 4: expected 2 fields, found 1");
 }
 
 #[test]
 fn empty_and_header_only_files_are_refused() {
-    assert_bad_input(&kmeans_on("", &[]), "'faithful.csv' is empty");
-    assert_bad_input(&kmeans_on("\n\r\n\n", &[]), "'faithful.csv' is empty");
-    assert_bad_input(
+    refused(&kmeans_on("", &[]), "'faithful.csv' is empty");
+    refused(&kmeans_on("\n\r\n\n", &[]), "'faithful.csv' is empty");
+    refused(
         &kmeans_on("\"eruptions\",\"waiting\"\n", &[]),
         "'faithful.csv' has a header but no data rows",
     );
@@ -68,42 +59,42 @@ fn empty_and_header_only_files_are_refused() {
 #[test]
 fn a_missing_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let outcome = run(dir.path(), &["kmeans", "--k", "2", "x.csv"]);
+    let outcome = run_line(dir.path(), "kmeans --k 2 x.csv");
     assert_eq!(outcome.code, 2);
     assert_eq!(
         outcome.stderr.trim_end(),
         "error: cannot open 'x.csv': No such file or directory"
     );
-    let outcome = run(dir.path(), &["kmeans", "--k", "2", "."]);
-    assert_bad_input(&outcome, "cannot open '.': Is a directory");
+    let outcome = run_line(dir.path(), "kmeans --k 2 .");
+    refused(&outcome, "cannot open '.': Is a directory");
 }
 
 #[test]
 fn bad_columns_are_named() {
     let text = format!("{FAITHFUL_HEAD}4.1,70\n");
-    assert_bad_input(
+    refused(
         &kmeans_on(&text, &["--columns", "wait"]),
         "--columns: no column named \"wait\" in 'faithful.csv' (its columns: \"eruptions\", \"waiting\")",
     );
-    assert_bad_input(
+    refused(
         &kmeans_on(&text, &["--columns", "1,3"]),
         "--columns: there is no column 3: 'faithful.csv' has 2 columns",
     );
-    assert_bad_input(
+    refused(
         &kmeans_on(&text, &["--columns", "0"]),
         "--columns: column indices start at 1",
     );
-    assert_bad_input(
+    refused(
         &kmeans_on(&text, &["--columns", "waiting,2"]),
         "selected twice",
     );
-    assert_bad_input(
+    refused(
         &kmeans_on("1,2\n3,4\n", &["--columns", "a"]),
         "\"a\" is not a column index, and 'faithful.csv' has no header",
     );
     // A column chosen by hand that holds text: the first row says so.
     let outcome = kmeans_on("\"a\",\"s\"\n1,x\n", &["--columns", "s"]);
-    assert_bad_input(&outcome, "line 2, column 2 (\"s\"): \"x\" is not a number");
+    refused(&outcome, "line 2, column 2 (\"s\"): \"x\" is not a number");
 }
 
 #[test]
@@ -111,22 +102,10 @@ fn bad_rows_can_be_skipped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!("{FAITHFUL_HEAD}x,1\n4.1,70\n5,NaN\n1,2,3\n4.2,71\n");
     write(dir.path(), "f.csv", text);
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "f.csv",
-            "--on-bad-row",
-            "skip",
-            "--summary",
-            "s.json",
-            "-o",
-            "labels.csv",
-        ],
+        "kmeans --k 1 f.csv --on-bad-row skip --summary s.json -o labels.csv",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome
             .stderr
@@ -153,28 +132,16 @@ fn bad_rows_can_be_skipped_and_counted() {
     assert_eq!(rows, ["1", "2", "4", "7"]);
 
     // Quiet: the count is in the summary, not on stderr.
-    let outcome = run(
-        dir.path(),
-        &["kmeans", "--k", "1", "f.csv", "--on-bad-row", "skip", "-q"],
-    );
+    let outcome = run_line(dir.path(), "kmeans --k 1 f.csv --on-bad-row skip -q");
     assert_eq!((outcome.code, outcome.stderr.as_str()), (0, ""));
 
     // Every row bad: nothing to learn from.
     write(dir.path(), "g.csv", "\"a\"\nx\ny\n");
-    let outcome = run(
+    let outcome = run_line(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "g.csv",
-            "--on-bad-row",
-            "skip",
-            "--columns",
-            "a",
-        ],
+        "kmeans --k 1 g.csv --on-bad-row skip --columns a",
     );
-    assert_bad_input(&outcome, "no good rows");
+    refused(&outcome, "no good rows");
 }
 
 #[test]
@@ -317,17 +284,13 @@ fn standard_input_is_read_as_a_stream() {
     let dir = tempfile::tempdir().unwrap();
     let outcome = run_with_stdin(
         dir.path(),
-        &["kmeans", "--k", "1", "--online", "-", "-o", "-", "-q"],
+        &words("kmeans --k 1 --online - -o - -q"),
         Some(b"x\n1\n2\n3\n"),
     );
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert_eq!(outcome.stdout.lines().count(), 3);
-    let outcome = run_with_stdin(
-        dir.path(),
-        &["kmeans", "--k", "1", "-"],
-        Some(b"x\n1\nzz\n"),
-    );
-    assert_bad_input(
+    let outcome = run_with_stdin(dir.path(), &words("kmeans --k 1 -"), Some(b"x\n1\nzz\n"));
+    refused(
         &outcome,
         "<stdin>: line 3, column 1 (\"x\"): \"zz\" is not a number",
     );
@@ -453,32 +416,14 @@ fn a_run_never_overwrites_its_input_or_writes_a_file_twice() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let text = format!("{FAITHFUL_HEAD}4.1,70\n");
     write(dir.path(), "f.csv", &text);
-    let cases: &[&[&str]] = &[
-        &["kmeans", "--k", "1", "f.csv", "-o", "./f.csv"],
-        &["kmeans", "--k", "1", "f.csv", "--summary", "f.csv"],
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "--online",
-            "f.csv",
-            "-o",
-            "a.csv",
-            "--checkpoint",
-            "a.csv",
-        ],
-        &[
-            "kmeans", "--k", "1", "--online", "f.csv", "--resume", "f.csv",
-        ],
+    let cases = [
+        "kmeans --k 1 f.csv -o ./f.csv",
+        "kmeans --k 1 f.csv --summary f.csv",
+        "kmeans --k 1 --online f.csv -o a.csv --checkpoint a.csv",
+        "kmeans --k 1 --online f.csv --resume f.csv",
     ];
     for args in cases {
-        let outcome = run(dir.path(), args);
-        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
-        assert!(
-            outcome.stderr.contains("are the same file"),
-            "{}",
-            outcome.stderr
-        );
+        refused(&run_line(dir.path(), args), "are the same file");
     }
     assert_eq!(
         std::fs::read_to_string(dir.path().join("f.csv")).expect("input"),

@@ -4,21 +4,13 @@ mod common;
 
 use std::path::Path;
 
-use common::{blobs_csv, data, refused, run, write};
+use common::{blobs_csv, read_json, read_svg, refused, run, run_line, run_ok, write};
 use serde_json::Value;
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
-}
-
+/// Checks the figure at `path`: a whole SVG document drawing at least `at_least_circles`
+/// circles.
 fn assert_svg(path: &Path, at_least_circles: usize) {
-    let svg = std::fs::read_to_string(path).expect("the figure exists");
-    assert!(
-        svg.starts_with("<svg"),
-        "not an SVG: {}",
-        &svg[..svg.len().min(80)]
-    );
-    assert!(svg.trim_end().ends_with("</svg>"));
+    let svg = read_svg(path);
     let circles = svg.matches("<circle").count();
     assert!(circles >= at_least_circles, "{circles} circles");
 }
@@ -26,23 +18,10 @@ fn assert_svg(path: &Path, at_least_circles: usize) {
 #[test]
 fn batch_kmeans_finds_the_two_eruption_types_of_old_faithful() {
     let dir = tempfile::tempdir().unwrap();
-    let faithful = data("faithful.csv");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            faithful.to_str().unwrap(),
-            "--output",
-            "labels.csv",
-            "--summary",
-            "summary.json",
-            "--plot",
-            "faithful.svg",
-        ],
+        "kmeans --k 2 @faithful.csv --output labels.csv --summary summary.json --plot faithful.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(outcome.stdout.contains("inertia"), "{}", outcome.stdout);
     assert!(outcome.stdout.contains("converged"));
 
@@ -99,21 +78,10 @@ fn batch_kmeans_finds_the_two_eruption_types_of_old_faithful() {
 #[test]
 fn batch_output_as_json_lines_and_summary_to_stdout() {
     let dir = tempfile::tempdir().unwrap();
-    let xclara = data("xclara.csv");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "3",
-            xclara.to_str().unwrap(),
-            "-o",
-            "labels.jsonl",
-            "--summary",
-            "-",
-        ],
+        "kmeans --k 3 @xclara.csv -o labels.jsonl --summary -",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     // The report moved to stderr, so stdout is exactly the summary.
     assert!(outcome.stderr.contains("inertia"));
     let summary: Value = serde_json::from_str(&outcome.stdout).unwrap();
@@ -141,13 +109,7 @@ fn batch_output_as_json_lines_and_summary_to_stdout() {
 #[test]
 fn iris_text_column_is_left_out_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
-    let iris = data("iris.csv");
-    let iris = iris.to_str().unwrap();
-    let outcome = run(
-        dir.path(),
-        &["kmeans", "--k", "3", iris, "--summary", "s.json"],
-    );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let outcome = run_ok(dir.path(), "kmeans --k 3 @iris.csv --summary s.json");
     assert!(
         outcome
             .stderr
@@ -164,23 +126,9 @@ fn iris_text_column_is_left_out_with_a_note() {
     );
 
     // Columns by name and index; plot axes by name.
-    let outcome = run(
+    let outcome = run_line(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "3",
-            iris,
-            "--columns",
-            "Petal.Length,4",
-            "--summary",
-            "s.json",
-            "--plot",
-            "iris.svg",
-            "--axes",
-            "Petal.Width,Petal.Length",
-            "-q",
-        ],
+        "kmeans --k 3 @iris.csv --columns Petal.Length,4 --summary s.json --plot iris.svg --axes Petal.Width,Petal.Length -q",
     );
     assert_eq!(
         (
@@ -204,21 +152,10 @@ fn iris_text_column_is_left_out_with_a_note() {
 fn weights_pull_the_centre() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "w.csv", "x,w\n0,1\n10,3\n");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "1",
-            "w.csv",
-            "--sample-weights",
-            "w",
-            "--summary",
-            "-",
-            "-q",
-        ],
+        "kmeans --k 1 w.csv --sample-weights w --summary - -q",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     let summary: Value = serde_json::from_str(&outcome.stdout).unwrap();
     assert_eq!(summary["centres"][0][0], 7.5);
     assert_eq!(summary["input"]["weights"], "w");
@@ -226,34 +163,17 @@ fn weights_pull_the_centre() {
     // A negative weight is a bad row (named by the option's former spelling, still
     // accepted).
     write(dir.path(), "neg.csv", "x,w\n0,1\n10,-3\n");
-    let outcome = run(
-        dir.path(),
-        &["kmeans", "--k", "1", "neg.csv", "--weights", "2"],
-    );
+    let outcome = run_line(dir.path(), "kmeans --k 1 neg.csv --weights 2");
     refused(&outcome, "line 3, column 2 (\"w\"): \"-3\" is negative");
 }
 
 #[test]
 fn online_kmeans_writes_one_record_per_round() {
     let dir = tempfile::tempdir().unwrap();
-    let faithful = data("faithful.csv");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            faithful.to_str().unwrap(),
-            "-o",
-            "rounds.csv",
-            "--summary",
-            "s.json",
-            "--plot",
-            "online.svg",
-        ],
+        "kmeans --k 2 --online @faithful.csv -o rounds.csv --summary s.json --plot online.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(outcome.stdout.contains("cumulative loss"));
     let rounds = std::fs::read_to_string(dir.path().join("rounds.csv")).unwrap();
     let mut lines = rounds.lines();
@@ -283,23 +203,10 @@ fn online_kmeans_writes_one_record_per_round() {
 fn online_mini_batches_and_json_lines_to_stdout() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "blobs.csv", blobs_csv(2000, 2, 7, false));
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "kmeans",
-            "--k",
-            "4",
-            "--online",
-            "--batch-size",
-            "64",
-            "--decay",
-            "500",
-            "blobs.csv",
-            "-o",
-            "-",
-        ],
+        "kmeans --k 4 --online --batch-size 64 --decay 500 blobs.csv -o -",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     // The report goes to stderr when stdout carries the records.
     assert!(outcome.stderr.contains("sequential k-means"));
     let records: Vec<Value> = outcome

@@ -5,23 +5,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{blobs_csv, data, run, write};
+use common::{blobs_csv, data, read_json, read_svg, run, run_ok, write};
 use serde_json::Value;
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
-}
-
-fn assert_svg(path: &Path) -> String {
-    let svg = std::fs::read_to_string(path).expect("the figure exists");
-    assert!(
-        svg.starts_with("<svg"),
-        "not an SVG: {}",
-        &svg[..svg.len().min(80)]
-    );
-    assert!(svg.trim_end().ends_with("</svg>"));
-    svg
-}
 
 /// The first `rows` data rows of `text` (with its header).
 fn head(text: &str, rows: usize) -> String {
@@ -35,32 +20,11 @@ fn head(text: &str, rows: usize) -> String {
 fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(data("changing.csv")).unwrap();
-    let input = write(dir.path(), "changing.csv", head(&text, 700));
-    let outcome = run(
+    write(dir.path(), "changing.csv", head(&text, 700));
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "paco",
-            input.to_str().unwrap(),
-            "--columns",
-            "x,y",
-            "--labels",
-            "cluster",
-            "--iterations",
-            "150",
-            "--centres",
-            "--output",
-            "rounds.csv",
-            "--summary",
-            "summary.json",
-            "--plot",
-            "clusters.svg",
-            "--plot-k",
-            "k.svg",
-            "--plot-loss",
-            "loss.svg",
-        ],
+        "paco changing.csv --columns x,y --labels cluster --iterations 150 --centres --output rounds.csv --summary summary.json --plot clusters.svg --plot-k k.svg --plot-loss loss.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(outcome.stdout.contains("PACBO on"), "{}", outcome.stdout);
     assert!(
         outcome
@@ -143,10 +107,10 @@ fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
     assert!(lines[51].starts_with("51,"), "{}", lines[51]);
     assert!(lines[700].contains("\"[["), "{}", lines[700]);
 
-    assert_svg(&dir.path().join("clusters.svg"));
-    let k = assert_svg(&dir.path().join("k.svg"));
+    read_svg(&dir.path().join("clusters.svg"));
+    let k = read_svg(&dir.path().join("k.svg"));
     assert!(k.contains("true k"));
-    let loss = assert_svg(&dir.path().join("loss.svg"));
+    let loss = read_svg(&dir.path().join("loss.svg"));
     assert!(
         loss.contains("best fixed clustering in hindsight with k = k̂_T"),
         "{loss}"
@@ -160,23 +124,10 @@ fn online_run_on_a_changing_stream_writes_records_summary_and_figures() {
 #[test]
 fn the_bound_is_labelled_for_the_ideal_sampler_and_the_runs_a() {
     let dir = tempfile::tempdir().unwrap();
-    let input = data("faithful.csv");
-    let outcome = run(
+    let outcome = run_ok(
         dir.path(),
-        &[
-            "paco",
-            input.to_str().unwrap(),
-            "--iterations",
-            "100",
-            "--coeff",
-            "5",
-            "--summary",
-            "s.json",
-            "--plot-loss",
-            "loss.svg",
-        ],
+        "paco @faithful.csv --iterations 100 --coeff 5 --summary s.json --plot-loss loss.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome.stdout.contains(
             "on the expected cumulative loss of the ideal sampler (exact draws from the \
@@ -216,7 +167,7 @@ fn the_bound_is_labelled_for_the_ideal_sampler_and_the_runs_a() {
     assert!(cumulative <= bound["value"].as_f64().unwrap());
     // The best fixed clustering in hindsight is not the k of the bound.
     assert_ne!(hindsight["best"]["k"].as_u64().unwrap(), k_of_bound);
-    let loss = assert_svg(&dir.path().join("loss.svg"));
+    let loss = read_svg(&dir.path().join("loss.svg"));
     assert!(
         loss.contains("expected loss (Li, Guedj &amp; Loustau 2018, a = 5)"),
         "{loss}"
@@ -226,22 +177,11 @@ fn the_bound_is_labelled_for_the_ideal_sampler_and_the_runs_a() {
 #[test]
 fn batch_mode_finds_four_blobs() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "blobs.csv", blobs_csv(400, 2, 3, false));
-    let outcome = run(
+    write(dir.path(), "blobs.csv", blobs_csv(400, 2, 3, false));
+    run_ok(
         dir.path(),
-        &[
-            "paco",
-            "--batch",
-            input.to_str().unwrap(),
-            "--summary",
-            "summary.json",
-            "--output",
-            "labels.jsonl",
-            "--plot",
-            "batch.svg",
-        ],
+        "paco --batch blobs.csv --summary summary.json --output labels.jsonl --plot batch.svg",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     let summary = read_json(&dir.path().join("summary.json"));
     assert_eq!(summary["mode"], "batch");
     assert_eq!(summary["n_clusters"], 4);
@@ -254,7 +194,7 @@ fn batch_mode_finds_four_blobs() {
     assert_eq!(sizes, 400);
     let labels = std::fs::read_to_string(dir.path().join("labels.jsonl")).unwrap();
     assert_eq!(labels.lines().count(), 400);
-    assert_svg(&dir.path().join("batch.svg"));
+    read_svg(&dir.path().join("batch.svg"));
 }
 
 /// A run checkpointed at its end and resumed on a longer input writes exactly the output

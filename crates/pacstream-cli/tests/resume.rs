@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{TestRng, blobs_csv, data_arg, pacstream, refused, run, write};
+use common::{
+    TestRng, blobs_csv, data_arg, pacstream, refused, run, run_line, run_ok, words, write,
+};
 use serde_json::Value;
 
 /// A streaming run, killed and resumed.
@@ -17,8 +19,8 @@ struct Scenario {
     name: &'static str,
     /// The input file's text.
     input: String,
-    /// The command and its options, without the input and the outputs.
-    args: &'static [&'static str],
+    /// The command and its options, without the input and the outputs (as typed).
+    args: &'static str,
     checkpoint_every: &'static str,
     /// Files the run writes, compared byte for byte with the uninterrupted run's (the
     /// summary without its wall times).
@@ -64,7 +66,7 @@ fn experts_csv(rows: usize, seed: u64) -> String {
 }
 
 fn base_args(scenario: &Scenario, prefix: &str) -> Vec<String> {
-    let mut args: Vec<String> = scenario.args.iter().map(|s| s.to_string()).collect();
+    let mut args = words(scenario.args);
     args.extend(["input.csv".to_string(), "-q".to_string()]);
     for (flag, name) in [
         ("--output", "rounds.jsonl"),
@@ -289,7 +291,7 @@ fn killed_and_resumed_kmeans_equals_uninterrupted() {
     kill_and_resume(&Scenario {
         name: "k-means, one row at a time",
         input: blobs_csv(60_000, 3, 42, false),
-        args: &["kmeans", "--k", "4", "--online"],
+        args: "kmeans --k 4 --online",
         checkpoint_every: "400",
         outputs: &["rounds.jsonl", "summary.json"],
     });
@@ -300,26 +302,7 @@ fn killed_and_resumed_kmeans_mini_batches_with_weights_bad_rows_and_plot() {
     kill_and_resume(&Scenario {
         name: "k-means, mini-batches",
         input: with_bad_rows(&blobs_csv(40_000, 2, 42, true), 997),
-        args: &[
-            "kmeans",
-            "--k",
-            "4",
-            "--online",
-            "--batch-size",
-            "7",
-            "--weights",
-            "w",
-            "--on-bad-row",
-            "skip",
-            "--decay",
-            "2000",
-            "--reassignment-ratio",
-            "0.05",
-            "--plot-points",
-            "300",
-            "--seed",
-            "9",
-        ],
+        args: "kmeans --k 4 --online --batch-size 7 --weights w --on-bad-row skip --decay 2000 --reassignment-ratio 0.05 --plot-points 300 --seed 9",
         checkpoint_every: "250",
         outputs: &["rounds.jsonl", "summary.json", "figure.svg"],
     });
@@ -330,21 +313,7 @@ fn killed_and_resumed_paco_equals_uninterrupted() {
     kill_and_resume(&Scenario {
         name: "PACBO, window memory",
         input: with_bad_rows(&blobs_csv(3_000, 2, 11, false), 499),
-        args: &[
-            "paco",
-            "--iterations",
-            "20",
-            "--window",
-            "300",
-            "--warmup",
-            "30",
-            "--on-bad-row",
-            "skip",
-            "--plot-points",
-            "200",
-            "--seed",
-            "3",
-        ],
+        args: "paco --iterations 20 --window 300 --warmup 30 --on-bad-row skip --plot-points 200 --seed 3",
         checkpoint_every: "30",
         outputs: &["rounds.jsonl", "summary.json", "figure.svg"],
     });
@@ -355,15 +324,7 @@ fn killed_and_resumed_curve_equals_uninterrupted() {
     kill_and_resume(&Scenario {
         name: "principal curve, window memory",
         input: blobs_csv(4_000, 2, 5, false),
-        args: &[
-            "curve",
-            "--window",
-            "300",
-            "--plot-points",
-            "200",
-            "--seed",
-            "4",
-        ],
+        args: "curve --window 300 --plot-points 200 --seed 4",
         checkpoint_every: "40",
         outputs: &["rounds.jsonl", "summary.json", "figure.svg"],
     });
@@ -374,7 +335,7 @@ fn killed_and_resumed_experts_equals_uninterrupted() {
     kill_and_resume(&Scenario {
         name: "experts, EWA with a sleeping expert",
         input: experts_csv(40_000, 8),
-        args: &["experts", "--rule", "ewa", "--outcome", "y", "--weights"],
+        args: "experts --rule ewa --outcome y --weights",
         checkpoint_every: "300",
         outputs: &["rounds.jsonl", "summary.json", "figure.svg"],
     });
@@ -383,24 +344,10 @@ fn killed_and_resumed_experts_equals_uninterrupted() {
 /// A finished faithful run with a checkpoint, in a fresh directory.
 fn checkpointed_faithful(dir: &Path) -> String {
     let faithful = data_arg("faithful.csv");
-    let outcome = run(
+    run_ok(
         dir,
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            &faithful,
-            "--checkpoint",
-            "ck.json",
-            "--checkpoint-every",
-            "50",
-            "-o",
-            "rounds.csv",
-            "-q",
-        ],
+        "kmeans --k 2 --online @faithful.csv --checkpoint ck.json --checkpoint-every 50 -o rounds.csv -q",
     );
-    assert_eq!(outcome.code, 0, "{outcome:?}");
     faithful
 }
 
@@ -446,18 +393,7 @@ fn resuming_with_other_settings_or_input_is_refused() {
     let mut other = std::fs::read_to_string(&faithful).expect("faithful");
     other = other.replacen("3.6,79", "3.6,80", 1);
     write(dir, "other.csv", other);
-    let outcome = run(
-        dir,
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            "other.csv",
-            "--resume",
-            "ck.json",
-        ],
-    );
+    let outcome = run_line(dir, "kmeans --k 2 --online other.csv --resume ck.json");
     refused(&outcome, "differ from those the checkpoint was made from");
     // An output file changed since the checkpoint: refused, and left as it is.
     write(dir, "rounds.csv", "t\n");
@@ -468,10 +404,7 @@ fn resuming_with_other_settings_or_input_is_refused() {
         "t\n"
     );
     // Batch mode has no checkpoints.
-    let outcome = run(
-        dir,
-        &["kmeans", "--k", "2", &faithful, "--resume", "ck.json"],
-    );
+    let outcome = run_line(dir, "kmeans --k 2 @faithful.csv --resume ck.json");
     assert_eq!(outcome.code, 2);
 }
 
@@ -500,23 +433,13 @@ fn content_of(checkpoint: &str) -> String {
 fn corrupt_checkpoints_are_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = dir.path();
-    let faithful = checkpointed_faithful(dir);
+    checkpointed_faithful(dir);
     let good = std::fs::read_to_string(dir.join("ck.json")).expect("checkpoint");
     let output = std::fs::read(dir.join("rounds.csv")).expect("output");
     let resume = || {
-        run(
+        run_line(
             dir,
-            &[
-                "kmeans",
-                "--k",
-                "2",
-                "--online",
-                &faithful,
-                "--resume",
-                "bad.json",
-                "-o",
-                "rounds.csv",
-            ],
+            "kmeans --k 2 --online @faithful.csv --resume bad.json -o rounds.csv",
         )
     };
     let refused = |bytes: &[u8], message: &str| {
@@ -607,17 +530,9 @@ fn corrupt_checkpoints_are_refused() {
         assert!(content.contains(&from), "{from}");
         refused(&reseal(&content.replacen(&from, &to, 1)), message);
     }
-    let outcome = run(
+    let outcome = run_line(
         dir,
-        &[
-            "kmeans",
-            "--k",
-            "2",
-            "--online",
-            &faithful,
-            "--resume",
-            "none.json",
-        ],
+        "kmeans --k 2 --online @faithful.csv --resume none.json",
     );
     assert_eq!(outcome.code, 2);
     assert!(outcome.stderr.contains("cannot open 'none.json'"));
@@ -632,26 +547,21 @@ fn flipped_bits_are_refused_or_harmless() {
     let dir = dir.path();
     write(dir, "points.csv", blobs_csv(300, 2, 3, false));
     write(dir, "advice.csv", experts_csv(300, 2));
-    let commands: [&[&str]; 4] = [
-        &["kmeans", "--k", "3", "--online", "points.csv"],
-        &["paco", "--iterations", "10", "--warmup", "20", "points.csv"],
-        &["curve", "--window", "100", "points.csv"],
-        &["experts", "--rule", "hedge", "--outcome", "y", "advice.csv"],
+    let commands = [
+        "kmeans --k 3 --online points.csv",
+        "paco --iterations 10 --warmup 20 points.csv",
+        "curve --window 100 points.csv",
+        "experts --rule hedge --outcome y advice.csv",
     ];
     let mut rng = TestRng::new(17);
     for command in commands {
-        let with = |extra: &[&'static str]| -> Vec<&'static str> {
-            let mut args: Vec<&'static str> = command.to_vec();
-            args.extend_from_slice(extra);
-            args.push("-q");
-            args
-        };
-        let outcome = run(dir, &with(&["-o", "reference.jsonl"]));
+        let with = |extra: &str| words(&format!("{command} {extra} -q"));
+        let outcome = run(dir, &with("-o reference.jsonl"));
         assert_eq!(outcome.code, 0, "{outcome:?}");
         let reference = std::fs::read(dir.join("reference.jsonl")).expect("reference");
         // A run stopped half-way: its checkpoint and output.
         let half: String = {
-            let input = if command.contains(&"advice.csv") {
+            let input = if command.contains("advice.csv") {
                 "advice.csv"
             } else {
                 "points.csv"
@@ -660,9 +570,15 @@ fn flipped_bits_are_refused_or_harmless() {
             text.lines().take(151).map(|l| format!("{l}\n")).collect()
         };
         write(dir, "half.csv", &half);
-        let half_args: Vec<&str> = with(&["-o", "out.jsonl", "--checkpoint", "ck.json"])
+        let half_args: Vec<String> = with("-o out.jsonl --checkpoint ck.json")
             .into_iter()
-            .map(|a| if a.ends_with(".csv") { "half.csv" } else { a })
+            .map(|a| {
+                if a.ends_with(".csv") {
+                    "half.csv".to_string()
+                } else {
+                    a
+                }
+            })
             .collect();
         assert_eq!(run(dir, &half_args).code, 0);
         let checkpoint = std::fs::read(dir.join("ck.json")).expect("checkpoint");
@@ -677,14 +593,7 @@ fn flipped_bits_are_refused_or_harmless() {
             let _ = std::fs::remove_file(dir.join("next.json"));
             let outcome = run(
                 dir,
-                &with(&[
-                    "-o",
-                    "out.jsonl",
-                    "--resume",
-                    "flipped.json",
-                    "--checkpoint",
-                    "next.json",
-                ]),
+                &with("-o out.jsonl --resume flipped.json --checkpoint next.json"),
             );
             if outcome.code == 2 {
                 refused += 1;
@@ -750,19 +659,7 @@ fn a_bad_row_stops_the_run_but_keeps_what_was_learned() {
     resumed.extend(["--resume", "ck.json", "-q"]);
     let outcome = run(dir, &resumed);
     assert_eq!(outcome.code, 0, "{outcome:?}");
-    let outcome = run(
-        dir,
-        &[
-            "kmeans",
-            "--k",
-            "4",
-            "--online",
-            "input.csv",
-            "-o",
-            "reference.csv",
-            "-q",
-        ],
-    );
+    let outcome = run_line(dir, "kmeans --k 4 --online input.csv -o reference.csv -q");
     assert_eq!(outcome.code, 0);
     assert_eq!(
         std::fs::read(dir.join("rounds.csv")).expect("output"),

@@ -45,7 +45,17 @@ impl Run {
             .expect("a Run is built or restored with its config")
     }
 
-    fn restore(text: &str, name: &str) -> PyResult<Self> {
+    fn loss(&self) -> Loss {
+        self.config().loss
+    }
+}
+
+impl crate::Snapshot for Run {
+    fn to_json(&self) -> PyResult<String> {
+        to_json(self)
+    }
+
+    fn from_json(text: &str, name: &str) -> PyResult<Self> {
         let mut run: Run = from_json(text, name)?;
         let config = run
             .params
@@ -61,10 +71,6 @@ impl Run {
         }
         run.config = Some(config);
         Ok(run)
-    }
-
-    fn loss(&self) -> Loss {
-        self.config().loss
     }
 }
 
@@ -245,14 +251,7 @@ fn check_mask(
 
 macro_rules! aggregator_class {
     ($class:ident, $name:literal, { $($extra:tt)* }) => {
-        #[pyclass(module = "pacstream._pacstream", name = $name)]
-        #[derive(Debug)]
-        pub struct $class {
-            run: Run,
-        }
-
-        #[pymethods]
-        impl $class {
+        snapshot_class!($class, $name, Run, {
             $($extra)*
 
             /// Plays one round: every expert's advice (a sequence or 1-D float64 array),
@@ -451,36 +450,14 @@ macro_rules! aggregator_class {
                 let summary = self.run.config().summary(self.run.rule.as_dyn(), &names);
                 serde_to_py(py, &summary)
             }
-
+        },
+        to_json: [
             /// The snapshot as JSON text (settings, weights, random state); `from_json`
             /// resumes it bit for bit.
-            fn to_json(&self) -> PyResult<String> {
-                to_json(&self.run)
-            }
-
+        ],
+        from_json: [
             /// Restores a snapshot written by `to_json`; a corrupt one raises ValueError.
-            #[staticmethod]
-            fn from_json(text: &str) -> PyResult<Self> {
-                let run = Run::restore(text, $name)?;
-                Ok(Self { run })
-            }
-
-            fn __reduce__<'py>(
-                slf: &Bound<'py, Self>,
-            ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyString>,))> {
-                let text = to_json(&slf.borrow().run)?;
-                let restore = slf.get_type().getattr("from_json")?;
-                Ok((restore, (PyString::new(slf.py(), &text),)))
-            }
-
-            fn __copy__(&self) -> Self {
-                Self { run: self.run.clone() }
-            }
-
-            fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
-                Self { run: self.run.clone() }
-            }
-        }
+        ]);
     };
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arrays;
 use crate::errors::lib;
-use crate::values::{from_json, named, serde_to_py, to_json};
+use crate::values::{from_json, named_given, serde_to_py, to_json};
 
 /// The seeding: a method by the library's name (`greedy++`, `k-means++`, `random`) or the
 /// initial centres as a k × d float64 array.
@@ -86,12 +86,8 @@ impl PyKMeans {
     ) -> PyResult<Self> {
         let mut params = KMeansParams::new(n_clusters).seed(seed);
         let init = init.map(init_from).transpose()?;
-        let stopping = stopping
-            .map(|name| named::<Stopping>(name, "stopping"))
-            .transpose()?;
-        let algorithm = algorithm
-            .map(|name| named::<Algorithm>(name, "algorithm"))
-            .transpose()?;
+        let stopping = named_given::<Stopping>(stopping, "stopping")?;
+        let algorithm = named_given::<Algorithm>(algorithm, "algorithm")?;
         set_given!(params, init, n_init, max_iter, tol, stopping, algorithm);
         let config = lib(|| params.check())?;
         Ok(Self {

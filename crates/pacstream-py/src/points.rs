@@ -20,7 +20,7 @@ use crate::arrays;
 use crate::errors::{guard, lib, library_error};
 use crate::kmeans::init_from;
 use crate::record::Record;
-use crate::values::{from_json, named, serde_to_py, to_json};
+use crate::values::{from_json, named_given, serde_to_py, to_json};
 
 /// What `learn_many` writes per round beyond the loss: the label (nearest centre) and one
 /// count (clusters, segments), each -1 where the round has none.
@@ -184,13 +184,15 @@ where
         pacstream::data::check_point(&point, dim).map_err(library_error)?;
         guard(|| Ok(Some(model.loss(&point))))
     }
+}
 
-    pub fn to_json(&self) -> PyResult<String> {
+impl<L: Serialize + DeserializeOwned> crate::Snapshot for Run<L> {
+    fn to_json(&self) -> PyResult<String> {
         to_json(self)
     }
 
-    pub fn from_json(text: &str, what: &str) -> PyResult<Self> {
-        from_json(text, what)
+    fn from_json(text: &str, name: &str) -> PyResult<Self> {
+        from_json(text, name)
     }
 }
 
@@ -234,14 +236,7 @@ impl Layout for pacstream::curves::PrincipalCurveStep {
 /// class's constructor and model accessors (one `#[pymethods]` block per class).
 macro_rules! point_learner {
     ($class:ident, $name:literal, $learner:ty, { $($extra:tt)* }) => {
-        #[pyclass(module = "pacstream._pacstream", name = $name)]
-        #[derive(Debug)]
-        pub struct $class {
-            run: Run<$learner>,
-        }
-
-        #[pymethods]
-        impl $class {
+        snapshot_class!($class, $name, Run<$learner>, {
             $($extra)*
 
             /// Pays the loss of the current model on the point `x` (a sequence of floats
@@ -300,38 +295,15 @@ macro_rules! point_learner {
             fn report(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
                 serde_to_py(py, self.run.learner().report())
             }
-
+        },
+        to_json: [
             /// The snapshot as JSON text: learner, random state and totals. `from_json`
             /// resumes it bit for bit.
-            fn to_json(&self) -> PyResult<String> {
-                self.run.to_json()
-            }
-
+        ],
+        from_json: [
             /// Restores a snapshot written by `to_json`; a corrupt or inconsistent one
             /// raises ValueError.
-            #[staticmethod]
-            fn from_json(text: &str) -> PyResult<Self> {
-                Ok(Self {
-                    run: Run::from_json(text, $name)?,
-                })
-            }
-
-            fn __reduce__<'py>(
-                slf: &Bound<'py, Self>,
-            ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyString>,))> {
-                let text = slf.borrow().run.to_json()?;
-                let restore = slf.get_type().getattr("from_json")?;
-                Ok((restore, (PyString::new(slf.py(), &text),)))
-            }
-
-            fn __copy__(&self) -> Self {
-                Self { run: self.run.clone() }
-            }
-
-            fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
-                Self { run: self.run.clone() }
-            }
-        }
+        ]);
     };
 }
 
@@ -510,17 +482,24 @@ pub fn inertia_rows(
     })
 }
 
-/// A radius: a number, or "auto" (the library's choice from the warm-up).
-fn radius_from<R>(radius: &Bound<'_, PyAny>, auto: R, given: fn(f64) -> R) -> PyResult<R> {
+/// A radius given (or None): a number, or "auto" (the library's choice from the warm-up).
+fn radius_from<R>(
+    radius: Option<&Bound<'_, PyAny>>,
+    auto: R,
+    given: fn(f64) -> R,
+) -> PyResult<Option<R>> {
+    let Some(radius) = radius else {
+        return Ok(None);
+    };
     if let Ok(text) = radius.extract::<String>() {
         if text == "auto" {
-            return Ok(auto);
+            return Ok(Some(auto));
         }
         return Err(PyValueError::new_err(format!(
             "invalid parameter `radius`: a number or \"auto\", got {text:?}"
         )));
     }
-    Ok(given(radius.extract::<f64>()?))
+    Ok(Some(given(radius.extract::<f64>()?)))
 }
 
 centre_learner!(PyPaco, "Paco", Paco, {
@@ -553,15 +532,9 @@ centre_learner!(PyPaco, "Paco", Paco, {
         seed: u64,
     ) -> PyResult<Self> {
         let mut params = PacoParams::new().seed(seed);
-        let radius = radius
-            .map(|r| radius_from(r, Radius::Auto, Radius::Given))
-            .transpose()?;
-        let proposal = proposal
-            .map(|name| named::<ProposalScale>(name, "proposal"))
-            .transpose()?;
-        let summation = summation
-            .map(|name| named::<Summation>(name, "summation"))
-            .transpose()?;
+        let radius = radius_from(radius, Radius::Auto, Radius::Given)?;
+        let proposal = named_given::<ProposalScale>(proposal, "proposal")?;
+        let summation = named_given::<Summation>(summation, "summation")?;
         let memory = window.map(Memory::Window);
         set_given!(
             params,
@@ -650,15 +623,9 @@ point_learner!(
         ) -> PyResult<Self> {
             use pacstream::curves::{Estimator, Feedback, Memory, PrincipalCurveParams, Radius};
             let mut params = PrincipalCurveParams::new().seed(seed);
-            let radius = radius
-                .map(|r| radius_from(r, Radius::Auto, Radius::Given))
-                .transpose()?;
-            let feedback = feedback
-                .map(|name| named::<Feedback>(name, "feedback"))
-                .transpose()?;
-            let estimator = estimator
-                .map(|name| named::<Estimator>(name, "estimator"))
-                .transpose()?;
+            let radius = radius_from(radius, Radius::Auto, Radius::Given)?;
+            let feedback = named_given::<Feedback>(feedback, "feedback")?;
+            let estimator = named_given::<Estimator>(estimator, "estimator")?;
             let memory = window.map(Memory::Window);
             set_given!(
                 params,

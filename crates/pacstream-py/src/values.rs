@@ -141,3 +141,11 @@ pub fn named<E: DeserializeOwned>(value: &str, parameter: &str) -> PyResult<E> {
         .or_else(|_| serde_json::from_value(Value::String(pascal)))
         .map_err(|e| PyValueError::new_err(format!("invalid parameter `{parameter}`: {e}")))
 }
+
+/// [`named`] for a setting that may be left out (None).
+pub fn named_given<E: DeserializeOwned>(
+    value: Option<&str>,
+    parameter: &str,
+) -> PyResult<Option<E>> {
+    value.map(|value| named(value, parameter)).transpose()
+}

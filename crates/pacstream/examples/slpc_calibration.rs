@@ -10,21 +10,9 @@
 //!
 //! Run: `cargo run --release -p pacstream --example slpc_calibration [quick]`
 
-use std::time::Instant;
+mod support;
 
-/// Seconds of CPU time of this thread (Linux: /proc/thread-self/schedstat), or of wall time
-/// where that is not available: on a machine shared with other work, CPU time is slowed
-/// only by contention for caches and memory, not by waiting for a core.
-fn clock() -> f64 {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let cpu = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|text| text.split_whitespace().next()?.parse::<f64>().ok());
-    match cpu {
-        Some(nanoseconds) => 1e-9 * nanoseconds,
-        None => START.get_or_init(Instant::now).elapsed().as_secs_f64(),
-    }
-}
+use support::clock;
 
 use pacstream::curves::{Comparator, Estimator, Feedback, PrincipalCurveParams};
 use pacstream::{OnlineLearner, StreamRng};

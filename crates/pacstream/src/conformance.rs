@@ -400,6 +400,32 @@ impl<'s, F> Conformance<'s, F, Vec<f64>> {
     }
 }
 
+/// The whole suite for a learner of points on `stream`, snapshots taken at `cuts`, with the
+/// invalid points generated around the stream's first point ([`InvalidPoints::around`]):
+/// the run every family of point learners makes.
+///
+/// ```
+/// use pacstream::conformance::check_points;
+/// use pacstream::kmeans::SequentialKMeansParams;
+///
+/// let stream: Vec<Vec<f64>> = (0..40).map(|i| vec![f64::from(i % 7), 1.0]).collect();
+/// let make = |seed| SequentialKMeansParams::new(2).seed(seed).check().unwrap().build();
+/// assert!(check_points(make, &stream, &[0, 1, 20, 39]).is_ok());
+/// ```
+pub fn check_points<L, F>(make: F, stream: &[Vec<f64>], cuts: &[usize]) -> Result<(), Violation>
+where
+    L: OnlineLearner + Serialize + DeserializeOwned + Send,
+    L::Step: Serialize,
+    F: Fn(u64) -> L + Sync,
+    Vec<f64>: OwnedInput<L>,
+{
+    let invalid = InvalidPoints::around(stream.first().map_or(&[], Vec::as_slice));
+    Conformance::new(make, stream)
+        .invalid_points(&invalid)
+        .cuts(cuts)
+        .check_all()
+}
+
 fn to_json<T: Serialize>(value: &T, check: &'static str) -> Result<String, Violation> {
     serde_json::to_string(value).map_err(|e| Violation {
         check,

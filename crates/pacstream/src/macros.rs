@@ -27,3 +27,28 @@ macro_rules! validated_snapshot {
         }
     };
 }
+
+/// The setters of a builder of parameters: `field: Type;` sets the field to the value given,
+/// `field: Option<Type>;` sets it to `Some(value)` (a setting whose default is decided at
+/// `check`). Each setter keeps the doc comment written above it and is `#[must_use]`.
+macro_rules! setters {
+    () => {};
+    ($(#[$meta:meta])* $field:ident: Option<$type:ty>; $($rest:tt)*) => {
+        $(#[$meta])*
+        #[must_use]
+        pub fn $field(mut self, $field: $type) -> Self {
+            self.$field = Some($field);
+            self
+        }
+        setters!($($rest)*);
+    };
+    ($(#[$meta:meta])* $field:ident: $type:ty; $($rest:tt)*) => {
+        $(#[$meta])*
+        #[must_use]
+        pub fn $field(mut self, $field: $type) -> Self {
+            self.$field = $field;
+            self
+        }
+        setters!($($rest)*);
+    };
+}

@@ -2,7 +2,7 @@
 //! curve from one segment, the seismic data against the batch reference, projections, the
 //! hindsight comparator, and property tests of the polygonal-line geometry.
 
-use pacstream::conformance::{Conformance, InvalidPoints, assert_send_sync};
+use pacstream::conformance::{assert_send_sync, check_points};
 use pacstream::curves::{
     Comparator, Estimator, Feedback, Memory, Phase, PrincipalCurve, PrincipalCurveLearner,
     PrincipalCurveParams, Radius, learning_rate,
@@ -38,11 +38,7 @@ fn quakes() -> Vec<Vec<f64>> {
 
 fn conformance(params: PrincipalCurveParams, stream: &[Vec<f64>], cuts: &[usize]) {
     let make = |seed| params.clone().seed(seed).check().unwrap().build();
-    Conformance::new(make, stream)
-        .invalid_points(&InvalidPoints::around(&stream[0]))
-        .cuts(cuts)
-        .check_all()
-        .unwrap();
+    check_points(make, stream, cuts).unwrap();
 }
 
 #[test]

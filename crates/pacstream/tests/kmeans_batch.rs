@@ -88,6 +88,14 @@ fn assert_labels_are_nearest(data: ArrayView2<'_, f64>, fit: &KMeans, what: &str
     checked
 }
 
+/// The fit of `data` from the centres `given`, by `algorithm`.
+fn fit_from(data: ArrayView2<'_, f64>, given: &Centres, algorithm: Algorithm) -> KMeans {
+    let params = KMeansParams::new(given.n_centres())
+        .init(Init::Given(given.clone()))
+        .algorithm(algorithm);
+    fit(data, params)
+}
+
 fn fit(data: ArrayView2<'_, f64>, params: KMeansParams) -> KMeans {
     params
         .check()
@@ -174,12 +182,7 @@ fn oracle_given_centres_two_iterations() {
     let data = array![[0.0], [2.0], [4.0], [10.0]];
     let given = Centres::from_rows(&[[0.0], [10.0]]).unwrap();
     for algorithm in ALGORITHMS {
-        let fitted = fit(
-            data.view(),
-            KMeansParams::new(2)
-                .init(Init::Given(given.clone()))
-                .algorithm(algorithm),
-        );
+        let fitted = fit_from(data.view(), &given, algorithm);
         assert_eq!(fitted.labels(), [0, 0, 0, 1]);
         assert_eq!(fitted.centres().as_slice(), [2.0, 10.0]);
         let report = fitted.report();
@@ -222,12 +225,7 @@ fn empty_cluster_is_reseeded_at_the_farthest_point() {
     let data = array![[0.0], [1.0], [2.0], [10.0], [11.0], [12.0]];
     let given = Centres::from_rows(&[[1.0], [11.0], [100.0]]).unwrap();
     for algorithm in ALGORITHMS {
-        let fitted = fit(
-            data.view(),
-            KMeansParams::new(3)
-                .init(Init::Given(given.clone()))
-                .algorithm(algorithm),
-        );
+        let fitted = fit_from(data.view(), &given, algorithm);
         let report = fitted.report();
         assert_eq!(report.empty_cluster_reseeds, 1, "{algorithm:?}");
         assert_eq!(fitted.centres().as_slice(), [1.5, 11.0, 0.0]);
@@ -244,12 +242,7 @@ fn two_empty_clusters_take_distinct_far_points() {
     let data = array![[0.0], [1.0], [20.0], [20.0], [2.0]];
     let given = Centres::from_rows(&[[1.0], [-100.0], [-200.0]]).unwrap();
     for algorithm in ALGORITHMS {
-        let fitted = fit(
-            data.view(),
-            KMeansParams::new(3)
-                .init(Init::Given(given.clone()))
-                .algorithm(algorithm),
-        );
+        let fitted = fit_from(data.view(), &given, algorithm);
         let report = fitted.report();
         assert!(report.empty_cluster_reseeds >= 2, "{algorithm:?}");
         let mut centres = fitted.centres().as_slice().to_vec();
@@ -570,12 +563,7 @@ fn centring_keeps_digits_far_from_the_origin() {
     )
     .unwrap();
     for algorithm in ALGORITHMS {
-        let far_fit = fit(
-            far.view(),
-            KMeansParams::new(4)
-                .init(Init::Given(given.clone()))
-                .algorithm(algorithm),
-        );
+        let far_fit = fit_from(far.view(), &given, algorithm);
         assert_eq!(far_fit.labels(), near_fit.labels());
         let relative = (far_fit.report().inertia - near_fit.report().inertia).abs()
             / near_fit.report().inertia;

@@ -454,20 +454,26 @@ impl RowReader {
         (self.records.position().byte(), self.total_bytes)
     }
 
+    /// Makes the next record the current one: the one put back, else the next one read;
+    /// `false` at the end of the input.
+    fn advance(&mut self) -> anyhow::Result<bool> {
+        if let Some(pending) = self.pending.take() {
+            self.record = pending;
+            return Ok(true);
+        }
+        let mut record = std::mem::take(&mut self.record);
+        let more = self.read_record(&mut record)?;
+        self.record = record;
+        Ok(more)
+    }
+
     /// The next good row, or `None` at the end of the input. A bad row is an error
     /// (`--on-bad-row error`: it is not counted as consumed, so a checkpoint made after the
     /// error resumes at that row) or is skipped and counted.
     pub fn next_row(&mut self) -> anyhow::Result<Option<Row<'_>>> {
         loop {
-            if let Some(pending) = self.pending.take() {
-                self.record = pending;
-            } else {
-                let mut record = std::mem::take(&mut self.record);
-                let more = self.read_record(&mut record)?;
-                self.record = record;
-                if !more {
-                    return Ok(None);
-                }
+            if !self.advance()? {
+                return Ok(None);
             }
             match self.parse_record() {
                 Ok(()) => {
@@ -536,19 +542,12 @@ impl RowReader {
     /// Skips the rows a checkpointed run consumed, checking that they are the same rows.
     pub fn fast_forward(&mut self, target: &InputProgress) -> anyhow::Result<()> {
         while self.progress.rows_consumed < target.rows_consumed {
-            if let Some(pending) = self.pending.take() {
-                self.record = pending;
-            } else {
-                let mut record = std::mem::take(&mut self.record);
-                let more = self.read_record(&mut record)?;
-                self.record = record;
-                if !more {
-                    return Err(bad_input(format!(
-                        "'{}' has {} data rows, but the checkpoint had already read {}: it is \
-                         not the input the checkpoint was made from",
-                        self.source_name, self.progress.rows_consumed, target.rows_consumed
-                    )));
-                }
+            if !self.advance()? {
+                return Err(bad_input(format!(
+                    "'{}' has {} data rows, but the checkpoint had already read {}: it is \
+                     not the input the checkpoint was made from",
+                    self.source_name, self.progress.rows_consumed, target.rows_consumed
+                )));
             }
             self.consume_record();
         }
@@ -793,6 +792,12 @@ mod tests {
         path
     }
 
+    /// A reader of the file `name` holding `bytes`, written in `dir`.
+    fn open(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> RowReader {
+        let path = write(dir, name, bytes);
+        RowReader::open(&options(&path), &[], Notes::new(true)).unwrap()
+    }
+
     fn read_all(reader: &mut RowReader) -> anyhow::Result<Vec<Vec<f64>>> {
         let mut rows = Vec::new();
         while let Some(row) = reader.next_row()? {
@@ -812,12 +817,11 @@ mod tests {
     #[test]
     fn header_bom_crlf_quotes_and_blank_lines() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(
+        let mut reader = open(
             &dir,
             "x.csv",
             b"\xEF\xBB\xBF\"a\";\"b\"\r\n1;2\r\n\r\n\"3\";4.5\r\n",
         );
-        let mut reader = RowReader::open(&options(&path), &[], Notes::new(true)).unwrap();
         assert_eq!(reader.column_names().header.unwrap(), ["a", "b"]);
         assert_eq!(
             read_all(&mut reader).unwrap(),
@@ -829,8 +833,7 @@ mod tests {
     #[test]
     fn headerless_tsv_by_extension() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(&dir, "x.tsv", b"1\t2\n3\t4\n");
-        let mut reader = RowReader::open(&options(&path), &[], Notes::new(true)).unwrap();
+        let mut reader = open(&dir, "x.tsv", b"1\t2\n3\t4\n");
         assert!(reader.column_names().header.is_none());
         assert_eq!(read_all(&mut reader).unwrap().len(), 2);
     }
@@ -857,19 +860,18 @@ mod tests {
     #[test]
     fn bad_rows_name_line_and_column() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write(
+        let mut reader = open(
             &dir,
             "f.csv",
             b"\"e\",\"w\"\n1,2\n3,abc\n4,5,6\n7,NaN\n8,9\n",
         );
-        let mut reader = RowReader::open(&options(&path), &[], Notes::new(true)).unwrap();
         reader.next_row().unwrap();
         let error = reader.next_row().unwrap_err().to_string();
         assert!(
             error.ends_with("f.csv: line 3, column 2 (\"w\"): \"abc\" is not a number"),
             "{error}"
         );
-        let mut skipping = options(&path);
+        let mut skipping = options(&dir.path().join("f.csv"));
         skipping.on_bad_row = BadRowPolicy::Skip;
         let mut reader = RowReader::open(&skipping, &[], Notes::new(true)).unwrap();
         let rows = read_all(&mut reader).unwrap();

@@ -5,6 +5,7 @@ use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::panel::{PanelFrame, RoundSeries, draw_mesh, draw_over_rounds, framed_chart};
 use super::{axis_range, cluster_colour};
 
 /// Legends are drawn only for this many clusters or fewer; beyond, they hide the data.
@@ -82,20 +83,15 @@ fn draw_points(
     };
     let x_range = axis_range(figure.points.iter().map(|p| p[0]).chain(centre_x));
     let y_range = axis_range(figure.points.iter().map(|p| p[1]).chain(centre_y));
-    let mut chart = ChartBuilder::on(area)
-        .caption(&figure.title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x_range.clone(), y_range.clone())
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc(&figure.x_label)
-        .y_desc(&figure.y_label)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+    let frame = PanelFrame {
+        caption_size: 20,
+        margin: 12,
+        x_label_area: 45,
+        y_label_area: 70,
+    };
+    let (x, y) = (x_range.clone(), y_range.clone());
+    let mut chart = framed_chart(area, frame, &figure.title, x, y)?;
+    draw_mesh(&mut chart, &figure.x_label, &figure.y_label)?;
     let radius = if figure.points.len() > 2000 { 2 } else { 3 };
     for cluster in 0..figure.n_clusters {
         let colour = cluster_colour(cluster);
@@ -156,31 +152,22 @@ fn draw_points(
     Ok(())
 }
 
+/// The running average loss, in the panel beside the points.
 fn draw_loss(area: &DrawingArea<SVGBackend<'_>, Shift>, loss: &LossCurve) -> anyhow::Result<()> {
-    let x_range = axis_range(loss.points.iter().map(|p| p.0));
-    let y_range = axis_range(loss.points.iter().map(|p| p.1).chain([0.0]));
-    let mut chart = ChartBuilder::on(area)
-        .caption("average loss per round", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round t")
-        .x_label_formatter(&|t| format!("{t:.0}"))
-        .y_desc("cumulative loss / scored rounds")
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
-    chart
-        .draw_series(LineSeries::new(
-            loss.points.iter().copied(),
-            cluster_colour(0).stroke_width(2),
-        ))
-        .map_err(draw_error)?;
-    Ok(())
+    let frame = PanelFrame {
+        caption_size: 20,
+        margin: 12,
+        x_label_area: 45,
+        y_label_area: 80,
+    };
+    let series = RoundSeries {
+        caption: "average loss per round",
+        y_label: "cumulative loss / scored rounds",
+        points: &loss.points,
+        colour: cluster_colour(0),
+        count: false,
+    };
+    draw_over_rounds(area, frame, &series)
 }
 
 #[cfg(test)]

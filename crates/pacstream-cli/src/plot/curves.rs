@@ -6,7 +6,16 @@ use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{axis_range, cluster_colour, whole_number_label};
+use super::panel::{PanelFrame, RoundSeries, draw_mesh, draw_over_rounds, framed_chart};
+use super::{axis_range, cluster_colour};
+
+/// The frame of the two panels beside the curve.
+const FRAME: PanelFrame = PanelFrame {
+    caption_size: 18,
+    margin: 10,
+    x_label_area: 40,
+    y_label_area: 70,
+};
 
 /// What a curve figure shows.
 #[derive(Debug)]
@@ -44,32 +53,31 @@ pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
         let (left, right) = root.split_horizontally(size.0 * 58 / 100);
         draw_data(&left, figure)?;
         let (top, bottom) = right.split_vertically(size.1 / 2);
-        draw_series(
-            &top,
-            "number of segments K",
-            "K",
-            &figure.segments,
-            cluster_colour(2),
-            true,
-        )?;
-        match &figure.regret {
-            Some(regret) => draw_series(
-                &bottom,
-                "cumulative regret (lower estimate)",
-                "regret vs best curve found with the final K",
-                regret,
-                cluster_colour(3),
-                false,
-            )?,
-            None => draw_series(
-                &bottom,
-                "cumulative loss",
-                "Σ squared distance",
-                &figure.cumulative_loss,
-                cluster_colour(3),
-                false,
-            )?,
-        }
+        let segments = RoundSeries {
+            caption: "number of segments K",
+            y_label: "K",
+            points: &figure.segments,
+            colour: cluster_colour(2),
+            count: true,
+        };
+        draw_over_rounds(&top, FRAME, &segments)?;
+        let below = match &figure.regret {
+            Some(regret) => RoundSeries {
+                caption: "cumulative regret (lower estimate)",
+                y_label: "regret vs best curve found with the final K",
+                points: regret,
+                colour: cluster_colour(3),
+                count: false,
+            },
+            None => RoundSeries {
+                caption: "cumulative loss",
+                y_label: "Σ squared distance",
+                points: &figure.cumulative_loss,
+                colour: cluster_colour(3),
+                count: false,
+            },
+        };
+        draw_over_rounds(&bottom, FRAME, &below)?;
         root.present().map_err(draw_error)?;
     }
     Ok(svg)
@@ -86,20 +94,14 @@ fn draw_data(
         .chain(figure.hindsight.iter().flatten());
     let x_range = axis_range(all.clone().map(|p| p[0]));
     let y_range = axis_range(all.map(|p| p[1]));
-    let mut chart = ChartBuilder::on(area)
-        .caption(&figure.title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc(&figure.x_label)
-        .y_desc(&figure.y_label)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+    let frame = PanelFrame {
+        caption_size: 20,
+        margin: 12,
+        x_label_area: 45,
+        y_label_area: 60,
+    };
+    let mut chart = framed_chart(area, frame, &figure.title, x_range, y_range)?;
+    draw_mesh(&mut chart, &figure.x_label, &figure.y_label)?;
     let radius = if figure.points.len() > 2000 { 2 } else { 3 };
     chart
         .draw_series(
@@ -162,42 +164,6 @@ fn draw_data(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .draw()
-        .map_err(draw_error)?;
-    Ok(())
-}
-
-fn draw_series(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
-    caption: &str,
-    y_label: &str,
-    series: &[(f64, f64)],
-    colour: RGBColor,
-    integer_y: bool,
-) -> anyhow::Result<()> {
-    let x_range = axis_range(series.iter().map(|p| p.0));
-    let y_range = axis_range(series.iter().map(|p| p.1).chain([0.0]));
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, ("sans-serif", 18))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x_range, y_range)
-        .map_err(draw_error)?;
-    let mut mesh = chart.configure_mesh();
-    mesh.x_desc("round t")
-        .x_label_formatter(&|t| format!("{t:.0}"))
-        .y_desc(y_label)
-        .light_line_style(WHITE.mix(0.0));
-    if integer_y {
-        // A count: label the whole numbers only.
-        mesh.y_label_formatter(&whole_number_label);
-    }
-    mesh.draw().map_err(draw_error)?;
-    chart
-        .draw_series(LineSeries::new(
-            series.iter().copied(),
-            colour.stroke_width(2),
-        ))
         .map_err(draw_error)?;
     Ok(())
 }

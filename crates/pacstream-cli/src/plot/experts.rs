@@ -6,6 +6,7 @@ use super::draw_error;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::panel::{Chart, PanelFrame, draw_mesh, framed_chart};
 use super::{axis_range, cluster_colour};
 
 /// Legends list at most this many experts; beyond, they hide the curves.
@@ -56,6 +57,69 @@ fn x_range(figure: &ExpertsFigure) -> std::ops::Range<f64> {
     0.0..last.max(1.0)
 }
 
+/// The chart of one panel of the figure, under `caption`, its y axis (`y_range`, named
+/// `y_desc`) given `y_label_area` pixels, its mesh drawn.
+fn panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    figure: &ExpertsFigure,
+    caption: &str,
+    (y_range, y_desc, y_label_area): (std::ops::Range<f64>, &str, u32),
+) -> anyhow::Result<Chart<'a, 'b>> {
+    let frame = PanelFrame {
+        caption_size: 20,
+        margin: 12,
+        x_label_area: 40,
+        y_label_area,
+    };
+    let mut chart = framed_chart(area, frame, caption, x_range(figure), y_range)?;
+    draw_mesh(&mut chart, "round", y_desc)?;
+    Ok(chart)
+}
+
+/// One line per expert: `per_round[k][expert]` at the k-th kept round, `stroke` pixels
+/// wide, each named in the legend when there are few.
+fn draw_expert_lines<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    figure: &ExpertsFigure,
+    per_round: &[Vec<f64>],
+    stroke: u32,
+) -> anyhow::Result<()> {
+    let n = figure.names.len();
+    for expert in 0..n {
+        let colour = cluster_colour(expert);
+        let drawn = chart
+            .draw_series(LineSeries::new(
+                figure
+                    .rounds
+                    .iter()
+                    .copied()
+                    .zip(per_round.iter().map(|values| values[expert])),
+                colour.stroke_width(stroke),
+            ))
+            .map_err(draw_error)?;
+        if n <= LEGEND_LIMIT {
+            drawn
+                .label(figure.names[expert].clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
+        }
+    }
+    Ok(())
+}
+
+/// The legend of the series labelled so far, at `position`.
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .position(position)
+        .draw()
+        .map_err(draw_error)
+}
+
 fn draw_weights(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     figure: &ExpertsFigure,
@@ -67,20 +131,9 @@ fn draw_weights(
     if off_simplex {
         return draw_linear_weights(area, figure);
     }
-    let mut chart = ChartBuilder::on(area)
-        .caption(format!("{}: weights", figure.title), ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range(figure), 0.0..1.0)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round")
-        .y_desc("weight (stacked)")
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+    let caption = format!("{}: weights", figure.title);
+    let y_axis = (0.0..1.0, "weight (stacked)", 60);
+    let mut chart = panel(area, figure, &caption, y_axis)?;
     // Expert i's band lies between the sum of the weights before it and that sum plus its own.
     let n = figure.names.len();
     let mut lower = vec![0.0; figure.rounds.len()];
@@ -121,13 +174,7 @@ fn draw_weights(
         lower = upper;
     }
     if n <= LEGEND_LIMIT {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(draw_error)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }
@@ -145,50 +192,11 @@ fn draw_linear_weights(
             .copied()
             .chain(std::iter::once(0.0)),
     );
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!("{}: weights (any sign: a linear combination)", figure.title),
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range(figure), y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round")
-        .y_desc("weight")
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
-    let n = figure.names.len();
-    for expert in 0..n {
-        let colour = cluster_colour(expert);
-        let drawn = chart
-            .draw_series(LineSeries::new(
-                figure
-                    .rounds
-                    .iter()
-                    .copied()
-                    .zip(figure.weights.iter().map(|w| w[expert])),
-                colour.stroke_width(2),
-            ))
-            .map_err(draw_error)?;
-        if n <= LEGEND_LIMIT {
-            drawn
-                .label(figure.names[expert].clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
-        }
-    }
-    if n <= LEGEND_LIMIT {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(draw_error)?;
+    let caption = format!("{}: weights (any sign: a linear combination)", figure.title);
+    let mut chart = panel(area, figure, &caption, (y_range, "weight", 60))?;
+    draw_expert_lines(&mut chart, figure, &figure.weights, 2)?;
+    if figure.names.len() <= LEGEND_LIMIT {
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }
@@ -211,30 +219,16 @@ fn draw_regret(
             .chain(bounds.iter().map(|p| p.1))
             .chain(std::iter::once(0.0)),
     );
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            if figure.no_bound {
-                format!(
-                    "cumulative {} against the best expert (no bound applies: see the summary)",
-                    figure.regret_name
-                )
-            } else {
-                format!("cumulative {} against the best expert", figure.regret_name)
-            },
-            ("sans-serif", 20),
+    let caption = if figure.no_bound {
+        format!(
+            "cumulative {} against the best expert (no bound applies: see the summary)",
+            figure.regret_name
         )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range(figure), y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round")
-        .y_desc(figure.regret_name.as_str())
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
+    } else {
+        format!("cumulative {} against the best expert", figure.regret_name)
+    };
+    let y_axis = (y_range, figure.regret_name.as_str(), 80);
+    let mut chart = panel(area, figure, &caption, y_axis)?;
     chart
         .draw_series(LineSeries::new(
             figure
@@ -258,14 +252,7 @@ fn draw_regret(
             ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], red.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 fn draw_losses(
@@ -279,39 +266,9 @@ fn draw_losses(
             .chain(figure.expert_means.iter().flatten())
             .copied(),
     );
-    let mut chart = ChartBuilder::on(area)
-        .caption("running average loss per round", ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x_range(figure), y_range)
-        .map_err(draw_error)?;
-    chart
-        .configure_mesh()
-        .x_desc("round")
-        .y_desc("average loss")
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(draw_error)?;
-    let n = figure.names.len();
-    for expert in 0..n {
-        let colour = cluster_colour(expert);
-        let drawn = chart
-            .draw_series(LineSeries::new(
-                figure
-                    .rounds
-                    .iter()
-                    .copied()
-                    .zip(figure.expert_means.iter().map(|m| m[expert])),
-                colour.stroke_width(1),
-            ))
-            .map_err(draw_error)?;
-        if n <= LEGEND_LIMIT {
-            drawn
-                .label(figure.names[expert].clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
-        }
-    }
+    let caption = "running average loss per round";
+    let mut chart = panel(area, figure, caption, (y_range, "average loss", 80))?;
+    draw_expert_lines(&mut chart, figure, &figure.expert_means, 1)?;
     chart
         .draw_series(LineSeries::new(
             figure
@@ -324,14 +281,7 @@ fn draw_losses(
         .map_err(draw_error)?
         .label("learner")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(3)));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
 /// The contribution of each expert to the prediction over time, as R's opera draws it
@@ -392,20 +342,15 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
     {
         let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&figure.title, ("sans-serif", 20))
-            .margin(14)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0.0..last.max(1.0), y_range)
-            .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("round")
-            .y_desc("weight × forecast (stacked)")
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(draw_error)?;
+        let frame = PanelFrame {
+            caption_size: 20,
+            margin: 14,
+            x_label_area: 45,
+            y_label_area: 80,
+        };
+        let x_range = 0.0..last.max(1.0);
+        let mut chart = framed_chart(&root, frame, &figure.title, x_range, y_range)?;
+        draw_mesh(&mut chart, "round", "weight × forecast (stacked)")?;
         for (expert, (low, high)) in bands.iter().enumerate() {
             let colour = cluster_colour(expert);
             let outline: Vec<(f64, f64)> = figure
@@ -461,13 +406,7 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
                 .label("prediction")
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(draw_error)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(draw_error)?;
     }
     Ok(svg)

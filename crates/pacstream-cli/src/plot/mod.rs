@@ -8,6 +8,7 @@ mod clusters;
 mod curves;
 mod experts;
 mod lines;
+mod panel;
 mod sample;
 
 pub use clusters::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};

@@ -5,6 +5,7 @@
     reason = "each test file uses a different part of these helpers"
 )]
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,8 +24,31 @@ pub struct Outcome {
 }
 
 /// Runs `pacstream args...` in `dir` and waits for it.
-pub fn run(dir: &Path, args: &[&str]) -> Outcome {
+pub fn run<S: AsRef<OsStr> + std::fmt::Debug>(dir: &Path, args: &[S]) -> Outcome {
     run_with_stdin(dir, args, None)
+}
+
+/// The arguments written in `line`, split at white space, each word `@NAME` replaced by the
+/// path of the shipped data file `NAME` (so that a command reads as it would be typed).
+pub fn words(line: &str) -> Vec<String> {
+    line.split_whitespace()
+        .map(|word| match word.strip_prefix('@') {
+            Some(name) => data_arg(name),
+            None => word.to_string(),
+        })
+        .collect()
+}
+
+/// Runs `pacstream` with the arguments written in `line` (see [`words`]) in `dir`.
+pub fn run_line(dir: &Path, line: &str) -> Outcome {
+    run(dir, &words(line))
+}
+
+/// [`run_line`], asserting that the run succeeded (exit code 0).
+pub fn run_ok(dir: &Path, line: &str) -> Outcome {
+    let outcome = run_line(dir, line);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    outcome
 }
 
 /// The longest any single run may take in the tests: a run that hangs fails the test
@@ -32,14 +56,18 @@ pub fn run(dir: &Path, args: &[&str]) -> Outcome {
 pub const RUN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Runs `pacstream args...` in `dir` with `stdin` piped in.
-pub fn run_with_stdin(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Outcome {
+pub fn run_with_stdin<S: AsRef<OsStr> + std::fmt::Debug>(
+    dir: &Path,
+    args: &[S],
+    stdin: Option<&[u8]>,
+) -> Outcome {
     run_within(dir, args, stdin, RUN_DEADLINE)
 }
 
 /// [`run_with_stdin`], failing the test if the run takes longer than `deadline` (a hang).
-pub fn run_within(
+pub fn run_within<S: AsRef<OsStr> + std::fmt::Debug>(
     dir: &Path,
-    args: &[&str],
+    args: &[S],
     stdin: Option<&[u8]>,
     deadline: std::time::Duration,
 ) -> Outcome {
@@ -203,4 +231,31 @@ pub fn make_fifo(path: &Path) {
 /// The path of a shipped data set, as an argument.
 pub fn data_arg(name: &str) -> String {
     data(name).to_str().expect("a UTF-8 path").to_string()
+}
+
+/// The JSON value in the file at `path`.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the file exists")).expect("valid JSON")
+}
+
+/// The figure at `path`, checked to be a whole SVG document.
+pub fn read_svg(path: &Path) -> String {
+    let svg = std::fs::read_to_string(path).expect("the figure exists");
+    assert!(
+        svg.starts_with("<svg"),
+        "not an SVG: {}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    svg
+}
+
+/// Fits a principal curve to the shipped quakes (longitude, latitude) in `dir`, its summary
+/// written to `summary`; returns the path of the quakes.
+pub fn fit_quakes_curve(dir: &Path, summary: &str) -> String {
+    run_ok(
+        dir,
+        &format!("curve --columns long,lat @quakes.csv -q --summary {summary}"),
+    );
+    data_arg("quakes.csv")
 }

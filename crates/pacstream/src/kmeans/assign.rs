@@ -170,24 +170,7 @@ pub(crate) fn nearest_two_grouped<Q: Quad, const D: usize>(
     point: &[f64],
     groups: &CentreGroups,
 ) -> (usize, f64, f64) {
-    let mut best = q.splat(f64::INFINITY);
-    let mut second = best;
-    let mut best_index = q.splat(0.0);
-    // Centre indices as f64 (exact below 2^53), so that they travel in the same vectors.
-    let mut index = q.load(&[0.0, 1.0, 2.0, 3.0]);
-    let step = q.splat(LANES as f64);
-    for group in groups.values.chunks_exact(D * LANES) {
-        let distance = group_distances::<Q, D>(q, point, group);
-        let closer = q.lt(distance, best);
-        // The new second smallest is min(second, max(distance, best)), written with the
-        // comparisons of the one-centre-at-a-time kernel.
-        let larger = q.select(closer, best, distance);
-        second = q.select(q.lt(larger, second), larger, second);
-        best = q.select(closer, distance, best);
-        best_index = q.select(closer, index, best_index);
-        index = q.add(index, step);
-    }
-    let (best, second, best_index) = (q.to_array(best), q.to_array(second), q.to_array(best_index));
+    let (best, second, best_index) = scan_groups::<Q, D, true>(q, point, groups);
     let winner = winning_lane(&best, &best_index);
     // The second smallest distance overall: the other lanes' minima and every lane's second.
     let mut runner_up = second[winner];
@@ -209,19 +192,39 @@ pub(crate) fn nearest_grouped<Q: Quad, const D: usize>(
     point: &[f64],
     groups: &CentreGroups,
 ) -> usize {
+    let (best, _, best_index) = scan_groups::<Q, D, false>(q, point, groups);
+    best_index[winning_lane(&best, &best_index)] as usize
+}
+
+/// Every lane's smallest distance from `point` to the grouped centres, its centre's index,
+/// and (with `SECOND`; else infinite) its second smallest distance. A compile-time flag, so
+/// that the label alone costs no more than it did before the second distance was kept.
+#[inline(always)]
+fn scan_groups<Q: Quad, const D: usize, const SECOND: bool>(
+    q: Q,
+    point: &[f64],
+    groups: &CentreGroups,
+) -> ([f64; LANES], [f64; LANES], [f64; LANES]) {
     let mut best = q.splat(f64::INFINITY);
+    let mut second = best;
     let mut best_index = q.splat(0.0);
+    // Centre indices as f64 (exact below 2^53), so that they travel in the same vectors.
     let mut index = q.load(&[0.0, 1.0, 2.0, 3.0]);
     let step = q.splat(LANES as f64);
     for group in groups.values.chunks_exact(D * LANES) {
         let distance = group_distances::<Q, D>(q, point, group);
         let closer = q.lt(distance, best);
+        if SECOND {
+            // The new second smallest is min(second, max(distance, best)), written with the
+            // comparisons of the one-centre-at-a-time kernel.
+            let larger = q.select(closer, best, distance);
+            second = q.select(q.lt(larger, second), larger, second);
+        }
         best = q.select(closer, distance, best);
         best_index = q.select(closer, index, best_index);
         index = q.add(index, step);
     }
-    let (best, best_index) = (q.to_array(best), q.to_array(best_index));
-    best_index[winning_lane(&best, &best_index)] as usize
+    (q.to_array(best), q.to_array(second), q.to_array(best_index))
 }
 
 /// Plain Lloyd: every distance, every iteration. The reference the other kernels must agree

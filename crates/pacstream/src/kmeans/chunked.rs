@@ -321,29 +321,8 @@ pub(crate) use with_const_dim;
 /// order, so the wider instructions change no bit.
 macro_rules! dispatched {
     ($name:ident = $kernel:ident ( $($arg:ident : $ty:ty),* $(,)? ) $(-> $out:ty)?) => {
-        #[allow(clippy::too_many_arguments)]
-        fn $name<'a, 'b, const D: usize>($($arg: $ty),*) $(-> $out)? {
-            struct Args<'a, 'b> {
-                $($arg: $ty,)*
-                _lifetimes: std::marker::PhantomData<(&'a (), &'b ())>,
-            }
-            struct Run<'a, 'b, const D: usize>(Args<'a, 'b>);
-            impl<'a, 'b, const D: usize> crate::kernels::Kernel for Run<'a, 'b, D> {
-                type Output = dispatched!(@out $($out)?);
-                #[inline(always)]
-                fn run(self) -> Self::Output {
-                    let Args { $($arg,)* .. } = self.0;
-                    $kernel::<D>($($arg),*)
-                }
-            }
-            crate::kernels::dispatch(Run::<D>(Args {
-                $($arg,)*
-                _lifetimes: std::marker::PhantomData,
-            }))
-        }
+        $crate::kmeans::chunked::define_dispatched!(plain $name = $kernel ($($arg: $ty),*) $(-> $out)?);
     };
-    (@out) => { () };
-    (@out $out:ty) => { $out };
 }
 pub(crate) use dispatched;
 
@@ -352,6 +331,16 @@ pub(crate) use dispatched;
 /// AVX2 (compiled for it), in plain f64 lanes elsewhere, with the same bits either way.
 macro_rules! quad_dispatched {
     ($name:ident = $kernel:ident ( $($arg:ident : $ty:ty),* $(,)? ) $(-> $out:ty)?) => {
+        $crate::kmeans::chunked::define_dispatched!(quad $name = $kernel ($($arg: $ty),*) $(-> $out)?);
+    };
+}
+pub(crate) use quad_dispatched;
+
+/// What [`dispatched!`] (`plain`) and [`quad_dispatched!`] (`quad`) define: the arguments
+/// packed for [`crate::kernels::dispatch`] (or `dispatch_quad`), unpacked by the kernel's
+/// `run` compiled for the instruction set chosen.
+macro_rules! define_dispatched {
+    ($variant:ident $name:ident = $kernel:ident ( $($arg:ident : $ty:ty),* ) $(-> $out:ty)?) => {
         #[allow(clippy::too_many_arguments)]
         fn $name<'a, 'b, const D: usize>($($arg: $ty),*) $(-> $out)? {
             struct Args<'a, 'b> {
@@ -359,21 +348,37 @@ macro_rules! quad_dispatched {
                 _lifetimes: std::marker::PhantomData<(&'a (), &'b ())>,
             }
             struct Run<'a, 'b, const D: usize>(Args<'a, 'b>);
-            impl<'a, 'b, const D: usize> crate::kernels::QuadKernel for Run<'a, 'b, D> {
-                type Output = quad_dispatched!(@out $($out)?);
-                #[inline(always)]
-                fn run<Q: crate::kernels::Quad>(self, quad: Q) -> Self::Output {
-                    let Args { $($arg,)* .. } = self.0;
-                    $kernel::<Q, D>(quad, $($arg),*)
-                }
-            }
-            crate::kernels::dispatch_quad(Run::<D>(Args {
+            $crate::kmeans::chunked::define_dispatched!(@run $variant $kernel ($($arg),*) $(-> $out)?);
+            let args = Args {
                 $($arg,)*
                 _lifetimes: std::marker::PhantomData,
-            }))
+            };
+            $crate::kmeans::chunked::define_dispatched!(@dispatch $variant Run::<D>(args))
         }
     };
+    (@run plain $kernel:ident ($($arg:ident),*) $(-> $out:ty)?) => {
+        impl<'a, 'b, const D: usize> crate::kernels::Kernel for Run<'a, 'b, D> {
+            type Output = $crate::kmeans::chunked::define_dispatched!(@out $($out)?);
+            #[inline(always)]
+            fn run(self) -> Self::Output {
+                let Args { $($arg,)* .. } = self.0;
+                $kernel::<D>($($arg),*)
+            }
+        }
+    };
+    (@run quad $kernel:ident ($($arg:ident),*) $(-> $out:ty)?) => {
+        impl<'a, 'b, const D: usize> crate::kernels::QuadKernel for Run<'a, 'b, D> {
+            type Output = $crate::kmeans::chunked::define_dispatched!(@out $($out)?);
+            #[inline(always)]
+            fn run<Q: crate::kernels::Quad>(self, quad: Q) -> Self::Output {
+                let Args { $($arg,)* .. } = self.0;
+                $kernel::<Q, D>(quad, $($arg),*)
+            }
+        }
+    };
+    (@dispatch plain $run:expr) => { crate::kernels::dispatch($run) };
+    (@dispatch quad $run:expr) => { crate::kernels::dispatch_quad($run) };
     (@out) => { () };
     (@out $out:ty) => { $out };
 }
-pub(crate) use quad_dispatched;
+pub(crate) use define_dispatched;

@@ -125,11 +125,7 @@ fn run<A: Assigner + Sync>(
             totals = cluster_sums(points, |i| assigner.label(i), n_clusters);
         }
         let new_centres = totals.means(&centres);
-        let shift: f64 = centres
-            .chunks_exact(dim)
-            .zip(new_centres.chunks_exact(dim))
-            .map(|(old, new)| squared_distance(old, new))
-            .sum();
+        let shift = centre_shift(&centres, &new_centres, dim);
         assigner.centres_moved(&centres, &new_centres);
         centres = new_centres;
         let stop = match settings.stopping {
@@ -209,6 +205,16 @@ fn reseed_empty_clusters<A: Assigner + Sync>(
     placed.len()
 }
 
+/// How far the centres moved in one pass: the sum of the squared distances between each
+/// centre and its update.
+fn centre_shift(centres: &[f64], new_centres: &[f64], dim: usize) -> f64 {
+    centres
+        .chunks_exact(dim)
+        .zip(new_centres.chunks_exact(dim))
+        .map(|(old, new)| squared_distance(old, new))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,11 +240,7 @@ mod tests {
                 "no empty cluster here"
             );
             let new_centres = totals.means(&centres);
-            let shift: f64 = centres
-                .chunks_exact(dim)
-                .zip(new_centres.chunks_exact(dim))
-                .map(|(old, new)| squared_distance(old, new))
-                .sum();
+            let shift = centre_shift(&centres, &new_centres, dim);
             trace.push((totals.changed_mass, shift));
             centres = new_centres;
         }

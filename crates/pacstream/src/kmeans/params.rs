@@ -164,54 +164,22 @@ impl KMeansParams {
         }
     }
 
-    /// The seeding method.
-    #[must_use]
-    pub fn init(mut self, init: Init) -> Self {
-        self.init = init;
-        self
-    }
-
-    /// The number of restarts, each on its own child RNG stream; the lowest inertia wins.
-    #[must_use]
-    pub fn n_init(mut self, n_init: usize) -> Self {
-        self.n_init = Some(n_init);
-        self
-    }
-
-    /// The largest number of Lloyd iterations per restart.
-    #[must_use]
-    pub fn max_iter(mut self, max_iter: usize) -> Self {
-        self.max_iter = max_iter;
-        self
-    }
-
-    /// The tolerance of the stopping rule (see [`Stopping`]): by default Lloyd stops once at
-    /// most a fraction `tol` of the points (by weight) changed cluster in a pass.
-    #[must_use]
-    pub fn tol(mut self, tol: f64) -> Self {
-        self.tol = tol;
-        self
-    }
-
-    /// The stopping rule `tol` applies to.
-    #[must_use]
-    pub fn stopping(mut self, stopping: Stopping) -> Self {
-        self.stopping = stopping;
-        self
-    }
-
-    /// How the assignment step is computed.
-    #[must_use]
-    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
-        self.algorithm = algorithm;
-        self
-    }
-
-    /// The seed of the random number generator.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    setters! {
+        /// The seeding method.
+        init: Init;
+        /// The number of restarts, each on its own child RNG stream; the lowest inertia wins.
+        n_init: Option<usize>;
+        /// The largest number of Lloyd iterations per restart.
+        max_iter: usize;
+        /// The tolerance of the stopping rule (see [`Stopping`]): by default Lloyd stops once
+        /// at most a fraction `tol` of the points (by weight) changed cluster in a pass.
+        tol: f64;
+        /// The stopping rule `tol` applies to.
+        stopping: Stopping;
+        /// How the assignment step is computed.
+        algorithm: Algorithm;
+        /// The seed of the random number generator.
+        seed: u64;
     }
 
     /// Validates the parameters (counts within [`limits`]).
@@ -349,42 +317,20 @@ impl SequentialKMeansParams {
         }
     }
 
-    /// The number of points buffered before the first k-means fit (default 10·k).
-    #[must_use]
-    pub fn init_size(mut self, init_size: usize) -> Self {
-        self.init_size = Some(init_size);
-        self
-    }
-
-    /// The seeding of the warm-up fit.
-    #[must_use]
-    pub fn init(mut self, init: Init) -> Self {
-        self.init = init;
-        self
-    }
-
-    /// Forget old points: after `half_life` points, a point's weight in its centre has
-    /// halved (Spark's semantics: every centre's count is multiplied by
-    /// a = exp(ln ½ / half_life) per point).
-    #[must_use]
-    pub fn decay_half_life(mut self, half_life: f64) -> Self {
-        self.decay_half_life = Some(half_life);
-        self
-    }
-
-    /// Move a centre whose count falls below `ratio` × the largest count to a recent point
-    /// drawn with probability ∝ its loss (0 = never).
-    #[must_use]
-    pub fn reassignment_ratio(mut self, ratio: f64) -> Self {
-        self.reassignment_ratio = ratio;
-        self
-    }
-
-    /// The seed of the random number generator.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    setters! {
+        /// The number of points buffered before the first k-means fit (default 10·k).
+        init_size: Option<usize>;
+        /// The seeding of the warm-up fit.
+        init: Init;
+        /// Forget old points: after `decay_half_life` points, a point's weight in its centre
+        /// has halved (Spark's semantics: every centre's count is multiplied by
+        /// a = exp(ln ½ / half_life) per point).
+        decay_half_life: Option<f64>;
+        /// Move a centre whose count falls below `reassignment_ratio` × the largest count to a
+        /// recent point drawn with probability ∝ its loss (0 = never).
+        reassignment_ratio: f64;
+        /// The seed of the random number generator.
+        seed: u64;
     }
 
     /// Validates the parameters (counts within [`limits`]).
