@@ -661,16 +661,9 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
                 .zip(nearest_spread.iter_mut())
                 .zip(column.iter().zip(spread))
             {
-                // Selects on the bits: written as `if closer { d } else { *best }`, the
-                // compiler made them masked loads and stores (`vmaskmovpd`), and the masked
-                // load of the spread column took more than half of the learner's time at
-                // t = 10⁵. The same values, by plain loads and stores.
-                let keep_new = 0u64.wrapping_sub(u64::from(d < *best));
-                let select = |new: f64, old: f64| {
-                    f64::from_bits((new.to_bits() & keep_new) | (old.to_bits() & !keep_new))
-                };
-                *best = select(d, *best);
-                *best_spread = select(s, *best_spread);
+                let closer = d < *best;
+                *best = if closer { d } else { *best };
+                *best_spread = if closer { s } else { *best_spread };
             }
         }
         const LANES: usize = 16;
