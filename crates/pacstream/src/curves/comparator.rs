@@ -30,6 +30,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::candidates::{Limits, Neighbourhood, fingerprint, local_vertices, window_candidates};
@@ -167,21 +168,30 @@ pub(crate) fn hindsight_fit(
             starts.push((SearchStart::PrincipalComponent, segment));
         }
     }
+    // The searches from the two starts are independent: they run side by side (each one's
+    // result is a function of its start alone), and the better is kept in start order.
+    let searches: Vec<(f64, SearchStart, CurveState, usize, bool)> = starts
+        .into_par_iter()
+        .map(|(which, keys)| {
+            let mut state = CurveState::new(
+                lattice.clone(),
+                keys,
+                first_round.max(1),
+                points.clone(),
+                vec![true; n_points],
+                settings,
+            );
+            let (moves, converged) =
+                local_search(&mut state, config, objective.per_segment, limits);
+            let loss = exact_loss(&state, &points);
+            let value = loss + objective.per_segment * state.n_segments() as f64;
+            (value, which, state, moves, converged)
+        })
+        .collect();
     let mut best: Option<(f64, SearchStart, CurveState, usize, bool)> = None;
-    for (which, keys) in starts {
-        let mut state = CurveState::new(
-            lattice.clone(),
-            keys,
-            first_round.max(1),
-            points.clone(),
-            vec![true; n_points],
-            settings,
-        );
-        let (moves, converged) = local_search(&mut state, config, objective.per_segment, limits);
-        let loss = exact_loss(&state, &points);
-        let value = loss + objective.per_segment * state.n_segments() as f64;
-        if best.as_ref().is_none_or(|b| value < b.0) {
-            best = Some((value, which, state, moves, converged));
+    for search in searches {
+        if best.as_ref().is_none_or(|b| search.0 < b.0) {
+            best = Some(search);
         }
     }
     let (_, start, state, moves, converged) =

@@ -431,14 +431,13 @@ impl Table {
                         // are never copied as they come (only the pages written are used).
                         self.segment_columns.reserve(n_pool * n_pool * n_rows);
                     }
-                    self.segment_columns.resize(start + n_rows, 0.0);
                     let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
                     let length2 = pool.lengths2[a * n_pool + b];
                     crate::kernels::dispatch(SegmentColumn {
                         to_a: &columns[a * n_rows..(a + 1) * n_rows],
                         to_b: &columns[b * n_rows..(b + 1) * n_rows],
                         length2,
-                        out: &mut segment_columns[start..],
+                        out: segment_columns,
                     });
                     if let Some(spreads) = &mut self.spreads {
                         // tr C − (b − a)ᵀC(b − a)/‖b − a‖², the quadratic form as a fixed
@@ -761,12 +760,13 @@ impl crate::kernels::Kernel for SpreadColumn<'_> {
 }
 
 /// The distances from the rows to the interior of one pool segment: [`interior`],
-/// branch-free, with ∞ where the nearest point of the segment is an end.
+/// branch-free, with ∞ where the nearest point of the segment is an end; appended to `out`
+/// (written once: no zeros first, which cost as much as the column itself).
 struct SegmentColumn<'a> {
     to_a: &'a [f64],
     to_b: &'a [f64],
     length2: f64,
-    out: &'a mut [f64],
+    out: &'a mut Vec<f64>,
 }
 
 impl crate::kernels::Kernel for SegmentColumn<'_> {
@@ -776,13 +776,14 @@ impl crate::kernels::Kernel for SegmentColumn<'_> {
     fn run(self) {
         let length2 = self.length2;
         let twice = 2.0 * length2;
-        for ((out, &to_a), &to_b) in self.out.iter_mut().zip(self.to_a).zip(self.to_b) {
-            let along2 = to_a + length2 - to_b;
-            let along = 0.5 * along2;
-            let d = (to_a - along * along / length2).max(0.0);
-            let inside = along2 > 0.0 && along2 < twice;
-            *out = if inside { d } else { f64::INFINITY };
-        }
+        self.out
+            .extend(self.to_a.iter().zip(self.to_b).map(|(&to_a, &to_b)| {
+                let along2 = to_a + length2 - to_b;
+                let along = 0.5 * along2;
+                let d = (to_a - along * along / length2).max(0.0);
+                let inside = along2 > 0.0 && along2 < twice;
+                if inside { d } else { f64::INFINITY }
+            }));
     }
 }
 
