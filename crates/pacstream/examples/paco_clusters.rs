@@ -399,10 +399,10 @@ fn occupied(centres: &[f64], points: &[f64], dim: usize) -> usize {
 /// learner's occupied centres.
 fn balance(args: &[String]) {
     use pacstream::paco::ProposalMeans;
+    use pacstream::paco::ProposalScale;
     use pacstream::paco::testing::{
         MoveMix, ToyChain, ToyMeans, ToyMoves, ToyTarget, run_toy_chain_with,
     };
-    use pacstream::paco::ProposalScale;
     let dims = option(args, "--dims").map_or(vec![2], |s| list(&s));
     let ks = option(args, "--ks").map_or(vec![2], |s| list(&s));
     let seeds: u64 = option(args, "--seeds").map_or(20, |s| s.parse().expect("a number"));
@@ -412,11 +412,29 @@ fn balance(args: &[String]) {
     let learner_moves = ToyMoves::learner();
     let sets: Vec<(&str, ToyMoves)> = vec![
         ("learner", learner_moves),
-        ("jump (defensive)", ToyMoves { moves: MoveMix::JUMP_ONLY, defensive_weight: learner_moves.defensive_weight }),
+        (
+            "jump (defensive)",
+            ToyMoves {
+                moves: MoveMix::JUMP_ONLY,
+                defensive_weight: learner_moves.defensive_weight,
+            },
+        ),
         ("jump (t3)", ToyMoves::jump_only()),
-        ("birth/death + walk", ToyMoves { moves: MoveMix { jump: 0.0, birth_death: 0.5, random_walk: 0.5 }, defensive_weight: learner_moves.defensive_weight }),
+        (
+            "birth/death + walk",
+            ToyMoves {
+                moves: MoveMix {
+                    jump: 0.0,
+                    birth_death: 0.5,
+                    random_walk: 0.5,
+                },
+                defensive_weight: learner_moves.defensive_weight,
+            },
+        ),
     ];
-    println!("| d | k | seed | k̂_T (occupied) | odds k+1 empty : k | moves | at k | k+1, one empty | k+1, all occupied | other | acceptance |");
+    println!(
+        "| d | k | seed | k̂_T (occupied) | odds k+1 empty : k | moves | at k | k+1, one empty | k+1, all occupied | other | acceptance |"
+    );
     println!("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|");
     for &dim in &dims {
         for &k in &ks {
@@ -438,19 +456,35 @@ fn balance(args: &[String]) {
                 for x in memory.chunks_exact(dim) {
                     keep[nearest(&rows, x).0] = true;
                 }
-                let kept: Vec<Vec<f64>> = rows.iter().zip(&keep).filter(|(_, u)| **u).map(|(r, _)| r.clone()).collect();
-                let nearest_loss: Vec<f64> = memory.chunks_exact(dim).map(|x| nearest(&kept, x).1).collect();
+                let kept: Vec<Vec<f64>> = rows
+                    .iter()
+                    .zip(&keep)
+                    .filter(|(_, u)| **u)
+                    .map(|(r, _)| r.clone())
+                    .collect();
+                let nearest_loss: Vec<f64> = memory
+                    .chunks_exact(dim)
+                    .map(|x| nearest(&kept, x).1)
+                    .collect();
                 let mut rng = StreamRng::seed_from(seed).child(99);
                 let draws = 20_000;
                 let mut empty = 0;
                 for _ in 0..draws {
                     let c: Vec<f64> = loop {
-                        let c: Vec<f64> = (0..dim).map(|_| 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0)).collect();
-                        if c.iter().map(|v| v * v).sum::<f64>() <= 4.0 * target.radius * target.radius {
+                        let c: Vec<f64> = (0..dim)
+                            .map(|_| 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0))
+                            .collect();
+                        if c.iter().map(|v| v * v).sum::<f64>()
+                            <= 4.0 * target.radius * target.radius
+                        {
                             break c;
                         }
                     };
-                    if memory.chunks_exact(dim).zip(&nearest_loss).all(|(x, l)| squared(&c, x) >= *l) {
+                    if memory
+                        .chunks_exact(dim)
+                        .zip(&nearest_loss)
+                        .all(|(x, l)| squared(&c, x) >= *l)
+                    {
                         empty += 1;
                     }
                 }
@@ -475,7 +509,13 @@ fn balance(args: &[String]) {
                     for _ in 0..samples {
                         let run = run_toy_chain_with(
                             &target,
-                            ToyChain { proposal: ProposalScale::Laplace, multiplier: 1.0, iterations: thin, full_evaluation: false, defect: pacstream::paco::testing::Defect::None },
+                            ToyChain {
+                                proposal: ProposalScale::Laplace,
+                                multiplier: 1.0,
+                                iterations: thin,
+                                full_evaluation: false,
+                                defect: pacstream::paco::testing::Defect::None,
+                            },
                             *moves,
                             &fixed,
                             current,
@@ -498,7 +538,11 @@ fn balance(args: &[String]) {
                     let f = |i: usize| counts[i] as f64 / samples as f64;
                     println!(
                         "| {dim} | {k} | {seed} | {found} ({used}) | {odds:.4} | {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
-                        f(0), f(1), f(2), f(3), accepted as f64 / (samples * thin) as f64
+                        f(0),
+                        f(1),
+                        f(2),
+                        f(3),
+                        accepted as f64 / (samples * thin) as f64
                     );
                 }
             }

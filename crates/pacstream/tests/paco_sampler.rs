@@ -1310,7 +1310,10 @@ fn every_move_follows_the_posterior_in_a_wide_ball() {
     for k in 0..target.max_k {
         assert!((exact[k] - coarse[k]).abs() < 2e-3, "{exact:?} {coarse:?}");
     }
-    assert!(exact[1] > 0.1 && exact[2] > 0.1 && exact[3] > 0.1, "{exact:?}");
+    assert!(
+        exact[1] > 0.1 && exact[2] > 0.1 && exact[3] > 0.1,
+        "{exact:?}"
+    );
     let means = ToyMeans::KMeans { round: 120 };
     let check = |moves: ToyMoves, defect: Defect, iterations: usize, seed: u64| -> f64 {
         let counts = final_k_histogram_with(&target, &means, moves, defect, iterations, seed);
@@ -1360,7 +1363,9 @@ fn the_sorted_exact_posterior_agrees() {
     let direct = exact_posterior(&target, 800);
     let sorted = exact_posterior_sorted(&target, 800);
     for k in 0..4 {
-        assert!((direct[k] - sorted[k]).abs() < 1e-12, "{direct:?} {sorted:?}");
+        assert!(
+            (direct[k] - sorted[k]).abs() < 1e-12,
+            "{direct:?} {sorted:?}"
+        );
     }
 }
-

@@ -220,7 +220,12 @@ impl Paco {
             memory.rows().to_vec(),
             memory.predicted_losses().to_vec(),
             memory.variance_weights().to_vec(),
-            lambda(config.coeff, memory.dim(), memory.len() as u64, frame.radius()),
+            lambda(
+                config.coeff,
+                memory.dim(),
+                memory.len() as u64,
+                frame.radius(),
+            ),
             frame.radius(),
             config.max_k,
             config.eta,

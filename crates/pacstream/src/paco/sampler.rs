@@ -434,10 +434,9 @@ impl<S: MeansSource> Chain<'_, S> {
                 super::prior::log_unit_ball_density(dim)
                     - dim as f64 * (2.0 * self.target.radius).ln()
             }
-            Defect::NoDefensiveDensity => {
-                self.constants
-                    .log_prior_over_proposal(density, centre, mean)
-            }
+            Defect::NoDefensiveDensity => self
+                .constants
+                .log_prior_over_proposal(density, centre, mean),
             _ => defensive_term(
                 self.constants
                     .log_prior_over_proposal(density, centre, mean),
