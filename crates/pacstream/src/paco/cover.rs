@@ -643,7 +643,8 @@ fn hull_bound(
         }
         let u = &mut basis[l][..dim];
         let residual: f64 = u.iter().map(|x| x * x).sum();
-        if !(residual > 1e-6 * original) || original == 0.0 {
+        // A NaN residual (never expected) also gives up.
+        if residual.is_nan() || residual <= 1e-6 * original || original == 0.0 {
             return 0.0;
         }
         let norm = residual.sqrt();
