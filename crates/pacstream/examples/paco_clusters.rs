@@ -98,6 +98,10 @@ fn main() {
         occam(&args);
         return;
     }
+    if args.first().is_some_and(|a| a == "balance") {
+        balance(&args);
+        return;
+    }
     let dims = option(&args, "--dims").map_or(vec![2, 5, 10], |s| list(&s));
     let ks = option(&args, "--ks").map_or((2..=10).collect(), |s| list(&s));
     let seeds: u64 = option(&args, "--seeds").map_or(20, |s| s.parse().expect("a number"));
@@ -346,6 +350,201 @@ fn occam(args: &[String]) {
                     sums[4] / m,
                     sums[5] / m
                 );
+            }
+        }
+    }
+}
+
+/// Farthest-point seeding then Lloyd: k means of `points` and their counts.
+fn kmeans_of(points: &[f64], dim: usize, k: usize) -> (Vec<Vec<f64>>, Vec<usize>) {
+    let n = points.len() / dim;
+    let mut mean = vec![0.0; dim];
+    for x in points.chunks_exact(dim) {
+        mean.iter_mut().zip(x).for_each(|(m, v)| *m += v / n as f64);
+    }
+    let mut centres = vec![points[..dim].to_vec()];
+    let first = points
+        .chunks_exact(dim)
+        .max_by(|a, b| squared(a, &mean).total_cmp(&squared(b, &mean)))
+        .expect("points");
+    centres[0] = first.to_vec();
+    while centres.len() < k {
+        let next = points
+            .chunks_exact(dim)
+            .max_by(|a, b| nearest(&centres, a).1.total_cmp(&nearest(&centres, b).1))
+            .expect("points");
+        centres.push(next.to_vec());
+    }
+    lloyd(centres, points, dim)
+}
+
+/// The number of centres of `centres` (row-major) nearest to at least one point.
+fn occupied(centres: &[f64], points: &[f64], dim: usize) -> usize {
+    let rows: Vec<Vec<f64>> = centres.chunks_exact(dim).map(<[f64]>::to_vec).collect();
+    let mut used = vec![false; rows.len()];
+    for x in points.chunks_exact(dim) {
+        used[nearest(&rows, x).0] = true;
+    }
+    used.iter().filter(|u| **u).count()
+}
+
+/// `balance [--dims 2] [--ks 2] [--seeds 20] [--horizon 2000] [--samples 2000] [--thin 50]`:
+/// is each move of the chain in balance with the target? After a run of the learner, its
+/// next round's target is fixed (proposal means by Lloyd, p = k + 4) and chains of each move
+/// set run from the learner's state; printed per move set: the fraction of the states
+/// (one every `thin` iterations) at k, at k + 1 with one centre that holds no point, at
+/// k + 1 with every centre occupied, and elsewhere; beside them the exact posterior odds of
+/// "k + 1 with one empty centre" against k, (k + 1) e^{−η} P_U(empty), with P_U(empty) the
+/// probability that a centre drawn from the prior holds no point of memory, given the
+/// learner's occupied centres.
+fn balance(args: &[String]) {
+    use pacstream::paco::ProposalMeans;
+    use pacstream::paco::ProposalScale;
+    use pacstream::paco::testing::{
+        MoveMix, ToyChain, ToyMeans, ToyMoves, ToyTarget, run_toy_chain_with,
+    };
+    let dims = option(args, "--dims").map_or(vec![2], |s| list(&s));
+    let ks = option(args, "--ks").map_or(vec![2], |s| list(&s));
+    let seeds: u64 = option(args, "--seeds").map_or(20, |s| s.parse().expect("a number"));
+    let horizon: usize = option(args, "--horizon").map_or(2000, |s| s.parse().expect("a number"));
+    let samples: usize = option(args, "--samples").map_or(2000, |s| s.parse().expect("a number"));
+    let thin: usize = option(args, "--thin").map_or(50, |s| s.parse().expect("a number"));
+    let learner_moves = ToyMoves::learner();
+    let sets: Vec<(&str, ToyMoves)> = vec![
+        ("learner", learner_moves),
+        (
+            "jump (defensive)",
+            ToyMoves {
+                moves: MoveMix::JUMP_ONLY,
+                defensive_weight: learner_moves.defensive_weight,
+            },
+        ),
+        ("jump (t3)", ToyMoves::jump_only()),
+        (
+            "birth/death + walk",
+            ToyMoves {
+                moves: MoveMix {
+                    jump: 0.0,
+                    birth_death: 0.5,
+                    random_walk: 0.5,
+                },
+                defensive_weight: learner_moves.defensive_weight,
+            },
+        ),
+    ];
+    println!(
+        "| d | k | seed | k̂_T (occupied) | odds k+1 empty : k | moves | at k | k+1, one empty | k+1, all occupied | other | acceptance |"
+    );
+    println!("|---:|---:|---:|---|---:|---|---:|---:|---:|---:|---:|");
+    for &dim in &dims {
+        for &k in &ks {
+            for seed in 0..seeds {
+                let (_, points) = stream(k, dim, horizon, seed);
+                let mut learner = PacoParams::new().seed(seed).check().expect("valid").build();
+                for point in points.chunks_exact(dim) {
+                    learner.learn_one(point).expect("valid point");
+                }
+                let (mut target, state) = ToyTarget::of_learner(&learner).expect("a target");
+                target.max_k = k + 4;
+                let memory = target.points.clone();
+                let found = state.len() / dim;
+                let used = occupied(&state, &memory, dim);
+                // P_U(empty): a centre uniform in B(2R) nearest to no point, given the
+                // occupied centres of the learner's state.
+                let rows: Vec<Vec<f64>> = state.chunks_exact(dim).map(<[f64]>::to_vec).collect();
+                let mut keep = vec![false; rows.len()];
+                for x in memory.chunks_exact(dim) {
+                    keep[nearest(&rows, x).0] = true;
+                }
+                let kept: Vec<Vec<f64>> = rows
+                    .iter()
+                    .zip(&keep)
+                    .filter(|(_, u)| **u)
+                    .map(|(r, _)| r.clone())
+                    .collect();
+                let nearest_loss: Vec<f64> = memory
+                    .chunks_exact(dim)
+                    .map(|x| nearest(&kept, x).1)
+                    .collect();
+                let mut rng = StreamRng::seed_from(seed).child(99);
+                let draws = 20_000;
+                let mut empty = 0;
+                for _ in 0..draws {
+                    let c: Vec<f64> = loop {
+                        let c: Vec<f64> = (0..dim)
+                            .map(|_| 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0))
+                            .collect();
+                        if c.iter().map(|v| v * v).sum::<f64>()
+                            <= 4.0 * target.radius * target.radius
+                        {
+                            break c;
+                        }
+                    };
+                    if memory
+                        .chunks_exact(dim)
+                        .zip(&nearest_loss)
+                        .all(|(x, l)| squared(&c, x) >= *l)
+                    {
+                        empty += 1;
+                    }
+                }
+                let p_empty = empty as f64 / draws as f64;
+                let odds = (kept.len() + 1) as f64 * (-target.eta).exp() * p_empty;
+                let by_k: Vec<ProposalMeans> = (1..=target.max_k)
+                    .map(|kk| {
+                        let (means, counts) = kmeans_of(&memory, dim, kk);
+                        ProposalMeans {
+                            n_clusters: kk,
+                            means: means.concat(),
+                            counts: counts.iter().map(|&c| c as f64).collect(),
+                        }
+                    })
+                    .collect();
+                let fixed = ToyMeans::Fixed(by_k);
+                for (name, moves) in &sets {
+                    let mut rng = StreamRng::seed_from(seed).child(7);
+                    let mut current = state.clone();
+                    let mut counts = [0usize; 4];
+                    let mut accepted = 0;
+                    for _ in 0..samples {
+                        let run = run_toy_chain_with(
+                            &target,
+                            ToyChain {
+                                proposal: ProposalScale::Laplace,
+                                multiplier: 1.0,
+                                iterations: thin,
+                                full_evaluation: false,
+                                defect: pacstream::paco::testing::Defect::None,
+                            },
+                            *moves,
+                            &fixed,
+                            current,
+                            &mut rng,
+                        );
+                        accepted += run.report.accepted;
+                        let occ = occupied(&run.centres, &memory, dim);
+                        let cell = if run.n_clusters == k && occ == k {
+                            0
+                        } else if run.n_clusters == k + 1 && occ == k {
+                            1
+                        } else if run.n_clusters == k + 1 {
+                            2
+                        } else {
+                            3
+                        };
+                        counts[cell] += 1;
+                        current = run.centres;
+                    }
+                    let f = |i: usize| counts[i] as f64 / samples as f64;
+                    println!(
+                        "| {dim} | {k} | {seed} | {found} ({used}) | {odds:.4} | {name} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                        f(0),
+                        f(1),
+                        f(2),
+                        f(3),
+                        accepted as f64 / (samples * thin) as f64
+                    );
+                }
             }
         }
     }

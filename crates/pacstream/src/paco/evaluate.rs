@@ -1114,6 +1114,56 @@ mod index_tests {
         assert!(worst < 1e-13, "largest relative error {worst:e}");
     }
 
+    /// A centre far from its own mean but inside another slot's cluster (a birth in a
+    /// cluster with one mean, labelled into another slot), and a surplus centre inside a
+    /// cluster: the cover walks the units they may take points from, and the sum agrees
+    /// with the direct one — on the cover, from the roots, and with early rejection at
+    /// thresholds below the sum (the walk's lower bounds, the affine hull's among them,
+    /// never reject a value below the threshold).
+    #[test]
+    fn a_centre_in_another_slots_cluster_is_summed_exactly() {
+        let means = vec![
+            vec![0.0, 0.0, 0.0],
+            vec![12.0, 0.0, 3.0],
+            vec![-4.0, 11.0, 0.0],
+            vec![3.0, -9.0, 8.0],
+        ];
+        let memory = clustered(&means, 1200, 1.0, 5);
+        let flat: Vec<f64> = means.iter().flatten().copied().collect();
+        let cover = cover_for(&memory, &flat, 0.05);
+        let mut rng = StreamRng::seed_from(17);
+        for trial in 0..40 {
+            // Slots 0, 1, 3 near their means; slot 2's centre inside cluster 1 (far from
+            // m_2); a fifth, surplus centre inside cluster 0 or 3.
+            let mut centres: Vec<f64> = flat
+                .iter()
+                .map(|m| m + 0.02 * rng.standard_normal())
+                .collect();
+            for i in 0..3 {
+                centres[6 + i] = means[1][i] + 0.8 * rng.standard_normal();
+            }
+            let host = if trial % 2 == 0 { 0 } else { 3 };
+            centres.extend(means[host].iter().map(|m| m + 0.8 * rng.standard_normal()));
+            let exact = reference(&memory, &centres);
+            let mut prepared = PreparedCentres::new(3);
+            prepared.set(&centres);
+            for cover in [None, Some(&cover)] {
+                let value = memory.evaluate(&mut prepared, f64::INFINITY, cover).value;
+                assert!(
+                    (value - exact).abs() <= 1e-12 * exact,
+                    "trial {trial}: {value} against {exact}"
+                );
+                for fraction in [0.5, 0.9, 0.99, 0.999_999] {
+                    let threshold = fraction * exact;
+                    let early = memory.evaluate(&mut prepared, threshold, cover);
+                    assert!(!early.complete, "trial {trial}, {fraction}");
+                    let above = memory.evaluate(&mut prepared, exact * (1.0 + 1e-9), cover);
+                    assert!(above.complete, "trial {trial}, {fraction}");
+                }
+            }
+        }
+    }
+
     /// The decision at the threshold itself: S(c) < thr rejects at thr = S(c) and accepts at
     /// the next float above, on every path, including data whose bounds are tight (points
     /// that coincide, so that a node's bound n·dist² is its exact loss, and no variance

@@ -205,6 +205,34 @@ impl Paco {
             .min(memory.len() as u64) as usize
     }
 
+    /// The next round's target and current state, in internal coordinates, for the
+    /// statistical tests of the sampler: (points, ℓ̂_s, w_s, λ_t, R, p, η, ĉ_t).
+    #[cfg(feature = "testing")]
+    #[allow(clippy::type_complexity, reason = "a hidden test entry point")]
+    pub(crate) fn round_target(
+        &self,
+    ) -> Option<(Vec<f64>, Vec<f64>, Vec<f64>, f64, f64, usize, f64, Vec<f64>)> {
+        let frame = self.frame.as_ref()?;
+        let memory = self.memory.as_ref()?;
+        let centres = self.centres.as_ref()?;
+        let config = &self.config;
+        Some((
+            memory.rows().to_vec(),
+            memory.predicted_losses().to_vec(),
+            memory.variance_weights().to_vec(),
+            lambda(
+                config.coeff,
+                memory.dim(),
+                memory.len() as u64,
+                frame.radius(),
+            ),
+            frame.radius(),
+            config.max_k,
+            config.eta,
+            centres.clone(),
+        ))
+    }
+
     fn check_input(&self, point: &[f64]) -> Result<()> {
         match self.dim {
             Some(dim) => check_point(point, dim),

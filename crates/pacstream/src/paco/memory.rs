@@ -227,7 +227,7 @@ impl PointMemory {
     }
 
     /// w_s = λ_{s−1}/2 of the live points.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn variance_weights(&self) -> &[f64] {
         &self.variance[self.dead_rows..]
     }

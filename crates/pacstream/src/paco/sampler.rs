@@ -143,6 +143,9 @@ pub enum Defect {
     /// Leaves log d_{k+1} − log b_k (the probabilities of choosing a birth or a death) out
     /// of the ratio of births and deaths.
     NoBirthDeathChoice,
+    /// Prices each slot of a jump by its t₃ density alone, while drawing it from the
+    /// defensive mixture (1 − w)·t₃ + w·U.
+    NoDefensiveDensity,
 }
 
 /// The moves of the chain and the probability of each at an iteration.
@@ -431,6 +434,9 @@ impl<S: MeansSource> Chain<'_, S> {
                 super::prior::log_unit_ball_density(dim)
                     - dim as f64 * (2.0 * self.target.radius).ln()
             }
+            Defect::NoDefensiveDensity => self
+                .constants
+                .log_prior_over_proposal(density, centre, mean),
             _ => defensive_term(
                 self.constants
                     .log_prior_over_proposal(density, centre, mean),

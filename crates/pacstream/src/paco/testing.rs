@@ -32,6 +32,29 @@ pub struct ToyTarget {
     pub eta: f64,
 }
 
+impl ToyTarget {
+    /// The target of a learner's next round, and its current state (row-major, internal
+    /// coordinates); `None` before the warm-up ends.
+    pub fn of_learner(learner: &super::Paco) -> Option<(ToyTarget, Vec<f64>)> {
+        let (points, predicted_losses, variance_weights, lambda, radius, max_k, eta, centres) =
+            learner.round_target()?;
+        let dim = learner.frame()?.dim();
+        Some((
+            ToyTarget {
+                points,
+                dim,
+                predicted_losses,
+                variance_weights,
+                lambda,
+                radius,
+                max_k,
+                eta,
+            },
+            centres,
+        ))
+    }
+}
+
 /// Where the chain's proposal means come from.
 #[derive(Clone, Debug)]
 pub enum ToyMeans {
