@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::channel::Channel;
-use crate::checkpoint::{Store, agree_on_epoch};
+use crate::checkpoint::{Start, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
@@ -241,26 +241,17 @@ pub fn run_keyed<F: KeyedFamily>(
     }
     let index = worker.index();
     let peers = worker.peers();
-    let store = match &files.checkpoints {
-        Some(config) => Some(Store::new(config, index, peers)?),
-        None => None,
+    let Start {
+        store,
+        resumed,
+        want_records,
+    } = start::<State<F::State>>(worker, files)?;
+    let resume = resumed.as_ref().map(|(epoch, _)| *epoch);
+    let (mut learners, mut done, records_len, mut epoch) = match resumed {
+        Some((epoch, state)) => (state.learners, state.rows, state.records_len, epoch),
+        None => (HashMap::new(), 0, None, 0),
     };
-    let writes_records = index == 0 && files.records.is_some();
-    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
-    let (mut learners, mut done, records_len, mut epoch) = match (resume, &store) {
-        (Some(epoch), Some(store)) => {
-            let state: State<F::State> = store.load(epoch)?;
-            (state.learners, state.rows, state.records_len, epoch)
-        }
-        _ => (HashMap::new(), 0, None, 0),
-    };
-    let mut records = match (&files.records, index) {
-        (Some(path), 0) => Some(Records::open(
-            path,
-            records_len.filter(|_| resume.is_some()),
-        )?),
-        _ => None,
-    };
+    let mut records = Records::for_worker(files, index, records_len)?;
     rows.skip_rows(done)?;
     let mut rows_channel =
         Channel::<(u64, String, Vec<f64>)>::exchange(worker, |(_, key, _)| key_hash(key));
