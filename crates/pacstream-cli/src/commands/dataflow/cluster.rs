@@ -179,7 +179,10 @@ where
 }
 
 /// Worker 0's process notes a resumption and writes the summary.
-pub(super) fn finish(outcome: Option<(Vec<u8>, Option<u64>)>, cluster: &ClusterArgs) -> anyhow::Result<()> {
+pub(super) fn finish(
+    outcome: Option<(Vec<u8>, Option<u64>)>,
+    cluster: &ClusterArgs,
+) -> anyhow::Result<()> {
     let Some((summary, resumed_from)) = outcome else {
         return Ok(());
     };
@@ -198,4 +201,3 @@ pub(super) fn finish(outcome: Option<(Vec<u8>, Option<u64>)>, cluster: &ClusterA
     }
     Ok(())
 }
-

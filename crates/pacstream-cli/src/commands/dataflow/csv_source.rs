@@ -19,7 +19,11 @@ pub(super) struct CsvColumns {
 }
 
 impl CsvColumns {
-    pub(super) fn resolve(path: &Path, columns: Option<&[String]>, key: Option<&str>) -> anyhow::Result<Self> {
+    pub(super) fn resolve(
+        path: &Path,
+        columns: Option<&[String]>,
+        key: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let mut reader = csv::Reader::from_path(path)
             .map_err(|e| bad_input(format!("cannot open '{}': {e}", path.display())))?;
         let header: Vec<String> = reader
@@ -207,4 +211,3 @@ impl Source for KeyedCsv {
         self.0.next_selected_rows(n, keep, out, |row| row)
     }
 }
-

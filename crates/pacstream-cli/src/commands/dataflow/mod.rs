@@ -18,9 +18,9 @@ use clap::{Args, Subcommand};
 use pacstream::describe::Describe;
 use pacstream::experts::{AggregatorParams, Rule};
 use pacstream::kmeans::{SequentialKMeansConfig, SequentialKMeansParams};
+use pacstream_dataflow::RunFiles;
 use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, PointFamily, run_keyed};
 use pacstream_dataflow::kmeans::{KMeansJob, run_kmeans};
-use pacstream_dataflow::RunFiles;
 use timely::Config;
 
 pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
@@ -233,4 +233,3 @@ where
         )
     })
 }
-
