@@ -168,6 +168,23 @@ pub(crate) fn start<S: DeserializeOwned>(
     })
 }
 
+/// At the end of epoch `epoch`, if a checkpoint is due: syncs the records file (worker 0)
+/// and saves the state that `state` builds from its length.
+pub(crate) fn save_if_due<S: Serialize>(
+    store: Option<&Store>,
+    records: Option<&mut crate::sink::Records>,
+    epoch: u64,
+    state: impl FnOnce(Option<u64>) -> S,
+) -> Result<()> {
+    if let Some(store) = store
+        && store.due(epoch)
+    {
+        let records_len = records.map(|records| records.sync()).transpose()?;
+        store.save(epoch, &state(records_len))?;
+    }
+    Ok(())
+}
+
 /// The epoch the cluster resumes from: the largest one every worker holds (None: start
 /// afresh); and whether any worker writes records (only process 0 may be given a records
 /// file, yet every worker must know whether to send them). Every worker must call it, at the

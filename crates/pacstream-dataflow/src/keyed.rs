@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::channel::Channel;
-use crate::checkpoint::{Start, start};
+use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
@@ -313,19 +313,13 @@ pub fn run_keyed<F: KeyedFamily>(
         }
         done += batch_len;
         epoch += 1;
-        if let Some(store) = &store
-            && store.due(epoch)
-        {
-            let records_len = records.as_mut().map(|records| records.sync()).transpose()?;
-            store.save(
-                epoch,
-                &StateRef {
-                    learners: learners.iter().collect(),
-                    rows: done,
-                    records_len,
-                },
-            )?;
-        }
+        save_if_due(store.as_ref(), records.as_mut(), epoch, |records_len| {
+            StateRef {
+                learners: learners.iter().collect(),
+                rows: done,
+                records_len,
+            }
+        })?;
     }
     if let Some(records) = &mut records {
         records.sync()?;

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::channel::Channel;
-use crate::checkpoint::{Start, start};
+use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
@@ -315,21 +315,15 @@ pub fn run_kmeans(
         }
         done += passed as u64;
         epoch += 1;
-        if let Some(store) = &store
-            && store.due(epoch)
-        {
-            let records_len = records.as_mut().map(|records| records.sync()).transpose()?;
-            store.save(
-                epoch,
-                &State {
-                    learner: learner.clone(),
-                    rows: done,
-                    totals: totals.clone(),
-                    last,
-                    records_len,
-                },
-            )?;
-        }
+        save_if_due(store.as_ref(), records.as_mut(), epoch, |records_len| {
+            State {
+                learner: learner.clone(),
+                rows: done,
+                totals: totals.clone(),
+                last,
+                records_len,
+            }
+        })?;
     }
     if let Some(records) = &mut records {
         records.sync()?;
