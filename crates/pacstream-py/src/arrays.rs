@@ -13,9 +13,9 @@ use numpy::{
     Element, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray1,
     PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods, dtype,
 };
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// Checks that `x` is a NumPy array of `T` with `ndim` dimensions, in C order.
 fn checked<'py, T: Element>(
@@ -179,4 +179,169 @@ fn checked_1d<T: Element>(x: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
         )));
     }
     Ok(())
+}
+
+/// The forecasts of experts given by feature name (`pacstream.river.EWARegressor`), read
+/// from each round's features as in opera, where the experts' forecasts come with the data.
+///
+/// `read(x)` returns the values in the order of the names as a float64 array and, when some
+/// are missing, which are present (a bool array; `None` when all are): a name absent from
+/// `x`, or whose value is `None` or NaN, is an expert asleep this round (opera's reading of a
+/// missing forecast), its value 0.0. A value that is not a number raises `TypeError`.
+///
+/// **Why a class.** A stream's dicts are usually built with the same key objects in the same
+/// order every round (a CSV reader's field names, a DataFrame's columns). So the reader
+/// remembers the last dict's keys (holding them, so that their addresses stay theirs) and
+/// where each name sat; a round whose dict has the same keys in the same order (the same
+/// objects, or else equal ones) is read in one pass over its entries with no hashing — a
+/// third of the cost of a lookup per name. Any other round (another mapping type, other keys) is read by lookups
+/// and, for a dict, remembered for the next.
+#[pyclass(module = "pacstream._pacstream")]
+#[derive(Debug)]
+pub struct FeatureReader {
+    names: Py<PyList>,
+    /// The keys of the last dict read, in its order.
+    layout: Vec<Py<PyAny>>,
+    /// For each name, its position in `layout` (None: not in that dict).
+    positions: Vec<Option<usize>>,
+    /// Whether some name reads the entry at that position.
+    read_at: Vec<bool>,
+    /// Scratch: the values of the last dict, by position.
+    by_position: Vec<f64>,
+}
+
+#[pymethods]
+impl FeatureReader {
+    #[new]
+    fn new(names: Bound<'_, PyList>) -> Self {
+        Self {
+            names: names.unbind(),
+            layout: Vec::new(),
+            positions: Vec::new(),
+            read_at: Vec::new(),
+            by_position: Vec::new(),
+        }
+    }
+
+    /// Pickled (and copied) as its names: what it remembers is rebuilt on the first read.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyAny>, (Py<PyList>,)) {
+        let names = slf.borrow().names.clone_ref(slf.py());
+        (slf.get_type().into_any(), (names,))
+    }
+
+    /// The named values of `x` and which are present (None when all are).
+    #[allow(clippy::type_complexity)]
+    fn read<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<f64>>,
+        Option<Bound<'py, PyArray1<bool>>>,
+    )> {
+        let names = self.names.bind(py).clone();
+        let values = match x.cast::<PyDict>() {
+            Ok(dict) => match self.read_same_layout(dict)? {
+                Some(values) => values,
+                None => {
+                    let values = lookups(py, x, &names)?;
+                    self.remember(py, dict, &names)?;
+                    values
+                }
+            },
+            Err(_) => lookups(py, x, &names)?,
+        };
+        let present: Vec<bool> = values.iter().map(|v| !v.is_nan()).collect();
+        let awake = if present.iter().all(|&p| p) {
+            None
+        } else {
+            Some(PyArray1::from_vec(py, present))
+        };
+        let values = values.into_iter().map(|v| if v.is_nan() { 0.0 } else { v });
+        Ok((PyArray1::from_iter(py, values), awake))
+    }
+}
+
+impl FeatureReader {
+    /// The values by name if `dict` has the remembered keys, by identity, in the same order
+    /// (NaN for a missing or `None` value); `None` otherwise.
+    fn read_same_layout(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<Option<Vec<f64>>> {
+        if self.layout.is_empty() || dict.len() != self.layout.len() {
+            return Ok(None);
+        }
+        self.by_position.clear();
+        for ((key, value), (remembered, &is_read)) in
+            dict.iter().zip(self.layout.iter().zip(&self.read_at))
+        {
+            let remembered = remembered.bind(dict.py());
+            // Identity first (the usual case); equal keys that are other objects (integers
+            // above 256, strings built anew each round) cost a comparison, still no hashing.
+            if !key.is(remembered) && !key.eq(remembered).unwrap_or(false) {
+                return Ok(None);
+            }
+            self.by_position
+                .push(if is_read { forecast(&value)? } else { f64::NAN });
+        }
+        Ok(Some(
+            self.positions
+                .iter()
+                .map(|p| p.map_or(f64::NAN, |p| self.by_position[p]))
+                .collect(),
+        ))
+    }
+
+    /// Remembers the keys of `dict` and where each name sits among them.
+    fn remember(
+        &mut self,
+        py: Python<'_>,
+        dict: &Bound<'_, PyDict>,
+        names: &Bound<'_, PyList>,
+    ) -> PyResult<()> {
+        let position_of = PyDict::new(py);
+        self.layout.clear();
+        for (position, key) in dict.keys().iter().enumerate() {
+            position_of.set_item(&key, position)?;
+            self.layout.push(key.unbind());
+        }
+        self.read_at = vec![false; self.layout.len()];
+        self.positions.clear();
+        for name in names.iter() {
+            let position = match position_of.get_item(&name)? {
+                Some(p) => Some(p.extract::<usize>()?),
+                None => None,
+            };
+            if let Some(p) = position {
+                self.read_at[p] = true;
+            }
+            self.positions.push(position);
+        }
+        Ok(())
+    }
+}
+
+/// A named expert's value: NaN for `None` (asleep, as NaN itself), else a number.
+fn forecast(value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if value.is_none() {
+        Ok(f64::NAN)
+    } else {
+        number(value, "a named expert's forecast")
+    }
+}
+
+/// The values of `names` in the mapping `x` by one lookup each (NaN where missing or None).
+fn lookups(py: Python<'_>, x: &Bound<'_, PyAny>, names: &Bound<'_, PyList>) -> PyResult<Vec<f64>> {
+    let dict = x.cast::<PyDict>().ok();
+    let mut values = Vec::with_capacity(names.len());
+    for name in names.iter() {
+        let value = match dict {
+            Some(dict) => dict.get_item(&name)?,
+            None => match x.get_item(&name) {
+                Ok(value) => Some(value),
+                Err(error) if error.is_instance_of::<PyKeyError>(py) => None,
+                Err(error) => return Err(error),
+            },
+        };
+        values.push(value.map_or(Ok(f64::NAN), |v| forecast(&v))?);
+    }
+    Ok(values)
 }

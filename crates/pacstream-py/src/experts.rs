@@ -594,11 +594,18 @@ aggregator_class!(PyEwa, "EWA", {
         Ok(Self { run: Run::new(p)? })
     }
 
-    /// The forecast Σ p_i ỹ_i for this advice, without learning.
-    fn predict(&self, advice: &Bound<'_, PyAny>) -> PyResult<f64> {
+    /// The forecast Σ p_i ỹ_i for this advice, without learning; with `awake`, over the
+    /// awake experts only (the weights renormalised over them, as the round would play).
+    #[pyo3(signature = (advice, awake = None))]
+    fn predict(
+        &self,
+        advice: &Bound<'_, PyAny>,
+        awake: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<f64> {
         let advice = arrays::values(advice, "advice")?;
+        let awake = awake.map(|a| arrays::flags(a, "awake")).transpose()?;
         match &self.run.rule {
-            AnyAggregator::Ewa(ewa) => lib(|| ewa.predict(&advice)),
+            AnyAggregator::Ewa(ewa) => lib(|| ewa.predict_among(&advice, awake.as_deref())),
             _ => Err(PyValueError::new_err("not an EWA rule")),
         }
     }

@@ -39,6 +39,7 @@ mod values;
 #[pymodule]
 fn _pacstream(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<arrays::FeatureReader>()?;
     record::register(m)?;
     points::register(m)?;
     kmeans::register(m)?;

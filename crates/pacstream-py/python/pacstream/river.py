@@ -221,17 +221,29 @@ class Paco(_PointClusterer):
 
 
 class EWARegressor(base.Ensemble, base.Regressor):
-    """Exponentially weighted average of River regressors, the weights kept by
-    ``pacstream.EWA`` (the Rust engine): the forecast is Σ p_i ŷ_i; each round every model
-    predicts, the aggregate pays loss(ŷ, y), the weights update, then every model learns.
+    """Exponentially weighted average of experts, the weights kept by ``pacstream.EWA``
+    (the Rust engine): the forecast is Σ p_i ŷ_i; each round every expert forecasts, the
+    aggregate pays loss(ŷ, y), the weights update, then every model learns.
+
+    An expert is either a River regressor, asked for its forecast (``predict_one``) and
+    taught (``learn_one``) each round, or a **feature name**, whose forecast is that feature
+    of the round (``x[name]``): opera's setting, where the forecasts of the experts come with
+    the data (the pollsters of River's ``TrumpApproval``, the models of a forecasting team).
+    A named expert costs a dictionary lookup done in Rust (less when the stream's dicts keep
+    their keys from one round to the next), so a round over named experts
+    costs what the aggregation costs; a round over River models costs at least the models'
+    own Python calls.
 
     Unlike River's ``EWARegressor``, the learning rate defaults to AdaHedge (no tuning
-    needed), and the regret against the best model, its bound and the weights are kept.
+    needed), and the regret against the best expert, its bound and the weights are kept.
 
     Parameters
     ----------
     models
-        The regressors to aggregate.
+        The experts, in order: River regressors, feature names, or both. A named expert
+        whose feature is missing (or None, or NaN) in a round sleeps that round (sleeping
+        experts: the weights are renormalised over the awake ones, and its regret counts
+        only the rounds it was awake); ``predict_one`` is 0.0 when no expert advises.
     loss
         "square" (default), "absolute" or "pinball:τ".
     learning_rate
@@ -242,9 +254,16 @@ class EWARegressor(base.Ensemble, base.Regressor):
         B, the range of the losses ([0, B]) the bound assumes; the schedules other than
         AdaHedge need it.
     prior
-        Prior weights of the models, in their order (None: uniform).
+        Prior weights of the experts, in their order (None: uniform).
     gradient
         Charge the linearised losses (the gradient trick).
+
+    >>> from pacstream.river import EWARegressor
+    >>> model = EWARegressor(["a", "b"], learning_rate=1.0, loss_bound=4.0)
+    >>> for _ in range(20):
+    ...     model.learn_one({"a": 1.0, "b": 3.0}, 1.0)
+    >>> bool(model.weights[0] > 0.99), round(model.predict_one({"a": 1.0, "b": 3.0}), 2)
+    (True, 1.0)
     """
 
     def __init__(
@@ -264,6 +283,13 @@ class EWARegressor(base.Ensemble, base.Regressor):
         self.loss_bound = loss_bound
         self.prior = prior
         self.gradient = gradient
+        # The River models among the experts (their positions), and the feature names
+        # with theirs; read through the list itself (`self.data`): iterating the
+        # ensemble goes through UserList's Python-level indexing, three times the cost.
+        self._models = [(i, m) for i, m in enumerate(self.data) if isinstance(m, base.Estimator)]
+        self._names = [m for m in self.data if not isinstance(m, base.Estimator)]
+        self._named_at = [i for i, m in enumerate(self.data) if not isinstance(m, base.Estimator)]
+        self._reader = _pacstream.FeatureReader(self._names)
         self._core = _pacstream.EWA(
             len(models),
             loss=loss,
@@ -285,17 +311,45 @@ class EWARegressor(base.Ensemble, base.Regressor):
                 pp.StandardScaler() | lm.PARegressor(),
             ]
         }
+        # River's regression checks run on TrumpApproval, whose features are the
+        # approval ratings of five pollsters: forecasts of the target, aggregated by name.
+        yield {"models": ["gallup", "ipsos", "morning_consult", "rasmussen", "you_gov"]}
+        yield {"models": ["gallup", pp.StandardScaler() | lm.LinearRegression(intercept_lr=0.1)]}
 
-    def _advice(self, x) -> list[float]:
-        return [float(model.predict_one(x)) for model in self]
+    def _advice(self, x):
+        """The round's forecasts, and which experts are awake (None: all). A named expert
+        whose feature is missing, None or NaN in `x` sleeps this round: it neither
+        advises nor is charged (opera reads a missing forecast the same way)."""
+        if not self._models:
+            return self._reader.read(x)
+        if not self._names:
+            return [float(model.predict_one(x)) for _, model in self._models], None
+        named, present = self._reader.read(x)
+        advice = [0.0] * len(self.data)
+        for i, value in zip(self._named_at, named.tolist()):
+            advice[i] = value
+        for i, model in self._models:
+            advice[i] = float(model.predict_one(x))
+        if present is None:
+            return advice, None
+        awake = [True] * len(self.data)
+        for i, is_present in zip(self._named_at, present.tolist()):
+            awake[i] = is_present
+        return advice, awake
 
     def learn_one(self, x, y) -> None:
-        self._core.learn_one(self._advice(x), float(y))
-        for model in self:
+        advice, awake = self._advice(x)
+        # A round where no expert advises teaches the weights nothing.
+        if awake is None or np.any(awake):
+            self._core.learn_one(advice, float(y), awake)
+        for _, model in self._models:
             model.learn_one(x, y)
 
     def predict_one(self, x) -> float:
-        return self._core.predict(self._advice(x))
+        advice, awake = self._advice(x)
+        if awake is not None and not np.any(awake):
+            return 0.0  # no expert advises: River's regressors start at 0.0 too
+        return self._core.predict(advice, awake)
 
     @property
     def weights(self) -> np.ndarray:

@@ -72,6 +72,112 @@ def test_ewa_regressor_favours_the_better_model_and_keeps_its_bound():
     assert model.regret <= model.bound
 
 
+def test_ewa_regressor_experts_by_name_equal_the_core_on_the_same_forecasts():
+    # Named experts read their forecast from x: the same rounds through the array-first
+    # core give the same weights, bit for bit, and the same forecasts.
+    import pacstream as ps
+    from river import datasets
+
+    pollsters = ["gallup", "ipsos", "morning_consult", "rasmussen", "you_gov"]
+    named = pr.EWARegressor(pollsters, learning_rate=0.01, loss_bound=400.0)
+    core = ps.EWA(len(pollsters), learning_rate=0.01, loss_bound=400.0)
+    for x, y in datasets.TrumpApproval().take(200):
+        advice = [x[p] for p in pollsters]
+        assert named.predict_one(x) == core.predict(advice)
+        named.learn_one(x, y)
+        core.learn_one(advice, y)
+    np.testing.assert_array_equal(named.weights, core.weights)
+    assert named.regret == core.regret
+
+
+def test_ewa_regressor_named_expert_sleeps_when_its_feature_is_missing():
+    import pacstream as ps
+
+    model = pr.EWARegressor(["a", "b", "c"], learning_rate=1.0, loss_bound=100.0)
+    core = ps.EWA(3, learning_rate=1.0, loss_bound=100.0)
+    rounds = [
+        ({"a": 1.0, "b": 2.0, "c": 3.0}, 1.5),
+        ({"a": 1.0, "c": float("nan")}, 1.0),  # b missing, c NaN: only a advises
+        ({"a": None, "b": 2.5, "c": 0.0}, 2.0),  # a is None
+        ({"b": 2.0, "c": 2.0}, 2.0),
+    ]
+    for x, y in rounds:
+        awake = [x.get(k) is not None and x.get(k) == x.get(k) for k in "abc"]
+        advice = [x[k] if awake[i] else 0.0 for i, k in enumerate("abc")]
+        assert model.predict_one(x) == core.predict(advice, awake)
+        model.learn_one(x, y)
+        core.learn_one(advice, y, awake)
+    np.testing.assert_array_equal(model.weights, core.weights)
+    # Only a advised in round 2: the forecast is a's.
+    fresh = pr.EWARegressor(["a", "b"], learning_rate=1.0, loss_bound=100.0)
+    assert fresh.predict_one({"a": 4.0}) == 4.0
+    # No expert advises: 0.0, and learning such a round changes nothing.
+    assert fresh.predict_one({"z": 1.0}) == 0.0
+    fresh.learn_one({"z": 1.0}, 3.0)
+    np.testing.assert_array_equal(fresh.weights, [0.5, 0.5])
+    with pytest.raises(TypeError):
+        fresh.learn_one({"a": "high", "b": 1.0}, 1.0)
+
+
+def test_feature_reader_reads_by_name_whatever_the_dicts_layout():
+    from collections import OrderedDict
+    from types import MappingProxyType
+
+    from pacstream import _pacstream
+
+    reader = _pacstream.FeatureReader(["b", "a", "b"])  # a name may be read twice
+    rounds = [
+        {"a": 1.0, "b": 2.0, "z": "not a forecast"},  # first layout
+        {"a": 3.0, "b": 4.0, "z": "x"},  # same keys, same order: the one-pass read
+        {"b": 5.0, "a": 6.0, "z": "x"},  # same keys, other order
+        {"a": 7.0, "z": "x"},  # b missing
+        {"".join(["a"]): 8.0, "".join(["b"]): 9.0},  # equal keys, other objects
+        OrderedDict(a=10.0, b=11.0),  # a dict subclass
+        MappingProxyType({"a": 12.0, "b": None}),  # not a dict; b None
+        {"a": 13.0, "b": 14.0, "z": "x"},
+    ]
+    for x in rounds:
+        values, present = reader.read(x)
+        want = [x.get(k) for k in ["b", "a", "b"]]
+        awake = [v is not None for v in want]
+        np.testing.assert_array_equal(values, [v if v is not None else 0.0 for v in want])
+        if all(awake):
+            assert present is None
+        else:
+            np.testing.assert_array_equal(present, awake)
+    with pytest.raises(TypeError):
+        reader.read({"a": 1.0, "b": "high"})
+    # Pickled as its names.
+    again = pickle.loads(pickle.dumps(reader))
+    np.testing.assert_array_equal(again.read({"a": 1.0, "b": 2.0})[0], [2.0, 1.0, 2.0])
+
+
+def test_ewa_regressor_with_named_experts_pickles_and_resumes():
+    model = pr.EWARegressor(["a", "b"], learning_rate=0.5, loss_bound=100.0)
+    twin = pr.EWARegressor(["a", "b"], learning_rate=0.5, loss_bound=100.0)
+    for t in range(10):
+        x = {"a": float(t), "b": 1.0}
+        model.learn_one(x, float(t))
+        twin.learn_one(x, float(t))
+    model = pickle.loads(pickle.dumps(model))
+    for t in range(10, 20):
+        x = {"a": float(t), "b": 1.0}
+        model.learn_one(x, float(t))
+        twin.learn_one(x, float(t))
+    np.testing.assert_array_equal(model.weights, twin.weights)
+
+
+def test_ewa_regressor_mixes_named_experts_and_river_models():
+    from river import dummy, stats
+
+    model = pr.EWARegressor(["a", dummy.StatisticRegressor(stats.Mean())], learning_rate=0.5, loss_bound=100.0)
+    for t in range(30):
+        model.learn_one({"a": float(t)}, float(t))
+    # The named expert forecasts the outcome exactly; the running mean does not.
+    assert model.weights[0] > 0.99
+    assert model.predict_one({"a": 31.0}) == pytest.approx(31.0, abs=0.5)
+
+
 # --- scikit-learn ---------------------------------------------------------------------------
 
 EXPECTED_FAILURES = {

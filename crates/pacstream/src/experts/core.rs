@@ -450,13 +450,19 @@ impl Core {
 
     /// The weights the next round would use with every expert awake.
     pub(crate) fn next_weights(&self) -> Vec<f64> {
+        self.next_weights_among(None)
+    }
+
+    /// The weights of the next round over the `awake` experts (0 for the others), as the
+    /// round itself would compute them.
+    pub(crate) fn next_weights_among(&self, awake: Option<&[bool]>) -> Vec<f64> {
         let round = self.n_rounds + 1;
         let mut weights = self.weights.clone();
         if self.schedule.restarts_at(round) {
             weights.restart();
         }
         let mut probabilities = vec![0.0; self.n_experts()];
-        weights.probabilities(self.schedule.eta(round), None, &mut probabilities);
+        weights.probabilities(self.schedule.eta(round), awake, &mut probabilities);
         probabilities
     }
 

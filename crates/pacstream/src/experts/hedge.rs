@@ -319,8 +319,36 @@ impl Ewa {
 
     /// The prediction the learner would make on `advice` now (every expert awake).
     pub fn predict(&self, advice: &[f64]) -> Result<f64> {
-        AdviceRound::new(advice, 0.0).check(self.core.n_experts())?;
-        Ok(self.weights().iter().zip(advice).map(|(p, a)| p * a).sum())
+        self.predict_among(advice, None)
+    }
+
+    /// The prediction the learner would make now when only the `awake` experts advise (the
+    /// weights renormalised over them, as a round with these awake experts plays them; the advice of
+    /// an asleep expert is ignored, NaN included).
+    ///
+    /// ```
+    /// use pacstream::experts::{EwaParams, LearningRate};
+    /// let ewa = EwaParams::new(2)
+    ///     .learning_rate(LearningRate::Fixed(1.0))
+    ///     .loss_bound(1.0)
+    ///     .check()?
+    ///     .build();
+    /// assert_eq!(ewa.predict_among(&[3.0, f64::NAN], Some(&[true, false]))?, 3.0);
+    /// assert_eq!(ewa.predict(&[3.0, 1.0])?, 2.0);
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    pub fn predict_among(&self, advice: &[f64], awake: Option<&[bool]>) -> Result<f64> {
+        let round = AdviceRound {
+            advice,
+            outcome: 0.0,
+            awake,
+        };
+        round.check(self.core.n_experts())?;
+        let weights = self.core.next_weights_among(awake);
+        Ok((0..advice.len())
+            .filter(|&i| awake.is_none_or(|a| a[i]))
+            .map(|i| weights[i] * advice[i])
+            .sum())
     }
 
     /// A round where every expert is awake and is charged its own loss: one pass over the
