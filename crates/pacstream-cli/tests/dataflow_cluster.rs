@@ -36,6 +36,14 @@ fn write_data(path: &Path, n: usize) {
     fs::write(path, text).unwrap();
 }
 
+/// A temporary directory holding `n` rows of [`write_data`] as `data.csv`.
+fn data_in_tempdir(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.csv");
+    write_data(&data, n);
+    (dir, data)
+}
+
 /// Free loopback ports, one per process, written as a hostfile.
 fn hostfile(dir: &Path, processes: usize) -> PathBuf {
     let listeners: Vec<TcpListener> = (0..processes)
@@ -63,22 +71,12 @@ fn spawn_to(args: &[String], stderr: Stdio) -> Child {
         .unwrap()
 }
 
-/// Waits for every child, killing all of them if any outlives the limit.
-fn wait_all(mut children: Vec<Child>) {
+/// Waits until every child has ended, killing all of them if any outlives the limit.
+fn watch(children: &mut [Child]) {
     let start = Instant::now();
-    loop {
-        let mut running = false;
-        for child in &mut children {
-            match child.try_wait().unwrap() {
-                Some(status) => assert!(status.success(), "a process failed: {status}"),
-                None => running = true,
-            }
-        }
-        if !running {
-            return;
-        }
+    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
         if start.elapsed() > LIMIT {
-            for child in &mut children {
+            for child in children.iter_mut() {
                 let _ = child.kill();
                 let _ = child.wait();
             }
@@ -86,6 +84,28 @@ fn wait_all(mut children: Vec<Child>) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Waits for every child (bounded by [`watch`]); each must succeed.
+fn wait_all(mut children: Vec<Child>) {
+    watch(&mut children);
+    for child in &mut children {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "a process failed: {status}");
+    }
+}
+
+/// Runs one process to its end; returns its exit code and standard error.
+fn run_one(args: &[String]) -> (Option<i32>, String) {
+    let output = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
@@ -188,9 +208,7 @@ fn kmeans_args(data: &Path) -> Vec<String> {
 
 #[test]
 fn data_parallel_kmeans_on_2_3_and_4_processes_equals_one_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 6000);
+    let (dir, data) = data_in_tempdir(6000);
     let args = kmeans_args(&data);
     let (records, summary) = cluster(dir.path(), "one", &args, 1, 1);
     assert_eq!(records.lines().count(), 6000);
@@ -210,29 +228,22 @@ fn data_parallel_kmeans_on_2_3_and_4_processes_equals_one_process() {
 
 #[test]
 fn data_parallel_kmeans_with_whole_batches_equals_the_one_process_command() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 3000);
+    let (dir, data) = data_in_tempdir(3000);
     let single = dir.path().join("single.jsonl");
-    let status = Command::new(BIN)
-        .args(strings(&[
-            "kmeans",
-            "--online",
-            "--k",
-            "4",
-            "--batch-size",
-            "500",
-            "--columns",
-            "x,y",
-            "--output",
-            single.to_str().unwrap(),
-            data.to_str().unwrap(),
-        ]))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let (code, stderr) = run_one(&strings(&[
+        "kmeans",
+        "--online",
+        "--k",
+        "4",
+        "--batch-size",
+        "500",
+        "--columns",
+        "x,y",
+        "--output",
+        single.to_str().unwrap(),
+        data.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(0), "{stderr}");
     let args = strings(&[
         "dataflow",
         "kmeans",
@@ -255,9 +266,7 @@ fn data_parallel_kmeans_with_whole_batches_equals_the_one_process_command() {
 
 #[test]
 fn keyed_learners_with_a_skewed_key_on_3_processes_equal_one_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 4000);
+    let (dir, data) = data_in_tempdir(4000);
     let args = keyed_args(&data, 300);
     let (records, summary) = cluster(dir.path(), "one", &args, 1, 1);
     assert_eq!(
@@ -288,9 +297,7 @@ fn newest_checkpoint(dir: &Path, worker: usize) -> Option<u64> {
 
 #[test]
 fn a_process_killed_mid_stream_restarts_from_the_checkpoints_to_the_same_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 40_000);
+    let (dir, data) = data_in_tempdir(40_000);
     let mut args = keyed_args(&data, 200);
     args.extend(strings(&["--checkpoint-every", "2"]));
     let (records, summary) = cluster(dir.path(), "uninterrupted", &args, 1, 1);
@@ -358,9 +365,7 @@ fn a_process_killed_mid_stream_restarts_from_the_checkpoints_to_the_same_output(
 
 #[test]
 fn cluster_options_out_of_range_are_refused_before_anything_starts() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 10);
+    let (dir, data) = data_in_tempdir(10);
     let hosts = hostfile(dir.path(), 2);
     let base = kmeans_args(&data);
     for (extra, message) in [
@@ -403,9 +408,8 @@ fn cluster_options_out_of_range_are_refused_before_anything_starts() {
     ] {
         let mut args = base.clone();
         args.extend(strings(&extra));
-        let output = Command::new(BIN).args(&args).output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        let (code, stderr) = run_one(&args);
+        assert_eq!(code, Some(2), "{extra:?}: {stderr}");
         assert!(stderr.contains(message), "{extra:?}: {stderr}");
     }
 }
@@ -418,30 +422,16 @@ fn outcomes(dir: &Path, args: &[String], processes: usize) -> Vec<(Option<i32>, 
     let summary = dir.join("failed.json");
     let mut children: Vec<Child> = (0..processes)
         .map(|process| {
-            Command::new(BIN)
-                .args(process_args(
-                    args,
-                    (processes, process, 1),
-                    hosts.as_deref(),
-                    (&output, &summary),
-                ))
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            let all = process_args(
+                args,
+                (processes, process, 1),
+                hosts.as_deref(),
+                (&output, &summary),
+            );
+            spawn_to(&all, Stdio::piped())
         })
         .collect();
-    let start = Instant::now();
-    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
-        if start.elapsed() > LIMIT {
-            for child in &mut children {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-            panic!("the cluster did not stop within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    watch(&mut children);
     children
         .into_iter()
         .map(|child| {
@@ -456,9 +446,7 @@ fn outcomes(dir: &Path, args: &[String], processes: usize) -> Vec<(Option<i32>, 
 
 #[test]
 fn a_bad_row_read_by_one_worker_of_its_share_stops_every_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 3000);
+    let (dir, data) = data_in_tempdir(3000);
     // Data row 1,750 is row 250 of its k-means batch (rows 1,501 to 2,000), in chunk 2 (of
     // 100 rows), which only worker 0 of 2 parses; it is row 250 of its keyed epoch (rows
     // 1,501 to 1,800), which only worker 1 of 2 parses.
@@ -479,9 +467,7 @@ fn a_bad_row_read_by_one_worker_of_its_share_stops_every_process() {
 
 #[test]
 fn a_restart_with_another_number_of_workers_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data.csv");
-    write_data(&data, 2000);
+    let (dir, data) = data_in_tempdir(2000);
     let checkpoints = dir.path().join("checkpoints");
     let mut args = keyed_args(&data, 200);
     args.extend(strings(&[
@@ -494,13 +480,8 @@ fn a_restart_with_another_number_of_workers_is_refused() {
     for (processes, workers) in [(1, 1), (1, 3)] {
         let mut again = args.clone();
         again.extend(strings(&["--workers", &workers.to_string()]));
-        let output = Command::new(BIN).args(&again).output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{processes} x {workers}: {stderr}"
-        );
+        let (code, stderr) = run_one(&again);
+        assert_eq!(code, Some(2), "{processes} x {workers}: {stderr}");
         assert!(
             stderr.contains("checkpoints of a run on 2 workers in all, and this run has"),
             "{stderr}"

@@ -144,11 +144,16 @@ fn main() {
     // Optionally only one pattern: kmeans, keyed or sharded.
     let only = std::env::args().nth(2);
     let runs = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    // Optionally only some worker counts (for a profiler): "1", "2" or "1,2" (the default).
+    let counts: Vec<usize> = std::env::args()
+        .nth(3)
+        .map(|a| a.split(',').filter_map(|w| w.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 2]);
     println!(
         "pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker | CPU seconds per worker"
     );
     let mut base = 0.0;
-    for workers in [1, 2].into_iter().filter(|_| runs("kmeans")) {
+    for workers in counts.iter().copied().filter(|_| runs("kmeans")) {
         let job = KMeansJob {
             config: SequentialKMeansParams::new(8).seed(1).check().unwrap(),
             batch_size: 65_536,
@@ -172,7 +177,7 @@ fn main() {
         );
     }
     let keyed_rows = rows / 10;
-    for workers in [1, 2].into_iter().filter(|_| runs("keyed")) {
+    for workers in counts.iter().copied().filter(|_| runs("keyed")) {
         let family = Arc::new(AggregatorFamily {
             config: AggregatorParams::new(Rule::Hedge, 10)
                 .rate(LearningRate::AdaHedge)
@@ -201,7 +206,7 @@ fn main() {
         );
     }
     for (n_experts, rounds) in [(10_000_000u64, 20usize), (100_000_000, 3)] {
-        for workers in [1, 2].into_iter().filter(|_| runs("sharded")) {
+        for workers in counts.iter().copied().filter(|_| runs("sharded")) {
             let outcomes: Arc<Vec<Vec<f64>>> = Arc::new(
                 (0..rounds)
                     .map(|r| vec![value(r as u64, 0) / 3.0])

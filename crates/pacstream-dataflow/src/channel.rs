@@ -13,8 +13,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use timely::ExchangeData;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::vec::Broadcast;
-use timely::dataflow::operators::{Exchange, Inspect, Probe};
+use timely::dataflow::operators::{Exchange, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
@@ -22,7 +25,7 @@ type Received<D> = Rc<RefCell<BTreeMap<u64, Vec<D>>>>;
 
 /// A channel of one dataflow: items routed to one worker each, or broadcast to all.
 pub struct Channel<D: ExchangeData + Clone> {
-    input: InputHandle<u64, timely::container::CapacityContainerBuilder<Vec<(u64, D)>>>,
+    input: InputHandle<u64, CapacityContainerBuilder<Vec<(u64, D)>>>,
     probe: ProbeHandle<u64>,
     received: Received<D>,
     round: u64,
@@ -59,13 +62,23 @@ impl<D: ExchangeData + Clone> Channel<D> {
                 Some(route) => stream.exchange(move |(_, item): &(u64, D)| route(item)),
                 None => stream.broadcast(),
             };
+            // The items are moved out of timely's buffers, not cloned: a row crosses the
+            // channel once.
             moved
-                .inspect(move |(round, item): &(u64, D)| {
-                    sink.borrow_mut()
-                        .entry(*round)
-                        .or_default()
-                        .push(item.clone());
-                })
+                .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                    Pipeline,
+                    "Collect",
+                    move |_, _| {
+                        move |input, _| {
+                            input.for_each(|_, items: &mut Vec<(u64, D)>| {
+                                let mut received = sink.borrow_mut();
+                                for (round, item) in items.drain(..) {
+                                    received.entry(round).or_default().push(item);
+                                }
+                            });
+                        }
+                    },
+                )
                 .probe_with(&probe);
         });
         Self {

@@ -135,6 +135,56 @@ impl Store {
     }
 }
 
+/// How a worker starts a run: its checkpoint store, the epoch the cluster resumes from with
+/// this worker's state of that epoch, and whether any worker writes records.
+pub(crate) struct Start<S> {
+    pub(crate) store: Option<Store>,
+    pub(crate) resumed: Option<(u64, S)>,
+    pub(crate) want_records: bool,
+}
+
+/// Opens this worker's checkpoints and agrees with the others on where to start
+/// ([`agree_on_epoch`]). Every worker must call it, at the start of the run.
+pub(crate) fn start<S: DeserializeOwned>(
+    worker: &mut Worker,
+    files: &crate::RunFiles,
+) -> Result<Start<S>> {
+    let index = worker.index();
+    let store = files
+        .checkpoints
+        .as_ref()
+        .map(|config| Store::new(config, index, worker.peers()))
+        .transpose()?;
+    let writes_records = index == 0 && files.records.is_some();
+    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
+    let resumed = match (resume, &store) {
+        (Some(epoch), Some(store)) => Some((epoch, store.load(epoch)?)),
+        _ => None,
+    };
+    Ok(Start {
+        store,
+        resumed,
+        want_records,
+    })
+}
+
+/// At the end of epoch `epoch`, if a checkpoint is due: syncs the records file (worker 0)
+/// and saves the state that `state` builds from its length.
+pub(crate) fn save_if_due<S: Serialize>(
+    store: Option<&Store>,
+    records: Option<&mut crate::sink::Records>,
+    epoch: u64,
+    state: impl FnOnce(Option<u64>) -> S,
+) -> Result<()> {
+    if let Some(store) = store
+        && store.due(epoch)
+    {
+        let records_len = records.map(|records| records.sync()).transpose()?;
+        store.save(epoch, &state(records_len))?;
+    }
+    Ok(())
+}
+
 /// The epoch the cluster resumes from: the largest one every worker holds (None: start
 /// afresh); and whether any worker writes records (only process 0 may be given a records
 /// file, yet every worker must know whether to send them). Every worker must call it, at the

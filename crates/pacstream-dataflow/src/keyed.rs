@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::channel::Channel;
-use crate::checkpoint::{Store, agree_on_epoch};
+use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
@@ -34,15 +34,24 @@ use crate::{ROWS_LIMIT, Source};
 pub type KeyedRow = (String, Vec<f64>);
 
 /// How the learners of one family are built, fed and summarised, from validated settings.
+///
+/// Records and summaries are written straight from the library's types (no intermediate
+/// JSON value): with small learners and many keys, building them is most of the work.
 pub trait KeyedFamily {
     /// A key's state (the learner and what the front-end accounts), as snapshotted.
     type State: Serialize + DeserializeOwned + 'static;
     /// A learner with no data.
     fn build(&self) -> Result<Self::State>;
-    /// Learns one row; returns the round's record.
-    fn learn(&self, state: &mut Self::State, row: &[f64]) -> Result<serde_json::Value>;
-    /// The key's summary.
-    fn summary(&self, state: &Self::State) -> serde_json::Value;
+    /// Learns one row; with `record`, appends the round's record to it as one JSON object
+    /// (a run that writes no records builds none).
+    fn learn(
+        &self,
+        state: &mut Self::State,
+        row: &[f64],
+        record: Option<&mut Vec<u8>>,
+    ) -> Result<()>;
+    /// The key's entry of the summary document ([`summary_entry`] of the key's summary).
+    fn summary_entry(&self, key: &str, state: &Self::State) -> Result<String>;
 }
 
 /// A learner of points and its running totals.
@@ -80,16 +89,26 @@ where
         })
     }
 
-    fn learn(&self, state: &mut Self::State, row: &[f64]) -> Result<serde_json::Value> {
+    fn learn(
+        &self,
+        state: &mut Self::State,
+        row: &[f64],
+        record: Option<&mut Vec<u8>>,
+    ) -> Result<()> {
         let step = state.learner.learn_one(row)?;
         let totals = state.totals.record(&step);
         state.last = Some(totals);
-        json(&state.learner.record(&step, &totals))
+        match record {
+            Some(out) => write_json(out, &state.learner.record(&step, &totals)),
+            None => Ok(()),
+        }
     }
 
-    fn summary(&self, state: &Self::State) -> serde_json::Value {
-        serde_json::to_value(state.learner.summary(&state.totals, state.last.as_ref()))
-            .unwrap_or(serde_json::Value::Null)
+    fn summary_entry(&self, key: &str, state: &Self::State) -> Result<String> {
+        summary_entry(
+            key,
+            &state.learner.summary(&state.totals, state.last.as_ref()),
+        )
     }
 }
 
@@ -110,24 +129,31 @@ impl KeyedFamily for AggregatorFamily {
         Ok(self.config.build()?)
     }
 
-    fn learn(&self, state: &mut AnyAggregator, row: &[f64]) -> Result<serde_json::Value> {
+    fn learn(
+        &self,
+        state: &mut AnyAggregator,
+        row: &[f64],
+        record: Option<&mut Vec<u8>>,
+    ) -> Result<()> {
         let Some((outcome, advice)) = row.split_last() else {
             return Err(Error::Usage(
                 "an expert row needs advice and an outcome".into(),
             ));
         };
         let step = state.learn_advice(AdviceRound::new(advice, *outcome), self.config.loss)?;
-        json(&step)
+        match record {
+            Some(out) => write_json(out, &step),
+            None => Ok(()),
+        }
     }
 
-    fn summary(&self, state: &AnyAggregator) -> serde_json::Value {
-        serde_json::to_value(self.config.summary(state.as_dyn(), &self.names))
-            .unwrap_or(serde_json::Value::Null)
+    fn summary_entry(&self, key: &str, state: &AnyAggregator) -> Result<String> {
+        summary_entry(key, &self.config.summary(state.as_dyn(), &self.names))
     }
 }
 
-fn json(value: &impl Serialize) -> Result<serde_json::Value> {
-    serde_json::to_value(value).map_err(|e| Error::Checkpoint(e.to_string()))
+fn write_json(out: &mut Vec<u8>, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(out, value).map_err(|e| Error::Checkpoint(e.to_string()))
 }
 
 /// 64-bit FNV-1a: the same in every process and every build, unlike std's hasher.
@@ -137,12 +163,22 @@ pub fn key_hash(key: &str) -> u64 {
     })
 }
 
-/// One record of a keyed run, as written.
-#[derive(Debug, Serialize)]
-struct KeyedRecord<'a> {
-    key: &'a str,
-    #[serde(flatten)]
-    record: &'a serde_json::Value,
+/// One record line of a keyed run: `{"key":...,` then the fields of the library's record
+/// (`record`, one JSON object) in its own order.
+pub fn keyed_line(key: &str, record: &[u8]) -> Result<String> {
+    let fields = record
+        .strip_prefix(b"{")
+        .and_then(|rest| std::str::from_utf8(rest).ok())
+        .ok_or_else(|| Error::Checkpoint("a record is not a JSON object".into()))?;
+    let key = serde_json::to_string(key).map_err(|e| Error::Checkpoint(e.to_string()))?;
+    let mut line = String::with_capacity(8 + key.len() + fields.len());
+    line.push_str("{\"key\":");
+    line.push_str(&key);
+    if fields != "}" {
+        line.push(',');
+    }
+    line.push_str(fields);
+    Ok(line)
 }
 
 #[derive(Serialize)]
@@ -178,7 +214,7 @@ impl KeyedOutcome {
 
 /// One entry of the pretty-printed summary object, `  "key": {...}` with the indentation
 /// it has inside the object: printed as a one-key object whose braces are cut off.
-fn summary_entry(key: &str, summary: &serde_json::Value) -> Result<String> {
+pub fn summary_entry(key: &str, summary: &impl Serialize) -> Result<String> {
     let one = BTreeMap::from([(key, summary)]);
     let text = serde_json::to_string_pretty(&one).map_err(|e| Error::Checkpoint(e.to_string()))?;
     Ok(text
@@ -205,26 +241,17 @@ pub fn run_keyed<F: KeyedFamily>(
     }
     let index = worker.index();
     let peers = worker.peers();
-    let store = match &files.checkpoints {
-        Some(config) => Some(Store::new(config, index, peers)?),
-        None => None,
+    let Start {
+        store,
+        resumed,
+        want_records,
+    } = start::<State<F::State>>(worker, files)?;
+    let resume = resumed.as_ref().map(|(epoch, _)| *epoch);
+    let (mut learners, mut done, records_len, mut epoch) = match resumed {
+        Some((epoch, state)) => (state.learners, state.rows, state.records_len, epoch),
+        None => (HashMap::new(), 0, None, 0),
     };
-    let writes_records = index == 0 && files.records.is_some();
-    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
-    let (mut learners, mut done, records_len, mut epoch) = match (resume, &store) {
-        (Some(epoch), Some(store)) => {
-            let state: State<F::State> = store.load(epoch)?;
-            (state.learners, state.rows, state.records_len, epoch)
-        }
-        _ => (HashMap::new(), 0, None, 0),
-    };
-    let mut records = match (&files.records, index) {
-        (Some(path), 0) => Some(Records::open(
-            path,
-            records_len.filter(|_| resume.is_some()),
-        )?),
-        _ => None,
-    };
+    let mut records = Records::for_worker(files, index, records_len)?;
     rows.skip_rows(done)?;
     let mut rows_channel =
         Channel::<(u64, String, Vec<f64>)>::exchange(worker, |(_, key, _)| key_hash(key));
@@ -248,6 +275,7 @@ pub fn run_keyed<F: KeyedFamily>(
         let mut received = rows_channel.round(worker, sent);
         received.sort_unstable_by_key(|(position, _, _)| *position);
         let mut out = Vec::with_capacity(received.len());
+        let mut record = Vec::new();
         for (position, key, values) in received {
             if failure.is_some() {
                 break;
@@ -258,17 +286,11 @@ pub fn run_keyed<F: KeyedFamily>(
                 Some(state) => state,
                 None => learners.entry(key.clone()).or_insert(family.build()?),
             };
-            match family.learn(state, &values) {
-                // Without a records file, no record is built or sent.
-                Ok(_) if !want_records => {}
-                Ok(record) => {
-                    let line = serde_json::to_string(&KeyedRecord {
-                        key: &key,
-                        record: &record,
-                    })
-                    .map_err(|e| Error::Checkpoint(e.to_string()))?;
-                    out.push((position, line));
-                }
+            // Without a records file, no record is built or sent.
+            record.clear();
+            match family.learn(state, &values, want_records.then_some(&mut record)) {
+                Ok(()) if want_records => out.push((position, keyed_line(&key, &record)?)),
+                Ok(()) => {}
                 Err(e) => {
                     failure = Some(Error::Row {
                         row: position + 1,
@@ -291,19 +313,13 @@ pub fn run_keyed<F: KeyedFamily>(
         }
         done += batch_len;
         epoch += 1;
-        if let Some(store) = &store
-            && store.due(epoch)
-        {
-            let records_len = records.as_mut().map(|records| records.sync()).transpose()?;
-            store.save(
-                epoch,
-                &StateRef {
-                    learners: learners.iter().collect(),
-                    rows: done,
-                    records_len,
-                },
-            )?;
-        }
+        save_if_due(store.as_ref(), records.as_mut(), epoch, |records_len| {
+            StateRef {
+                learners: learners.iter().collect(),
+                rows: done,
+                records_len,
+            }
+        })?;
     }
     if let Some(records) = &mut records {
         records.sync()?;
@@ -312,7 +328,7 @@ pub fn run_keyed<F: KeyedFamily>(
     // them in key order.
     let entries = learners
         .iter()
-        .map(|(key, state)| Ok((key.clone(), summary_entry(key, &family.summary(state))?)))
+        .map(|(key, state)| Ok((key.clone(), family.summary_entry(key, state)?)))
         .collect::<Result<Vec<_>>>()?;
     let mut summaries_channel = Channel::<(String, String)>::exchange(worker, |_| 0);
     let mut entries = summaries_channel.round(worker, entries);

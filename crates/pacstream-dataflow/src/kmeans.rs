@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::channel::Channel;
-use crate::checkpoint::{Store, agree_on_epoch};
+use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
 use crate::{ROWS_LIMIT, Source};
@@ -119,39 +119,31 @@ pub fn run_kmeans(
     job.check()?;
     let index = worker.index();
     let peers = worker.peers();
-    let store = match &files.checkpoints {
-        Some(config) => Some(Store::new(config, index, peers)?),
-        None => None,
-    };
-    let writes_records = index == 0 && files.records.is_some();
-    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
-    let (mut learner, mut done, mut totals, mut last, records_len, mut epoch) =
-        match (resume, &store) {
-            (Some(epoch), Some(store)) => {
-                let state: State = store.load(epoch)?;
-                if state.learner.config() != &job.config {
-                    return Err(Error::Checkpoint(
-                        "the checkpoint was written with other settings".into(),
-                    ));
-                }
-                (
-                    state.learner,
-                    state.rows,
-                    state.totals,
-                    state.last,
-                    state.records_len,
-                    epoch,
-                )
+    let Start {
+        store,
+        resumed,
+        want_records,
+    } = start::<State>(worker, files)?;
+    let resume = resumed.as_ref().map(|(epoch, _)| *epoch);
+    let (mut learner, mut done, mut totals, mut last, records_len, mut epoch) = match resumed {
+        Some((epoch, state)) => {
+            if state.learner.config() != &job.config {
+                return Err(Error::Checkpoint(
+                    "the checkpoint was written with other settings".into(),
+                ));
             }
-            _ => (job.config.build(), 0, Prequential::new(), None, None, 0),
-        };
-    let mut records = match (&files.records, index) {
-        (Some(path), 0) => Some(Records::open(
-            path,
-            records_len.filter(|_| resume.is_some()),
-        )?),
-        _ => None,
+            (
+                state.learner,
+                state.rows,
+                state.totals,
+                state.last,
+                state.records_len,
+                epoch,
+            )
+        }
+        None => (job.config.build(), 0, Prequential::new(), None, None, 0),
     };
+    let mut records = Records::for_worker(files, index, records_len)?;
     rows.skip_rows(done)?;
     let chunk_size = job.chunk_size;
     let mut parts_channel = Channel::<Part>::broadcast(worker);
@@ -323,21 +315,15 @@ pub fn run_kmeans(
         }
         done += passed as u64;
         epoch += 1;
-        if let Some(store) = &store
-            && store.due(epoch)
-        {
-            let records_len = records.as_mut().map(|records| records.sync()).transpose()?;
-            store.save(
-                epoch,
-                &State {
-                    learner: learner.clone(),
-                    rows: done,
-                    totals: totals.clone(),
-                    last,
-                    records_len,
-                },
-            )?;
-        }
+        save_if_due(store.as_ref(), records.as_mut(), epoch, |records_len| {
+            State {
+                learner: learner.clone(),
+                rows: done,
+                totals: totals.clone(),
+                last,
+                records_len,
+            }
+        })?;
     }
     if let Some(records) = &mut records {
         records.sync()?;

@@ -55,6 +55,19 @@ pub struct RunFiles {
 }
 
 impl Records {
+    /// Worker 0's record file when the run writes one (kept up to `resume_at` bytes when
+    /// resuming); none on the other workers.
+    pub(crate) fn for_worker(
+        files: &RunFiles,
+        index: usize,
+        resume_at: Option<u64>,
+    ) -> Result<Option<Self>> {
+        match (&files.records, index) {
+            (Some(path), 0) => Self::open(path, resume_at).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Writes lines already formatted (each ending with a newline).
     pub(crate) fn write_bytes(&mut self, lines: &[u8]) -> Result<()> {
         self.writer

@@ -1,0 +1,203 @@
+//! timely's configuration from the options, the run of every worker of this process, and
+//! what worker 0's process writes at the end.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use pacstream_dataflow::checkpoint::Checkpoints;
+use pacstream_dataflow::{Error as FlowError, RunFiles};
+use timely::{CommunicationConfig, Config, WorkerConfig};
+
+use super::ClusterArgs;
+use crate::failure::bad_input;
+use crate::io::atomic::write_atomically;
+use crate::io::files::file_id;
+use crate::ui::Notes;
+
+/// The largest number of worker threads per process, and of processes.
+pub const WORKERS_LIMIT: usize = 256;
+/// The largest number of processes.
+pub const PROCESSES_LIMIT: usize = 1024;
+/// The largest hostfile read (bytes).
+const HOSTFILE_LIMIT: u64 = 1 << 20;
+
+/// timely's configuration from the options, every count checked before anything starts.
+pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<Config> {
+    if args.workers == 0 || args.workers > WORKERS_LIMIT {
+        return Err(bad_input(format!(
+            "--workers must be between 1 and {WORKERS_LIMIT}, got {}",
+            args.workers
+        )));
+    }
+    if args.processes == 0 || args.processes > PROCESSES_LIMIT {
+        return Err(bad_input(format!(
+            "--processes must be between 1 and {PROCESSES_LIMIT}, got {}",
+            args.processes
+        )));
+    }
+    if args.process >= args.processes {
+        return Err(bad_input(format!(
+            "--process must be below --processes ({}), got {}",
+            args.processes, args.process
+        )));
+    }
+    let communication = if args.processes > 1 {
+        let Some(hostfile) = &args.hostfile else {
+            return Err(bad_input("--processes above 1 needs --hostfile"));
+        };
+        let addresses = read_hostfile(hostfile, args.processes)?;
+        CommunicationConfig::Cluster {
+            threads: args.workers,
+            process: args.process,
+            addresses,
+            report: false,
+            zerocopy: false,
+        }
+    } else if args.hostfile.is_some() {
+        return Err(bad_input("--hostfile needs --processes above 1"));
+    } else if args.workers > 1 {
+        CommunicationConfig::Process(args.workers)
+    } else {
+        CommunicationConfig::Thread
+    };
+    if args.checkpoint_every == 0 {
+        return Err(bad_input("--checkpoint-every must be >= 1"));
+    }
+    check_outputs(args)?;
+    Ok(Config {
+        communication,
+        worker: WorkerConfig::default(),
+    })
+}
+
+fn read_hostfile(path: &Path, processes: usize) -> anyhow::Result<Vec<String>> {
+    let file = File::open(path)
+        .map_err(|e| bad_input(format!("cannot open '{}': {e}", path.display())))?;
+    let mut addresses = Vec::new();
+    let mut reader = BufReader::new(file.take_bounded());
+    let mut line = String::new();
+    while addresses.len() < processes {
+        line.clear();
+        if reader
+            .read_line(&mut line)
+            .context("reading the hostfile")?
+            == 0
+        {
+            break;
+        }
+        let address = line.trim();
+        if !address.is_empty() {
+            addresses.push(address.to_string());
+        }
+    }
+    if addresses.len() < processes {
+        return Err(bad_input(format!(
+            "'{}' names {} hosts for {processes} processes",
+            path.display(),
+            addresses.len()
+        )));
+    }
+    Ok(addresses)
+}
+
+trait TakeBounded {
+    fn take_bounded(self) -> std::io::Take<File>;
+}
+
+impl TakeBounded for File {
+    fn take_bounded(self) -> std::io::Take<File> {
+        std::io::Read::take(self, HOSTFILE_LIMIT)
+    }
+}
+
+/// Refuses an output that is the input, or another output, under another name (compared by
+/// device and inode, before anything is written).
+fn check_outputs(args: &ClusterArgs) -> anyhow::Result<()> {
+    let input = file_id(&args.input);
+    let outputs: Vec<&PathBuf> = args.output.iter().chain(&args.summary).collect();
+    for (i, output) in outputs.iter().enumerate() {
+        let id = file_id(output);
+        if id.is_some() && id == input {
+            return Err(bad_input(format!(
+                "'{}' is the input '{}': refusing to overwrite it",
+                output.display(),
+                args.input.display()
+            )));
+        }
+        if outputs[..i]
+            .iter()
+            .any(|o| o == output || (id.is_some() && file_id(o) == id))
+        {
+            return Err(bad_input(format!(
+                "'{}' is given as two outputs",
+                output.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn files(args: &ClusterArgs) -> RunFiles {
+    RunFiles {
+        records: args.output.clone(),
+        checkpoints: args.checkpoint_dir.clone().map(|dir| Checkpoints {
+            dir,
+            every: args.checkpoint_every,
+        }),
+    }
+}
+
+pub(super) fn flow_error(error: FlowError) -> anyhow::Error {
+    match error {
+        FlowError::Library(_) | FlowError::Row { .. } | FlowError::Usage(_) => {
+            bad_input(error.to_string())
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Runs `work` on every worker of this process; returns worker 0's result (if this process
+/// holds worker 0).
+pub(super) fn execute<T, F>(config: Config, work: F) -> anyhow::Result<Option<T>>
+where
+    T: Send + 'static,
+    F: Fn(&mut timely::worker::Worker) -> Result<Option<T>, FlowError> + Send + Sync + 'static,
+{
+    let guards = timely::execute(config, work).map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+    let mut first = None;
+    for result in guards.join() {
+        match result {
+            Ok(Ok(Some(value))) => first = Some(value),
+            Ok(Ok(None)) => {}
+            Ok(Err(error)) => return Err(flow_error(error)),
+            Err(panic) => return Err(anyhow::anyhow!("a worker stopped: {panic}")),
+        }
+    }
+    Ok(first)
+}
+
+/// Worker 0's process notes a resumption and writes the summary.
+pub(super) fn finish(
+    outcome: Option<(Vec<u8>, Option<u64>)>,
+    cluster: &ClusterArgs,
+) -> anyhow::Result<()> {
+    let Some((summary, resumed_from)) = outcome else {
+        return Ok(());
+    };
+    if let Some(epoch) = resumed_from {
+        Notes::new(false).note(format!(
+            "resumed from the checkpoints of epoch {epoch} in '{}'",
+            cluster
+                .checkpoint_dir
+                .as_deref()
+                .unwrap_or(Path::new(""))
+                .display()
+        ));
+    }
+    if let Some(path) = &cluster.summary {
+        write_atomically(path, &summary)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! The input as each worker reads it: every worker opens the file and parses the numbers
+//! of its own rows only.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use pacstream_dataflow::keyed::KeyedRow;
+use pacstream_dataflow::{Error as FlowError, Source};
+
+use crate::failure::bad_input;
+
+/// The input's columns, resolved from its header before the workers start.
+#[derive(Clone, Debug)]
+pub(super) struct CsvColumns {
+    pub(super) path: PathBuf,
+    pub(super) key: Option<usize>,
+    pub(super) values: Vec<usize>,
+    pub(super) names: Vec<String>,
+}
+
+impl CsvColumns {
+    pub(super) fn resolve(
+        path: &Path,
+        columns: Option<&[String]>,
+        key: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let mut reader = csv::Reader::from_path(path)
+            .map_err(|e| bad_input(format!("cannot open '{}': {e}", path.display())))?;
+        let header: Vec<String> = reader
+            .headers()
+            .map_err(|e| bad_input(format!("'{}': {e}", path.display())))?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        let find = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .ok_or_else(|| bad_input(format!("no column '{name}' in '{}'", path.display())))
+        };
+        let key = key.map(find).transpose()?;
+        let values = match columns {
+            Some(names) => names
+                .iter()
+                .map(|n| find(n))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+            None => (0..header.len()).filter(|i| Some(*i) != key).collect(),
+        };
+        if values.is_empty() {
+            return Err(bad_input("no numeric column to learn from"));
+        }
+        let names = values.iter().map(|&i| header[i].clone()).collect();
+        Ok(Self {
+            path: path.to_path_buf(),
+            key,
+            values,
+            names,
+        })
+    }
+}
+
+/// The rows of a CSV file (each worker opens its own reader, and parses the numbers of its
+/// own rows only: the others are passed over as bytes).
+pub(super) struct CsvSource {
+    columns: CsvColumns,
+    reader: csv::Reader<File>,
+    record: csv::StringRecord,
+    passed: csv::ByteRecord,
+    row: u64,
+}
+
+impl CsvSource {
+    pub(super) fn open(columns: &CsvColumns) -> Result<Self, FlowError> {
+        let reader =
+            csv::Reader::from_path(&columns.path).map_err(|e| FlowError::Usage(e.to_string()))?;
+        Ok(Self {
+            columns: columns.clone(),
+            reader,
+            record: csv::StringRecord::new(),
+            passed: csv::ByteRecord::new(),
+            row: 0,
+        })
+    }
+
+    fn next_row(&mut self) -> Result<Option<(String, Vec<f64>)>, FlowError> {
+        let more = self
+            .reader
+            .read_record(&mut self.record)
+            .map_err(|e| FlowError::Row {
+                row: self.row + 1,
+                message: e.to_string(),
+            })?;
+        if !more {
+            return Ok(None);
+        }
+        self.row += 1;
+        let mut values = Vec::with_capacity(self.columns.values.len());
+        for (&index, name) in self.columns.values.iter().zip(&self.columns.names) {
+            let field = self.record.get(index).unwrap_or("");
+            let value: f64 = field.trim().parse().map_err(|_| FlowError::Row {
+                row: self.row,
+                message: format!("column '{name}': '{field}' is not a number"),
+            })?;
+            values.push(value);
+        }
+        let key = self
+            .columns
+            .key
+            .map(|k| self.record.get(k).unwrap_or("").to_string())
+            .unwrap_or_default();
+        Ok(Some((key, values)))
+    }
+
+    /// [`Source::next_selected`] for both views: the rows `keep` does not select are split
+    /// into fields (to find where they end) but neither decoded nor parsed.
+    fn next_selected_rows<R>(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, R)>,
+        view: impl Fn((String, Vec<f64>)) -> R,
+    ) -> Result<usize, FlowError> {
+        let mut passed = 0;
+        while passed < n {
+            if keep(passed) {
+                match self.next_row()? {
+                    Some(row) => out.push((passed, view(row))),
+                    None => break,
+                }
+            } else {
+                let more = self
+                    .reader
+                    .read_byte_record(&mut self.passed)
+                    .map_err(|e| FlowError::Row {
+                        row: self.row + 1,
+                        message: e.to_string(),
+                    })?;
+                if !more {
+                    break;
+                }
+                self.row += 1;
+            }
+            passed += 1;
+        }
+        Ok(passed)
+    }
+}
+
+impl Source for CsvSource {
+    type Row = Vec<f64>;
+
+    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> Result<(), FlowError> {
+        while out.len() < n {
+            match self.next_row()? {
+                Some((_, values)) => out.push(values),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
+        let mut left = n;
+        while left > 0 {
+            let step = usize::try_from(left).unwrap_or(usize::MAX);
+            let passed = self.next_selected_rows(step, &|_| false, &mut Vec::new(), |_| ())?;
+            if passed == 0 {
+                break;
+            }
+            left -= passed as u64;
+        }
+        Ok(())
+    }
+
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, Vec<f64>)>,
+    ) -> Result<usize, FlowError> {
+        self.next_selected_rows(n, keep, out, |(_, values)| values)
+    }
+}
+
+/// The keyed view of a CSV source.
+pub(super) struct KeyedCsv(pub(super) CsvSource);
+
+impl Source for KeyedCsv {
+    type Row = KeyedRow;
+
+    fn next_batch(&mut self, n: usize, out: &mut Vec<KeyedRow>) -> Result<(), FlowError> {
+        while out.len() < n {
+            match self.0.next_row()? {
+                Some(row) => out.push(row),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
+        self.0.skip_rows(n)
+    }
+
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &dyn Fn(usize) -> bool,
+        out: &mut Vec<(usize, KeyedRow)>,
+    ) -> Result<usize, FlowError> {
+        self.0.next_selected_rows(n, keep, out, |row| row)
+    }
+}

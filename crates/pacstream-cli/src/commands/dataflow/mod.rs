@@ -1,0 +1,235 @@
+//! `pacstream dataflow`: the streaming learners on several worker threads and processes
+//! (timely dataflow), with the same records and summary as a one-worker run.
+//!
+//! Every worker (thread) of every process reads the whole input file and keeps its share,
+//! so the input must be a file every process can read (not standard input). Worker 0 of
+//! process 0 writes the records and the summary.
+//!
+//! The files: `mod.rs` the options and the patterns, `cluster.rs` timely's configuration
+//! and the run of the workers, `csv_source.rs` the input as each worker reads it.
+
+mod cluster;
+mod csv_source;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use pacstream::describe::Describe;
+use pacstream::experts::{AggregatorParams, Rule};
+use pacstream::kmeans::{SequentialKMeansConfig, SequentialKMeansParams};
+use pacstream_dataflow::RunFiles;
+use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, PointFamily, run_keyed};
+use pacstream_dataflow::kmeans::{KMeansJob, run_kmeans};
+use timely::Config;
+
+pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
+use cluster::{execute, files, finish, flow_error};
+use csv_source::{CsvColumns, CsvSource, KeyedCsv};
+
+use crate::failure::bad_input;
+
+#[derive(Args, Debug)]
+pub struct DataflowArgs {
+    #[command(subcommand)]
+    pub pattern: Pattern,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Pattern {
+    /// One sequential k-means over the stream, its mini-batches summarised by all workers.
+    Kmeans(KMeansArgs),
+    /// One learner per key (--key), the keys spread over the workers.
+    Keyed(KeyedArgs),
+}
+
+/// Where to run and what to write, shared by the patterns.
+#[derive(Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Input CSV file with a header row (every process reads it).
+    pub input: PathBuf,
+    /// Numeric columns, by header name, comma-separated (default: every column but the key).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Per-round records (JSON lines, in stream order).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// The final model(s) as JSON.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+    /// Directory of the per-worker epoch checkpoints; a run finding checkpoints there
+    /// resumes from the last epoch every worker holds.
+    #[arg(long)]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Checkpoint every this many epochs.
+    #[arg(long, default_value_t = 1)]
+    pub checkpoint_every: u64,
+    /// Worker threads per process.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Number of processes of the cluster.
+    #[arg(long, default_value_t = 1)]
+    pub processes: usize,
+    /// This process's index (0-based).
+    #[arg(long, default_value_t = 0)]
+    pub process: usize,
+    /// File of host:port lines, one per process (process i listens on line i+1).
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct KMeansArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Number of clusters.
+    #[arg(long = "k", id = "n_clusters")]
+    pub n_clusters: usize,
+    /// Warm-up points (default 10·k).
+    #[arg(long)]
+    pub init_size: Option<usize>,
+    /// Half-life of the decay, in points.
+    #[arg(long = "decay", id = "decay_half_life")]
+    pub decay: Option<f64>,
+    /// Seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Rows per mini-batch (an epoch).
+    #[arg(long, default_value_t = 4096)]
+    pub batch_size: usize,
+    /// Rows per chunk of a mini-batch (the unit of work of a worker; fixed, so that the
+    /// result does not depend on the number of workers).
+    #[arg(long, default_value_t = 1024)]
+    pub chunk_size: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct KeyedArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The key column (header name).
+    #[arg(long)]
+    pub key: String,
+    /// Sequential k-means per key with this k; or, with --rule, experts per key.
+    #[arg(long = "k", id = "n_clusters")]
+    pub n_clusters: Option<usize>,
+    /// Warm-up points of each key's k-means (default 10·k).
+    #[arg(long)]
+    pub init_size: Option<usize>,
+    /// Half-life of each key's k-means decay.
+    #[arg(long = "decay", id = "decay_half_life")]
+    pub decay: Option<f64>,
+    /// An expert rule per key: the columns are the experts' advice, then the outcome.
+    #[arg(long, value_enum)]
+    pub rule: Option<Rule>,
+    /// Seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Rows per epoch.
+    #[arg(long, default_value_t = 4096)]
+    pub epoch_size: usize,
+}
+
+pub fn run(args: &DataflowArgs) -> anyhow::Result<()> {
+    match &args.pattern {
+        Pattern::Kmeans(args) => run_kmeans_command(args),
+        Pattern::Keyed(args) => run_keyed_command(args),
+    }
+}
+
+fn run_kmeans_command(args: &KMeansArgs) -> anyhow::Result<()> {
+    let cluster = &args.cluster;
+    let config = timely_config(cluster)?;
+    let mut params = SequentialKMeansParams::new(args.n_clusters).seed(args.seed);
+    if let Some(init_size) = args.init_size {
+        params = params.init_size(init_size);
+    }
+    if let Some(decay) = args.decay {
+        params = params.decay_half_life(decay);
+    }
+    let settings: SequentialKMeansConfig = params.check().map_err(|e| bad_input(e.to_string()))?;
+    let job = KMeansJob {
+        config: settings,
+        batch_size: args.batch_size,
+        chunk_size: args.chunk_size,
+    };
+    job.check().map_err(flow_error)?;
+    let columns = CsvColumns::resolve(&cluster.input, cluster.columns.as_deref(), None)?;
+    let files = files(cluster);
+    let outcome = execute(config, move |worker| {
+        let mut source = CsvSource::open(&columns)?;
+        let outcome = run_kmeans(worker, &job, &mut source, &files)?;
+        Ok((worker.index() == 0).then(|| {
+            let summary = outcome
+                .learner
+                .summary(&outcome.totals, outcome.last.as_ref());
+            let bytes = serde_json::to_vec_pretty(&summary).unwrap_or_default();
+            (bytes, outcome.resumed_from)
+        }))
+    })?;
+    finish(outcome, cluster)
+}
+
+fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
+    let cluster = &args.cluster;
+    let config = timely_config(cluster)?;
+    let columns = CsvColumns::resolve(&cluster.input, cluster.columns.as_deref(), Some(&args.key))?;
+    let files = files(cluster);
+    let epoch_size = args.epoch_size;
+    let summary = match (args.rule, args.n_clusters) {
+        (Some(rule), None) => {
+            let n_experts = columns
+                .values
+                .len()
+                .checked_sub(1)
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    bad_input("--rule needs the experts' advice columns, then the outcome")
+                })?;
+            let settings = AggregatorParams::new(rule, n_experts)
+                .seed(args.seed)
+                .check()
+                .map_err(|e| bad_input(e.to_string()))?;
+            let names = columns.names[..n_experts].to_vec();
+            let family = Arc::new(AggregatorFamily {
+                config: settings,
+                names,
+            });
+            keyed(config, columns, family, epoch_size, files)?
+        }
+        (None, Some(k)) => {
+            let mut params = SequentialKMeansParams::new(k).seed(args.seed);
+            if let Some(init_size) = args.init_size {
+                params = params.init_size(init_size);
+            }
+            if let Some(decay) = args.decay {
+                params = params.decay_half_life(decay);
+            }
+            let settings = params.check().map_err(|e| bad_input(e.to_string()))?;
+            let family = Arc::new(PointFamily(move || settings.build()));
+            keyed(config, columns, family, epoch_size, files)?
+        }
+        _ => return Err(bad_input("give exactly one of --k and --rule")),
+    };
+    finish(summary, cluster)
+}
+
+fn keyed<F>(
+    config: Config,
+    columns: CsvColumns,
+    family: Arc<F>,
+    epoch_size: usize,
+    files: RunFiles,
+) -> anyhow::Result<Option<(Vec<u8>, Option<u64>)>>
+where
+    F: KeyedFamily + Send + Sync + 'static,
+{
+    execute(config, move |worker| {
+        let mut source = KeyedCsv(CsvSource::open(&columns)?);
+        let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
+        Ok(
+            (worker.index() == 0)
+                .then(|| (outcome.summary_json.into_bytes(), outcome.resumed_from)),
+        )
+    })
+}
