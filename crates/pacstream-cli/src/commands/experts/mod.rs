@@ -19,28 +19,25 @@ mod config;
 mod figures;
 mod history;
 mod report;
+mod task;
 
 use std::cell::RefCell;
 
 use clap::{ArgGroup, Args};
-use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorConfig, AggregatorSummary, AnyAggregator, ExpertStep, Loss,
-    LossRound, Regulariser, Rule, limits,
-};
-use serde::{Deserialize, Serialize};
+use pacstream::experts::{Aggregator, AggregatorSummary, Loss, Regulariser, Rule, limits};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::{InputSummary, no_good_rows, stream_input, write_summary};
-use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
-use crate::io::records::{Cell, RecordSink};
-use crate::options::{BadRowPolicy, CommonArgsWithoutColumns, OtherFiles, check_plot_path};
-use crate::stream::{StreamTask, inconsistent, point_fault};
+use crate::io::reader::{FirstRow, RowReader};
+use crate::options::{CommonArgsWithoutColumns, OtherFiles, check_plot_path};
 use crate::ui::{Notes, report_writer};
 use columns::{Columns, plan_columns};
 use config::aggregator_config;
 use figures::FigureHistory;
 use history::History;
 use report::{draw_figure, print_report};
+use task::{ExpertsState, ExpertsTask, RECORD_FIELDS, Settings};
 
 /// Arguments of `pacstream experts`.
 #[derive(Args, Debug, Clone)]
@@ -170,205 +167,8 @@ pub struct ExpertsArgs {
     pub common: CommonArgsWithoutColumns,
 }
 
-/// The settings a checkpoint must match: the rule's, and how the input is read.
-#[derive(Serialize)]
-struct Settings<'a> {
-    #[serde(flatten)]
-    rule: &'a AggregatorConfig,
-    /// 1-based input columns read (outcome, experts, masks).
-    columns: Vec<usize>,
-    /// Whether the records hold the weights.
-    weights: bool,
-    on_bad_row: BadRowPolicy,
-}
-
 fn library_error(error: pacstream::Error) -> anyhow::Error {
     crate::failure::library_error::<ExpertsArgs>("experts", error)
-}
-
-/// One `--output` record's fixed fields, in order.
-const RECORD_FIELDS: [&str; 10] = [
-    "t",
-    "prediction",
-    "loss",
-    "realised_loss",
-    "chosen",
-    "cumulative_loss",
-    "best_expert",
-    "best_expert_loss",
-    "regret",
-    "regret_bound",
-];
-
-/// What a checkpoint holds.
-#[derive(Debug, Serialize, Deserialize)]
-struct ExpertsState {
-    aggregator: AnyAggregator,
-    history: Option<History>,
-    /// What `--plot-loss` and `--plot-contributions` draw (absent from the checkpoint
-    /// without them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    figures: Option<FigureHistory>,
-}
-
-struct ExpertsTask {
-    config: AggregatorConfig,
-    columns: Columns,
-    settings: Value,
-    state: ExpertsState,
-    write_weights: bool,
-    record_names: Vec<String>,
-    /// Scratch buffers of a round.
-    advice: Vec<f64>,
-    losses: Vec<f64>,
-    awake: Vec<bool>,
-    cells: Vec<Cell>,
-}
-
-impl ExpertsTask {
-    /// Splits a row into advice (or losses), outcome and awake flags.
-    fn read_row(&mut self, row: &Row<'_>) -> anyhow::Result<(f64, bool)> {
-        self.columns.split(row, &mut self.advice, &mut self.awake)
-    }
-
-    fn step(&mut self, outcome: f64, sleeping: bool) -> Result<ExpertStep, pacstream::Error> {
-        let awake = sleeping.then_some(self.awake.as_slice());
-        let aggregator = &mut self.state.aggregator;
-        if self.config.losses_given {
-            // A sleeping expert's cell may be empty (NaN): it pays nothing.
-            self.losses.clear();
-            let awake_losses = self.advice.iter().zip(&self.awake);
-            self.losses
-                .extend(awake_losses.map(|(&loss, &awake)| if awake { loss } else { 0.0 }));
-            aggregator.learn_losses(LossRound {
-                losses: &self.losses,
-                awake,
-            })
-        } else {
-            let round = AdviceRound {
-                advice: &self.advice,
-                outcome,
-                awake,
-            };
-            aggregator.learn_advice(round, self.config.loss)
-        }
-    }
-}
-
-impl StreamTask for ExpertsTask {
-    const COMMAND: &'static str = "experts";
-    type State = ExpertsState;
-
-    fn settings(&self) -> Value {
-        self.settings.clone()
-    }
-
-    fn state(&self) -> &ExpertsState {
-        &self.state
-    }
-
-    fn restore(&mut self, state: ExpertsState, input: &InputProgress) -> anyhow::Result<()> {
-        let kind = |a: &AnyAggregator| std::mem::discriminant(a);
-        if kind(&state.aggregator) != kind(&self.state.aggregator)
-            || state.aggregator.ledger().expert_losses().len() != self.columns.n_experts
-        {
-            return Err(inconsistent("its aggregator does not match the settings"));
-        }
-        if state.aggregator.rounds() != input.rows_consumed - input.bad_rows_skipped {
-            return Err(inconsistent(
-                "the rounds learned do not match the rows it read",
-            ));
-        }
-        match (&self.state.history, &state.history) {
-            (None, None) => {}
-            (Some(_), Some(history)) => history
-                .validate(self.columns.n_experts)
-                .map_err(|what| inconsistent(&what))?,
-            _ => return Err(inconsistent("its figure history does not match --plot")),
-        }
-        match (&self.state.figures, &state.figures) {
-            (None, None) => {}
-            (Some(_), Some(figures)) => figures
-                .validate(self.columns.n_experts)
-                .map_err(|what| inconsistent(&what))?,
-            _ => {
-                return Err(inconsistent(
-                    "its figure history does not match --plot-loss and --plot-contributions",
-                ));
-            }
-        }
-        self.state = state;
-        Ok(())
-    }
-
-    fn learn(&mut self, row: &Row<'_>, sink: &mut RecordSink) -> anyhow::Result<()> {
-        let (outcome, sleeping) = self.read_row(row)?;
-        let next_round = self.state.aggregator.rounds() + 1;
-        let played_with = self
-            .state
-            .figures
-            .as_ref()
-            .is_some_and(|f| f.keeps(next_round))
-            .then(|| self.state.aggregator.weights());
-        let step = self.step(outcome, sleeping).map_err(|e| {
-            point_fault(e, usize::from(self.columns.has_outcome), |e| {
-                library_error(e)
-            })
-        })?;
-        let ledger = self.state.aggregator.ledger();
-        let best_loss = ledger.expert_losses()[step.best_expert];
-        let bound = self
-            .state
-            .aggregator
-            .regret_bound_against(step.best_expert)
-            .value();
-        if sink.is_enabled() {
-            self.cells.clear();
-            self.cells.extend([
-                Cell::Integer(step.round),
-                Cell::from_option(step.prediction),
-                Cell::Number(step.loss),
-                Cell::from_option(step.realised_loss),
-                step.chosen
-                    .map_or(Cell::Missing, |c| Cell::Integer(c as u64)),
-                Cell::Number(ledger.learner_loss()),
-                Cell::Integer(step.best_expert as u64),
-                Cell::Number(best_loss),
-                Cell::Number(step.regret),
-                Cell::from_option(bound),
-            ]);
-            if self.write_weights {
-                let weights = self.state.aggregator.weights();
-                self.cells.extend(weights.into_iter().map(Cell::Number));
-            }
-            sink.write_fields(&self.record_names, &self.cells)?;
-        }
-        if let Some(history) = &mut self.state.history {
-            for (count, awake) in history.awake_rounds.iter_mut().zip(&self.awake) {
-                *count += u64::from(*awake);
-            }
-            history.keep(&step, &self.state.aggregator, bound);
-        }
-        if let Some(figures) = &mut self.state.figures {
-            figures.record(
-                &self.state.aggregator,
-                played_with.as_deref(),
-                &self.advice,
-                sleeping.then_some(self.awake.as_slice()),
-                outcome,
-                step.prediction,
-            );
-        }
-        Ok(())
-    }
-
-    fn is_settled(&self) -> bool {
-        true
-    }
-
-    fn finish(&mut self, _sink: &mut RecordSink) -> anyhow::Result<()> {
-        Ok(())
-    }
 }
 
 #[derive(Serialize)]
