@@ -30,9 +30,28 @@ macro_rules! validated_snapshot {
 
 /// The setters of a builder of parameters: `field: Type;` sets the field to the value given,
 /// `field: Option<Type>;` sets it to `Some(value)` (a setting whose default is decided at
-/// `check`). Each setter keeps the doc comment written above it and is `#[must_use]`.
+/// `check`); `setter => field: ...;` names the setter differently from the field it sets.
+/// Each setter keeps the doc comment written above it and is `#[must_use]`.
 macro_rules! setters {
     () => {};
+    ($(#[$meta:meta])* $setter:ident => $field:ident: Option<$type:ty>; $($rest:tt)*) => {
+        $(#[$meta])*
+        #[must_use]
+        pub fn $setter(mut self, $field: $type) -> Self {
+            self.$field = Some($field);
+            self
+        }
+        setters!($($rest)*);
+    };
+    ($(#[$meta:meta])* $setter:ident => $field:ident: $type:ty; $($rest:tt)*) => {
+        $(#[$meta])*
+        #[must_use]
+        pub fn $setter(mut self, $field: $type) -> Self {
+            self.$field = $field;
+            self
+        }
+        setters!($($rest)*);
+    };
     ($(#[$meta:meta])* $field:ident: Option<$type:ty>; $($rest:tt)*) => {
         $(#[$meta])*
         #[must_use]

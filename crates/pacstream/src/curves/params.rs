@@ -167,137 +167,55 @@ impl PrincipalCurveParams {
         }
     }
 
-    /// R (`Radius::Auto` by default).
-    #[must_use]
-    pub fn radius(mut self, radius: Radius) -> Self {
-        self.radius = radius;
-        self
-    }
-
-    /// δ, the lattice spacing (default 2√d R/100); must not exceed R.
-    #[must_use]
-    pub fn delta(mut self, delta: f64) -> Self {
-        self.delta = Some(delta);
-        self
-    }
-
-    /// p, the largest number of segments.
-    #[must_use]
-    pub fn max_segments(mut self, max_segments: usize) -> Self {
-        self.max_segments = max_segments;
-        self
-    }
-
-    /// L, the largest length of a curve (∞ by default).
-    #[must_use]
-    pub fn max_length(mut self, max_length: f64) -> Self {
-        self.max_length = max_length;
-        self
-    }
-
-    /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f). Curves are ranked by
-    /// η_t R̂_t(f) − h(f) + z_f, so a learning-rate multiplier e_mult ([`Self::eta_scale`])
-    /// divides the penalty's weight at the theory's rate: with the default e_mult = 1000,
-    /// κ = 1 acts as κ = 0.001 would at e_mult = 1.
-    #[must_use]
-    pub fn penalty(mut self, penalty: f64) -> Self {
-        self.penalty = penalty;
-        self
-    }
-
-    /// e_mult > 0, the multiplier of the learning rate η_t (applied after the cap 1/c_0; see
-    /// [`super::learning_rate`]). It scales the reward term against both the penalty and the
-    /// perturbation: e_mult = 1000 with κ = 1 ranks curves as the theory's rate would with
-    /// κ = 0.001 and perturbations 1000 times smaller.
-    #[must_use]
-    pub fn eta_scale(mut self, eta_scale: f64) -> Self {
-        self.eta_scale = eta_scale;
-        self
-    }
-
-    /// The feedback mode.
-    #[must_use]
-    pub fn feedback(mut self, feedback: Feedback) -> Self {
-        self.feedback = feedback;
-        self
-    }
-
-    /// The estimator of `bandit` feedback.
-    #[must_use]
-    pub fn estimator(mut self, estimator: Estimator) -> Self {
-        self.estimator = estimator;
-        self
-    }
-
-    /// ε ∈ (0, 1], the probability of an exploration round.
-    #[must_use]
-    pub fn explore(mut self, explore: f64) -> Self {
-        self.explore = explore;
-        self
-    }
-
-    /// α ≥ 0, the reward the `paper` estimator gives unobserved curves (default c_0/2).
-    #[must_use]
-    pub fn alpha(mut self, alpha: f64) -> Self {
-        self.alpha = Some(alpha);
-        self
-    }
-
-    /// M ≥ 2, the size of the local vertex set of a window.
-    #[must_use]
-    pub fn local_vertices(mut self, local_vertices: usize) -> Self {
-        self.local_vertices = local_vertices;
-        self
-    }
-
-    /// The largest number of new candidates per round (the current curve comes on top).
-    #[must_use]
-    pub fn max_candidates(mut self, max_candidates: usize) -> Self {
-        self.max_candidates = max_candidates;
-        self
-    }
-
-    /// t_0 ≥ 2, the number of warm-up points, collected before the first curve.
-    #[must_use]
-    pub fn warmup(mut self, warmup: usize) -> Self {
-        self.warmup = warmup;
-        self
-    }
-
-    /// Which past points are kept.
-    #[must_use]
-    pub fn memory(mut self, memory: Memory) -> Self {
-        self.memory = memory;
-        self
-    }
-
-    /// b ∈ [0, 2]: with every point kept, the points of one weight class in one cube of side
-    /// b·δ are merged into one atom (count, mean, scatter matrix), so that the cost of a
-    /// round stops growing with t once the data's region is covered; a candidate's score is
-    /// then exact except for atoms that straddle the boundary between two parts of a curve
-    /// (see the module documentation). 0 keeps every point apart (exact scores, cost growing
-    /// with t). Window memory always keeps points apart. Default 1/2.
-    #[must_use]
-    pub fn bin_side(mut self, bin_side: f64) -> Self {
-        self.bin_side = bin_side;
-        self
-    }
-
-    /// The budget of atoms (0: none): with every point kept, whenever the atoms outnumber it
-    /// the bins double in side and their atoms merge, so that the cost of a round stays
-    /// bounded as t grows, the resolution coarsening instead (see the module
-    /// documentation). Default 1024.
-    #[must_use]
-    pub fn max_atoms(mut self, max_atoms: usize) -> Self {
-        self.max_atoms = max_atoms;
-        self
-    }
-
-    /// The seed of every random choice.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    setters! {
+        /// R (`Radius::Auto` by default).
+        radius: Radius;
+        /// δ, the lattice spacing (default 2√d R/100); must not exceed R.
+        delta: Option<f64>;
+        /// p, the largest number of segments.
+        max_segments: usize;
+        /// L, the largest length of a curve (∞ by default).
+        max_length: f64;
+        /// κ ≥ 0, the multiplier of the penalty h(f) = κ c_1 K(f). Curves are ranked by
+        /// η_t R̂_t(f) − h(f) + z_f, so a learning-rate multiplier e_mult ([`Self::eta_scale`])
+        /// divides the penalty's weight at the theory's rate: with the default e_mult = 1000,
+        /// κ = 1 acts as κ = 0.001 would at e_mult = 1.
+        penalty: f64;
+        /// e_mult > 0, the multiplier of the learning rate η_t (applied after the cap 1/c_0; see
+        /// [`super::learning_rate`]). It scales the reward term against both the penalty and the
+        /// perturbation: e_mult = 1000 with κ = 1 ranks curves as the theory's rate would with
+        /// κ = 0.001 and perturbations 1000 times smaller.
+        eta_scale: f64;
+        /// The feedback mode.
+        feedback: Feedback;
+        /// The estimator of `bandit` feedback.
+        estimator: Estimator;
+        /// ε ∈ (0, 1], the probability of an exploration round.
+        explore: f64;
+        /// α ≥ 0, the reward the `paper` estimator gives unobserved curves (default c_0/2).
+        alpha: Option<f64>;
+        /// M ≥ 2, the size of the local vertex set of a window.
+        local_vertices: usize;
+        /// The largest number of new candidates per round (the current curve comes on top).
+        max_candidates: usize;
+        /// t_0 ≥ 2, the number of warm-up points, collected before the first curve.
+        warmup: usize;
+        /// Which past points are kept.
+        memory: Memory;
+        /// b ∈ [0, 2]: with every point kept, the points of one weight class in one cube of side
+        /// b·δ are merged into one atom (count, mean, scatter matrix), so that the cost of a
+        /// round stops growing with t once the data's region is covered; a candidate's score is
+        /// then exact except for atoms that straddle the boundary between two parts of a curve
+        /// (see the module documentation). 0 keeps every point apart (exact scores, cost growing
+        /// with t). Window memory always keeps points apart. Default 1/2.
+        bin_side: f64;
+        /// The budget of atoms (0: none): with every point kept, whenever the atoms outnumber it
+        /// the bins double in side and their atoms merge, so that the cost of a round stays
+        /// bounded as t grows, the resolution coarsening instead (see the module
+        /// documentation). Default 1024.
+        max_atoms: usize;
+        /// The seed of every random choice.
+        seed: u64;
     }
 
     /// Validates the parameters.

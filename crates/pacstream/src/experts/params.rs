@@ -134,7 +134,8 @@ fn check_loss_bound(loss_bound: Option<f64>, required: bool) -> Result<Option<f6
     }
 }
 
-fn check_prior(prior: &Option<Vec<f64>>, n_experts: usize) -> Result<()> {
+/// Prior weights, if given, are one per expert, finite and positive, with a finite sum.
+pub(crate) fn check_prior(prior: Option<&[f64]>, n_experts: usize) -> Result<()> {
     if let Some(prior) = prior {
         if prior.len() != n_experts {
             return Err(Error::invalid_parameter(
@@ -274,39 +275,17 @@ impl HedgeParams {
         }
     }
 
-    /// The learning-rate schedule.
-    #[must_use]
-    pub fn learning_rate(mut self, rate: LearningRate) -> Self {
-        self.rate = rate;
-        self
-    }
-
-    /// The loss range B: every loss lies in [0, B].
-    #[must_use]
-    pub fn loss_bound(mut self, bound: f64) -> Self {
-        self.loss_bound = Some(bound);
-        self
-    }
-
-    /// Prior weights π (positive; normalised).
-    #[must_use]
-    pub fn prior(mut self, prior: Vec<f64>) -> Self {
-        self.prior = Some(prior);
-        self
-    }
-
-    /// Also draw one expert from p_t each round (seeded) and report its realised loss.
-    #[must_use]
-    pub fn sample(mut self, sample: bool) -> Self {
-        self.sample = sample;
-        self
-    }
-
-    /// The seed of the draws.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    setters! {
+        /// The learning-rate schedule.
+        learning_rate => rate: LearningRate;
+        /// The loss range B: every loss lies in [0, B].
+        loss_bound: Option<f64>;
+        /// Prior weights π (positive; normalised).
+        prior: Option<Vec<f64>>;
+        /// Also draw one expert from p_t each round (seeded) and report its realised loss.
+        sample: bool;
+        /// The seed of the draws.
+        seed: u64;
     }
 
     /// Validates the parameters.
@@ -314,7 +293,7 @@ impl HedgeParams {
         check_n_experts(self.n_experts)?;
         check_rate(self.rate)?;
         check_loss_bound(self.loss_bound, self.rate != LearningRate::AdaHedge)?;
-        check_prior(&self.prior, self.n_experts)?;
+        check_prior(self.prior.as_deref(), self.n_experts)?;
         Ok(Checked(self))
     }
 }
@@ -343,41 +322,19 @@ impl EwaParams {
         }
     }
 
-    /// The loss ℓ(ŷ, y).
-    #[must_use]
-    pub fn loss(mut self, loss: Loss) -> Self {
-        self.loss = loss;
-        self
-    }
-
-    /// The learning-rate schedule.
-    #[must_use]
-    pub fn learning_rate(mut self, rate: LearningRate) -> Self {
-        self.rate = rate;
-        self
-    }
-
-    /// The loss range B: the experts' losses lie in [0, B] (with the gradient option, the
-    /// linearised losses lie in [−B/2, B/2], B = 2GY).
-    #[must_use]
-    pub fn loss_bound(mut self, bound: f64) -> Self {
-        self.loss_bound = Some(bound);
-        self
-    }
-
-    /// Prior weights π (positive; normalised).
-    #[must_use]
-    pub fn prior(mut self, prior: Vec<f64>) -> Self {
-        self.prior = Some(prior);
-        self
-    }
-
-    /// Charge the experts the linearised losses ℓ'(ŷ_t, y_t)·ỹ_{t,i} (opera's default), which
-    /// competes with the best convex combination of the experts.
-    #[must_use]
-    pub fn gradient(mut self, gradient: bool) -> Self {
-        self.gradient = gradient;
-        self
+    setters! {
+        /// The loss ℓ(ŷ, y).
+        loss: Loss;
+        /// The learning-rate schedule.
+        learning_rate => rate: LearningRate;
+        /// The loss range B: the experts' losses lie in [0, B] (with the gradient option, the
+        /// linearised losses lie in [−B/2, B/2], B = 2GY).
+        loss_bound: Option<f64>;
+        /// Prior weights π (positive; normalised).
+        prior: Option<Vec<f64>>;
+        /// Charge the experts the linearised losses ℓ'(ŷ_t, y_t)·ỹ_{t,i} (opera's default), which
+        /// competes with the best convex combination of the experts.
+        gradient: bool;
     }
 
     /// Validates the parameters.
@@ -393,7 +350,7 @@ impl EwaParams {
         }
         let required = self.rate != LearningRate::AdaHedge && self.loss != Loss::ZeroOne;
         let loss_bound = check_loss_bound(self.loss_bound, required)?;
-        check_prior(&self.prior, self.n_experts)?;
+        check_prior(self.prior.as_deref(), self.n_experts)?;
         Ok(Checked(Self {
             loss_bound: loss_bound.or((self.loss == Loss::ZeroOne).then_some(1.0)),
             ..self
@@ -423,26 +380,14 @@ impl FplParams {
         }
     }
 
-    /// `Fixed(η)` (η in units of 1/loss) or `Horizon(T)` (η = min(1, √(ln N / T)) / B).
-    #[must_use]
-    pub fn learning_rate(mut self, rate: LearningRate) -> Self {
-        self.rate = rate;
-        self
-    }
-
-    /// Also compute, each round, the expected loss Σ_i P(i chosen) ℓ_i exactly (with
-    /// [`super::win_probabilities`]: O(N²) per round). Sleeping experts need it anyway.
-    #[must_use]
-    pub fn expected_loss(mut self, expected_loss: bool) -> Self {
-        self.expected_loss = expected_loss;
-        self
-    }
-
-    /// The seed of the perturbations.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    setters! {
+        /// `Fixed(η)` (η in units of 1/loss) or `Horizon(T)` (η = min(1, √(ln N / T)) / B).
+        learning_rate => rate: LearningRate;
+        /// Also compute, each round, the expected loss Σ_i P(i chosen) ℓ_i exactly (with
+        /// [`super::win_probabilities`]: O(N²) per round). Sleeping experts need it anyway.
+        expected_loss: bool;
+        /// The seed of the perturbations.
+        seed: u64;
     }
 
     /// Validates the parameters.

@@ -41,26 +41,8 @@ impl ExpWeights {
         let log_prior = match prior {
             None => None,
             Some(prior) => {
-                if prior.len() != n_experts {
-                    return Err(Error::invalid_parameter(
-                        "prior",
-                        format!("{} prior weights for {n_experts} experts", prior.len()),
-                    ));
-                }
-                if let Some(bad) = prior.iter().find(|p| !(p.is_finite() && **p > 0.0)) {
-                    return Err(Error::invalid_parameter(
-                        "prior",
-                        format!("prior weights must be finite and > 0, got {bad}"),
-                    ));
-                }
+                super::params::check_prior(Some(prior), n_experts)?;
                 let total: f64 = prior.iter().sum();
-                if !total.is_finite() {
-                    return Err(Error::invalid_parameter(
-                        "prior",
-                        "the prior weights' sum overflows: scale them down (only their ratios \
-                         matter)",
-                    ));
-                }
                 // ln(π_i / Σπ) directly unless the ratio underflows (a prior spanning more
                 // than ~308 orders of magnitude), where ln π_i − ln Σπ keeps it finite.
                 Some(

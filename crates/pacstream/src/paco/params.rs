@@ -183,110 +183,43 @@ impl PacoParams {
         }
     }
 
-    /// p = K_max, the largest number of clusters.
-    #[must_use]
-    pub fn max_k(mut self, max_k: usize) -> Self {
-        self.max_k = max_k;
-        self
-    }
-
-    /// The radius R (given or `auto`).
-    #[must_use]
-    pub fn radius(mut self, radius: Radius) -> Self {
-        self.radius = radius;
-        self
-    }
-
-    /// Whether the data are centred on the mean μ_0 of the warm-up points (default: on when
-    /// R is `auto`, off when it is given). With R given and centring on, the warm-up points
-    /// are buffered to compute μ_0.
-    #[must_use]
-    pub fn center(mut self, center: bool) -> Self {
-        self.center = Some(center);
-        self
-    }
-
-    /// Standardise the columns by their standard deviations over the warm-up points, then
-    /// frozen (requires R `auto`: a given R would be in units the data do not have yet).
-    /// Losses are then in standardised units; centres are reported in the data's units.
-    #[must_use]
-    pub fn scale(mut self, scale: bool) -> Self {
-        self.scale = scale;
-        self
-    }
-
-    /// The number of warm-up points buffered (not predicted) to fix μ_0, R and the scales,
-    /// when any of them is taken from the data.
-    #[must_use]
-    pub fn warmup(mut self, warmup: usize) -> Self {
-        self.warmup = warmup;
-        self
-    }
-
-    /// η ≥ 0 in the prior q(k) ∝ e^{−ηk}.
-    #[must_use]
-    pub fn eta(mut self, eta: f64) -> Self {
-        self.eta = eta;
-        self
-    }
-
-    /// The temperature multiplier a > 0: λ_t = a (d + 2) / (2 √n_t R²). The paper states its
-    /// corollary for a = 1; its proof gives a bound for every a ([`super::bounds`]).
-    #[must_use]
-    pub fn coeff(mut self, coeff: f64) -> Self {
-        self.coeff = coeff;
-        self
-    }
-
-    /// The proposal scale rule.
-    #[must_use]
-    pub fn proposal(mut self, proposal: ProposalScale) -> Self {
-        self.proposal = proposal;
-        self
-    }
-
-    /// The multiplier b > 0 of the proposal scale (default: [`default_proposal_scale`] of
-    /// the rule).
-    #[must_use]
-    pub fn proposal_scale(mut self, proposal_scale: f64) -> Self {
-        self.proposal_scale = Some(proposal_scale);
-        self
-    }
-
-    /// N, the number of RJMCMC iterations per round.
-    #[must_use]
-    pub fn iterations(mut self, iterations: usize) -> Self {
-        self.iterations = iterations;
-        self
-    }
-
-    /// Every point (`Memory::All`) or a window of the last W points.
-    #[must_use]
-    pub fn memory(mut self, memory: Memory) -> Self {
-        self.memory = memory;
-        self
-    }
-
-    /// Start each round's chain from the proposal means of the current number of clusters
-    /// (the R package's behaviour) instead of the previous round's state.
-    #[must_use]
-    pub fn restart(mut self, restart: bool) -> Self {
-        self.restart = restart;
-        self
-    }
-
-    /// The seed of the random number generator.
-    #[must_use]
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// How S_t and the proposal means are computed (default [`Summation::Auto`]).
-    #[must_use]
-    pub fn summation(mut self, summation: Summation) -> Self {
-        self.summation = summation;
-        self
+    setters! {
+        /// p = K_max, the largest number of clusters.
+        max_k: usize;
+        /// The radius R (given or `auto`).
+        radius: Radius;
+        /// Whether the data are centred on the mean μ_0 of the warm-up points (default: on when
+        /// R is `auto`, off when it is given). With R given and centring on, the warm-up points
+        /// are buffered to compute μ_0.
+        center: Option<bool>;
+        /// Standardise the columns by their standard deviations over the warm-up points, then
+        /// frozen (requires R `auto`: a given R would be in units the data do not have yet).
+        /// Losses are then in standardised units; centres are reported in the data's units.
+        scale: bool;
+        /// The number of warm-up points buffered (not predicted) to fix μ_0, R and the scales,
+        /// when any of them is taken from the data.
+        warmup: usize;
+        /// η ≥ 0 in the prior q(k) ∝ e^{−ηk}.
+        eta: f64;
+        /// The temperature multiplier a > 0: λ_t = a (d + 2) / (2 √n_t R²). The paper states its
+        /// corollary for a = 1; its proof gives a bound for every a ([`super::bounds`]).
+        coeff: f64;
+        /// The proposal scale rule.
+        proposal: ProposalScale;
+        /// The multiplier b > 0 of the proposal scale (default: [`default_proposal_scale`] of
+        /// the rule).
+        proposal_scale: Option<f64>;
+        /// N, the number of RJMCMC iterations per round.
+        iterations: usize;
+        /// Every point (`Memory::All`) or a window of the last W points.
+        memory: Memory;
+        /// Start each round's chain from the proposal means of the current number of clusters
+        /// (the R package's behaviour) instead of the previous round's state.
+        restart: bool;
+        /// The seed of the random number generator.
+        seed: u64;
+        /// How S_t and the proposal means are computed (default [`Summation::Auto`]).
+        summation: Summation;
     }
 
     /// Validates the parameters.
