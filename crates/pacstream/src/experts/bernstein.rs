@@ -81,8 +81,8 @@ use super::bounds::{self, Bounded, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
 use super::mixing::{
-    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, play_round,
-    regret_guarantee, softmax_awake,
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, regret_guarantee,
+    softmax_awake,
 };
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
@@ -350,13 +350,7 @@ impl Boa {
 
 impl Boa {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            self.params.gradient,
-            |awake| self.awake_weights(awake),
-        )?;
+        let played = self.play_awake(&round)?;
         let instant = instant_regrets(&played);
         let n = self.params.n_experts;
         let mut squared = self.squared.clone();
@@ -406,4 +400,4 @@ impl Boa {
     }
 }
 
-forecaster_learner!(Boa, BoaParams);
+forecaster_learner!(Boa, BoaParams, plays_awake_weights);

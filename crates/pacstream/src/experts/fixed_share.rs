@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::bounds::{self, Bounded, Guarantee, OUT_OF_RANGE};
 use super::loss::Loss;
 use super::mixing::{
-    Played, forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
+    Played, forecaster_learner, forecaster_setters, normalise_awake, regret_guarantee,
 };
 use super::oracle::ExpertLedger;
 use super::params::limits::{MAX_ETA, MAX_EXPERTS, MAX_LOSS_BOUND, MIN_LOSS_BOUND};
@@ -286,15 +286,9 @@ impl FixedShare {
 
 impl FixedShare {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            self.params.gradient,
-            |awake| self.awake_weights(awake),
-        )?;
+        let played = self.play_awake(&round)?;
         Ok(self.commit(&played, round.awake))
     }
 }
 
-forecaster_learner!(FixedShare, FixedShareParams);
+forecaster_learner!(FixedShare, FixedShareParams, plays_awake_weights);

@@ -298,5 +298,23 @@ macro_rules! forecaster_learner {
             }
         }
     };
+    // A forecaster that plays the awake experts' share of its own weights
+    // (`awake_weights`), on the losses or, with `gradient`, their linearisation.
+    ($learner:ty, $params:ty, plays_awake_weights) => {
+        forecaster_learner!($learner, $params);
+
+        impl $learner {
+            /// Checks the round and plays it with the awake experts' weights.
+            fn play_awake(&self, round: &AdviceRound<'_>) -> Result<super::mixing::Played> {
+                super::mixing::play_round(
+                    self.params.n_experts,
+                    round,
+                    self.params.loss,
+                    self.params.gradient,
+                    |awake| self.awake_weights(awake),
+                )
+            }
+        }
+    };
 }
 pub(crate) use forecaster_learner;

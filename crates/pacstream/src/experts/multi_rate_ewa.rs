@@ -39,8 +39,7 @@ use super::bounds::{Bounded, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
 use super::mixing::{
-    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, play_round,
-    softmax_awake,
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, softmax_awake,
 };
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
@@ -184,13 +183,7 @@ impl MlEwa {
 
 impl MlEwa {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            self.params.gradient,
-            |awake| self.awake_weights(awake),
-        )?;
+        let played = self.play_awake(&round)?;
         let instant = instant_regrets(&played);
         let regrets: Vec<f64> = self
             .regrets
@@ -215,4 +208,4 @@ impl MlEwa {
     }
 }
 
-forecaster_learner!(MlEwa, MlEwaParams);
+forecaster_learner!(MlEwa, MlEwaParams, plays_awake_weights);

@@ -46,9 +46,7 @@ use serde::{Deserialize, Serialize};
 use super::bounds::{self, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{
-    forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
-};
+use super::mixing::{forecaster_learner, forecaster_setters, normalise_awake, regret_guarantee};
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
 use super::round::{AdviceRound, ExpertStep};
@@ -212,13 +210,7 @@ impl MlPoly {
 
 impl MlPoly {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            self.params.gradient,
-            |awake| self.awake_weights(awake),
-        )?;
+        let played = self.play_awake(&round)?;
         let n = self.regrets.len();
         let instant: Vec<f64> = played
             .charges
@@ -269,4 +261,4 @@ impl MlPoly {
     }
 }
 
-forecaster_learner!(MlPoly, MlPolyParams);
+forecaster_learner!(MlPoly, MlPolyParams, plays_awake_weights);

@@ -61,8 +61,8 @@ use super::bounds::{self, Bounded, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
 use super::mixing::{
-    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, play_round,
-    regret_guarantee, softmax_awake,
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, regret_guarantee,
+    softmax_awake,
 };
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
@@ -353,13 +353,7 @@ impl MlProd {
 
 impl MlProd {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            self.params.gradient,
-            |awake| self.awake_weights(awake),
-        )?;
+        let played = self.play_awake(&round)?;
         let regrets = instant_regrets(&played);
         let next = self.update(&regrets);
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
@@ -386,4 +380,4 @@ impl MlProd {
     }
 }
 
-forecaster_learner!(MlProd, MlProdParams);
+forecaster_learner!(MlProd, MlProdParams, plays_awake_weights);
