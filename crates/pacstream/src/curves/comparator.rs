@@ -41,7 +41,6 @@ use super::params::PrincipalCurveConfig;
 use super::partition::{CurveState, StateSettings};
 use super::pca::{first_component, mean_of};
 use crate::eval::CompensatedSum;
-use crate::geometry::Polyline;
 use crate::rng::StreamRng;
 
 /// A search stops after this many moves even if it could still improve.
@@ -196,19 +195,11 @@ pub(crate) fn hindsight_fit(
     }
     let (_, start, state, moves, converged) =
         best.expect("invariant: the learner's curve is always a start");
-    let mut vertices = vec![0.0; state.vertices.len()];
-    for (internal, user) in state
-        .vertices
-        .chunks_exact(dim)
-        .zip(vertices.chunks_exact_mut(dim))
-    {
-        state.lattice.to_user(internal, user);
-    }
     let loss = exact_loss(&state, &points);
     let penalty = objective.per_segment * state.n_segments() as f64;
     HindsightCurve {
         comparator: objective.comparator,
-        curve: PrincipalCurve::from_line(Polyline::new_unchecked(vertices, dim)),
+        curve: state.user_curve(),
         loss,
         penalty,
         objective: loss + penalty,

@@ -18,7 +18,6 @@ use super::scoring::{Corrections, learning_rate};
 use crate::data::{check_first_point, check_point};
 use crate::error::{Error, Result};
 use crate::experts::win_probability;
-use crate::geometry::Polyline;
 use crate::online::{OnlineLearner, Step, UnsupervisedLearner};
 use crate::rng::StreamRng;
 
@@ -360,19 +359,7 @@ impl PrincipalCurveLearner {
     }
 
     fn refresh_model(&mut self) {
-        self.model = self.fitted.as_ref().map(|fitted| {
-            let state = &fitted.state;
-            let dim = state.dim;
-            let mut vertices = vec![0.0; state.vertices.len()];
-            for (internal, user) in state
-                .vertices
-                .chunks_exact(dim)
-                .zip(vertices.chunks_exact_mut(dim))
-            {
-                state.lattice.to_user(internal, user);
-            }
-            PrincipalCurve::from_line(Polyline::new_unchecked(vertices, dim))
-        });
+        self.model = self.fitted.as_ref().map(|fitted| fitted.state.user_curve());
     }
 
     /// The warm-up round: collect, and initialise once t_0 points can make a segment.

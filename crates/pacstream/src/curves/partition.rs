@@ -420,6 +420,31 @@ impl CurveState {
         self.keys.len() / self.dim - 1
     }
 
+    /// The curve in the user's coordinates.
+    pub(crate) fn user_curve(&self) -> super::model::PrincipalCurve {
+        let dim = self.dim;
+        let mut vertices = vec![0.0; self.vertices.len()];
+        for (internal, user) in self
+            .vertices
+            .chunks_exact(dim)
+            .zip(vertices.chunks_exact_mut(dim))
+        {
+            self.lattice.to_user(internal, user);
+        }
+        super::model::PrincipalCurve::from_line(crate::geometry::Polyline::new_unchecked(
+            vertices, dim,
+        ))
+    }
+
+    /// The class of points of weight `weight` (equal weights share a class, so their atoms).
+    fn weight_class(&self, weight: f64) -> u8 {
+        self.settings
+            .weights
+            .iter()
+            .position(|w| *w == weight)
+            .unwrap_or(0) as u8
+    }
+
     /// Vertex `i`, internal coordinates.
     pub(crate) fn vertex(&self, i: usize) -> &[f64] {
         &self.vertices[i * self.dim..(i + 1) * self.dim]
@@ -603,12 +628,7 @@ impl CurveState {
             // sum of quadratics cannot express.
             if self.lattice.ball_contains(point) {
                 // Classes of equal weight share atoms.
-                let class = self
-                    .settings
-                    .weights
-                    .iter()
-                    .position(|w| *w == weight)
-                    .unwrap_or(0) as u8;
+                let class = self.weight_class(weight);
                 let bin: Vec<i64> = point.iter().map(|v| (v / side).floor() as i64).collect();
                 let key = (bin, class);
                 if let Some(&id) = self.bins.get(&key) {
@@ -1157,12 +1177,7 @@ impl CurveState {
                 continue;
             }
             let weight = self.point_weight(index);
-            let class = self
-                .settings
-                .weights
-                .iter()
-                .position(|w| *w == weight)
-                .unwrap_or(0) as u8;
+            let class = self.weight_class(weight);
             let bin: Vec<i64> = point
                 .iter()
                 .map(|v| (v / self.bin_side).floor() as i64)

@@ -30,6 +30,20 @@ pub fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
     crate::kernels::sum_quad(lanes) + tail
 }
 
+/// ‖a − b‖² summed coordinate by coordinate with fused multiply-adds, in order: the
+/// sequential form PACBO's exact evaluation and its kd-tree passes share, so that they agree
+/// to the bit.
+#[inline(always)]
+pub(crate) fn fused_squared_distance(a: &[f64], b: &[f64]) -> f64 {
+    debug_assert_eq!(a.len(), b.len());
+    let mut distance = 0.0;
+    for (x, y) in a.iter().zip(b) {
+        let gap = x - y;
+        distance = gap.mul_add(gap, distance);
+    }
+    distance
+}
+
 /// ‖a‖².
 #[inline]
 pub fn squared_norm(a: &[f64]) -> f64 {

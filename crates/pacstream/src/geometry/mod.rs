@@ -4,6 +4,7 @@
 mod distance;
 mod polyline;
 
+pub(crate) use distance::fused_squared_distance;
 pub use distance::{squared_distance, squared_norm};
 pub use polyline::{
     NearestPart, Part, Polyline, Projection, nearest_part, project_on_segment, segment_interior,

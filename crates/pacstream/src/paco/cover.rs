@@ -977,11 +977,7 @@ fn point_margin(point: &[f64], means: &[f64], candidates: &[u32]) -> (usize, f64
     let (mut first, mut second) = ((candidates[0] as usize, f64::INFINITY), f64::INFINITY);
     for &j in candidates {
         let mean = &means[j as usize * dim..(j as usize + 1) * dim];
-        let mut distance = 0.0;
-        for d in 0..dim {
-            let gap = point[d] - mean[d];
-            distance = gap.mul_add(gap, distance);
-        }
+        let distance = crate::geometry::fused_squared_distance(point, mean);
         if distance < first.1 {
             second = first.1;
             first = (j as usize, distance);

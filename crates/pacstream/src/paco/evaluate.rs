@@ -692,12 +692,7 @@ fn scan_points(
     for ((point, &predicted), &weight) in points.chunks_exact(dim).zip(predicted).zip(variance) {
         let mut loss = f64::INFINITY;
         for centre in centres.chunks_exact(dim) {
-            let mut distance = 0.0;
-            for i in 0..dim {
-                let gap = point[i] - centre[i];
-                distance = gap.mul_add(gap, distance);
-            }
-            loss = loss.min(distance);
+            loss = loss.min(crate::geometry::fused_squared_distance(point, centre));
         }
         let diff = loss - predicted;
         sum += (weight * diff).mul_add(diff, loss);
@@ -718,12 +713,7 @@ fn scan_node(tree: &KdTree, node: Node, dim: usize, centres: &[f64], survivors: 
         let mut loss = f64::INFINITY;
         for &j in survivors {
             let centre = &centres[j as usize * dim..(j as usize + 1) * dim];
-            let mut distance = 0.0;
-            for i in 0..dim {
-                let gap = point[i] - centre[i];
-                distance = gap.mul_add(gap, distance);
-            }
-            loss = loss.min(distance);
+            loss = loss.min(crate::geometry::fused_squared_distance(point, centre));
         }
         let diff = loss - predicted;
         sum += (weight * diff).mul_add(diff, loss);

@@ -325,11 +325,7 @@ impl Pass {
                     let mut best = (0usize, f64::INFINITY);
                     for &j in &self.survivors {
                         let centre = &centres[j as usize * dim..(j as usize + 1) * dim];
-                        let mut distance = 0.0;
-                        for i in 0..dim {
-                            let gap = point[i] - centre[i];
-                            distance = gap.mul_add(gap, distance);
-                        }
+                        let distance = crate::geometry::fused_squared_distance(point, centre);
                         if distance < best.1 {
                             best = (j as usize, distance);
                         }
