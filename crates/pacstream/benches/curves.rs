@@ -10,25 +10,16 @@
 //! 0.19 with bandit feedback, 3.0× and 0.24 with full). Feeding the learners 10⁵ points first takes
 //! a few minutes.
 
+#[path = "../examples/support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use pacstream::OnlineLearner;
 use pacstream::curves::{Feedback, Memory, PrincipalCurveParams};
-use pacstream::{OnlineLearner, StreamRng};
-
-fn noisy_arc(n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = StreamRng::seed_from(seed);
-    (0..n)
-        .flat_map(|_| {
-            let angle = std::f64::consts::PI * rng.next_f64();
-            [
-                angle.cos() + 0.05 * rng.standard_normal(),
-                angle.sin() + 0.05 * rng.standard_normal(),
-            ]
-        })
-        .collect()
-}
+use support::noisy_arc;
 
 fn learn_one(c: &mut Criterion) {
     let mut group = c.benchmark_group("curves_learn_one");

@@ -20,24 +20,16 @@
 // The fractions of data touched are printed beside criterion's timings.
 #![allow(clippy::print_stderr)]
 
+#[path = "../examples/support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use pacstream::OnlineLearner;
 use pacstream::paco::{Memory, Paco, PacoParams, Radius};
-use pacstream::{OnlineLearner, StreamRng};
-
-/// `n` points from `k` unit-variance Gaussian clusters with means uniform on [−10, 10]^d.
-fn mixture(n: usize, k: usize, dim: usize, seed: u64) -> Vec<f64> {
-    let mut rng = StreamRng::seed_from(seed);
-    let means: Vec<f64> = (0..k * dim).map(|_| 20.0 * rng.next_f64() - 10.0).collect();
-    let mut points = Vec::with_capacity(n * dim);
-    for _ in 0..n {
-        let c = rng.index_below(k);
-        points.extend((0..dim).map(|i| means[c * dim + i] + rng.standard_normal()));
-    }
-    points
-}
+use support::mixture;
 
 fn r_example(c: &mut Criterion) {
     let dim = 5;

@@ -24,22 +24,13 @@
 // A report program: its output is the table on stdout.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod support;
+
 use std::time::Instant;
 
 use pacstream::paco::PacoParams;
 use pacstream::{OnlineLearner, StreamRng};
-
-fn option(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn list(text: &str) -> Vec<usize> {
-    text.split(',')
-        .map(|v| v.trim().parse().expect("a whole number"))
-        .collect()
-}
+use support::{list, option};
 
 /// The minimum distance between two means, by dimension.
 fn separation(dim: usize) -> f64 {

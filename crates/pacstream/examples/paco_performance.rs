@@ -35,35 +35,13 @@
 // A report program: its output is the tables on stdout.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod support;
+
 use std::time::Instant;
 
+use pacstream::OnlineLearner;
 use pacstream::paco::{Memory, PacoParams, Radius, Summation};
-use pacstream::{OnlineLearner, StreamRng};
-
-/// `n` points (row-major) from `k` unit-variance Gaussian clusters whose means are uniform
-/// on [−10, 10]^d; each point picks its cluster uniformly.
-fn mixture(n: usize, k: usize, dim: usize, seed: u64) -> Vec<f64> {
-    let mut rng = StreamRng::seed_from(seed);
-    let means: Vec<f64> = (0..k * dim).map(|_| 20.0 * rng.next_f64() - 10.0).collect();
-    let mut points = Vec::with_capacity(n * dim);
-    for _ in 0..n {
-        let c = rng.index_below(k);
-        points.extend((0..dim).map(|i| means[c * dim + i] + rng.standard_normal()));
-    }
-    points
-}
-
-fn option(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn list(text: &str) -> Vec<usize> {
-    text.split(',')
-        .map(|v| v.trim().parse().expect("a whole number"))
-        .collect()
-}
+use support::{list, mixture, option};
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);

@@ -13,23 +13,10 @@
 
 mod support;
 
-use support::clock;
+use support::{clock, noisy_arc};
 
+use pacstream::OnlineLearner;
 use pacstream::curves::{Feedback, Memory, PrincipalCurveParams};
-use pacstream::{OnlineLearner, StreamRng};
-
-fn noisy_arc(n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = StreamRng::seed_from(seed);
-    (0..n)
-        .flat_map(|_| {
-            let angle = std::f64::consts::PI * rng.next_f64();
-            [
-                angle.cos() + 0.05 * rng.standard_normal(),
-                angle.sin() + 0.05 * rng.standard_normal(),
-            ]
-        })
-        .collect()
-}
 
 /// The least-squares slope of `y` against `x`.
 fn slope(points: &[(f64, f64)]) -> f64 {
