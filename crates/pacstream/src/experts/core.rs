@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::oracle::ExpertLedger;
 use super::schedule::{LearningRate, Schedule, Tuning};
 use super::weights::{
-    Charging, ExpWeights, GivenCharges, RoundPass, RoundTotals, padded, quad, tail_chunk,
+    Charging, ExpWeights, GivenCharges, RoundPass, RoundTotals, load_tail, quad, tail_chunk,
 };
 use crate::data::check_finite;
 use crate::error::{Error, Result};
@@ -509,13 +509,7 @@ impl QuadKernel for Dot<'_> {
         if full < n {
             // The fused pass's last chunk (see `tail_chunk`).
             let (base, valid) = tail_chunk(q, n);
-            let load = |values: &[f64]| {
-                if n >= QUAD {
-                    q.load(quad(values, base))
-                } else {
-                    q.load(&padded(values, base))
-                }
-            };
+            let load = |values: &[f64]| load_tail(q, values, base, n);
             let product = q.mul_add(load(weights), load(values), dot);
             dot = q.select(valid, product, dot);
         }

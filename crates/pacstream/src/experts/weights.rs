@@ -414,13 +414,7 @@ impl Weigh<'_> {
         if full < n {
             // As in the fused pass: the last four experts, their new lanes summed.
             let (base, valid) = tail_chunk(q, n);
-            let load = |values: &[f64]| {
-                if n >= QUAD {
-                    q.load(quad(values, base))
-                } else {
-                    q.load(&padded(values, base))
-                }
-            };
+            let load = |values: &[f64]| load_tail(q, values, base, n);
             let prior = if PRIOR { load(log_prior) } else { q.splat(0.0) };
             let w =
                 weight_quad::<Q, PRIOR>(q, &constants, load(self.charged), prior, minus_eta, shift);
@@ -493,6 +487,17 @@ pub(crate) fn tail_chunk<Q: Quad>(q: Q, n: usize) -> (usize, Q::M) {
         (n - QUAD, q.ge(lanes, q.splat((QUAD - remainder) as f64)))
     } else {
         (0, tail_mask(q, n))
+    }
+}
+
+/// The four values of `values` (n of them) from `base` on, the start of the tail chunk
+/// ([`tail_chunk`]): a whole load with n ≥ 4, the padded values otherwise.
+#[inline(always)]
+pub(crate) fn load_tail<Q: Quad>(q: Q, values: &[f64], base: usize, n: usize) -> Q::V {
+    if n >= QUAD {
+        q.load(quad(values, base))
+    } else {
+        q.load(&padded(values, base))
     }
 }
 
@@ -742,13 +747,7 @@ impl<F: Charging> RoundPass<'_, F> {
             // whose lanes are left out of the sums), or padded inputs when there are fewer
             // than four experts; only the lanes of new experts move the sums.
             let (base, valid) = tail_chunk(q, n);
-            let load = |values: &[f64]| {
-                if n >= QUAD {
-                    q.load(quad(values, base))
-                } else {
-                    q.load(&padded(values, base))
-                }
-            };
+            let load = |values: &[f64]| load_tail(q, values, base, n);
             // The weights of the overlapped experts were overwritten by the chunk before
             // (with the next round's), but their lanes are left out of the mixture.
             let chunk = Chunk {

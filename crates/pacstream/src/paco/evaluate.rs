@@ -418,37 +418,18 @@ impl Walker<'_> {
         // The starts, the first on top, each with its given bound, or with
         // n · min_j dist²(box, c_j) (the starts of the walk from the roots).
         for ((tree, node), given) in starts.rev() {
-            let tree_ref = &self.index.trees[tree as usize];
-            if node & POINT != 0 {
-                frames.push(
-                    Frame {
-                        tree,
-                        node,
-                        candidates_begin: 0,
-                        candidates_len: k,
-                    },
-                    given,
-                );
-                continue;
-            }
-            if !box_bounds {
-                frames.push(
-                    Frame {
-                        tree,
-                        node,
-                        candidates_begin: 0,
-                        candidates_len: k,
-                    },
-                    given,
-                );
-                continue;
-            }
-            let stats = tree_ref.node_stats(node as usize, self.layout);
-            let mut nearest = f64::INFINITY;
-            for centre in self.centres.chunks_exact(dim) {
-                nearest = nearest.min(box_distance(stats, self.layout, centre));
-            }
-            let n = tree_ref.nodes[node as usize].len() as f64;
+            // A point, or a walk without box bounds, starts from its given bound.
+            let bound = if node & POINT != 0 || !box_bounds {
+                given
+            } else {
+                let tree_ref = &self.index.trees[tree as usize];
+                let stats = tree_ref.node_stats(node as usize, self.layout);
+                let mut nearest = f64::INFINITY;
+                for centre in self.centres.chunks_exact(dim) {
+                    nearest = nearest.min(box_distance(stats, self.layout, centre));
+                }
+                tree_ref.nodes[node as usize].len() as f64 * nearest
+            };
             frames.push(
                 Frame {
                     tree,
@@ -456,7 +437,7 @@ impl Walker<'_> {
                     candidates_begin: 0,
                     candidates_len: k,
                 },
-                n * nearest,
+                bound,
             );
         }
         if (self.sum + frames.unopened()) * self.slack >= self.threshold {
