@@ -6,7 +6,10 @@
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use pacstream::experts::{
     AdviceRound, Aggregator, AggregatorParams, EwaParams, HedgeParams, LearningRate, Loss,
     LossRound, Rule,
@@ -21,6 +24,31 @@ fn table(n_experts: usize, rounds: usize) -> Vec<f64> {
 
 fn rounds_for(n_experts: usize) -> usize {
     (1 << 22) / n_experts.max(1)
+}
+
+/// Benchmarks one round of `learn`, cycling through the pre-drawn rounds (`advice`, one
+/// outcome each).
+fn bench_advice_rounds(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    advice: &[f64],
+    outcomes: &[f64],
+    mut learn: impl FnMut(AdviceRound<'_>) -> f64,
+) {
+    let rounds = outcomes.len();
+    let n = advice.len() / rounds;
+    let mut next = 0usize;
+    group.bench_function(id, |b| {
+        b.iter(|| {
+            let round = next % rounds;
+            next += 1;
+            let loss = learn(AdviceRound::new(
+                black_box(&advice[round * n..(round + 1) * n]),
+                outcomes[round],
+            ));
+            black_box(loss)
+        })
+    });
 }
 
 fn hedge(c: &mut Criterion) {
@@ -75,20 +103,13 @@ fn ewa(c: &mut Criterion) {
                 .check()
                 .expect("valid parameters")
                 .build();
-            let mut next = 0usize;
-            group.bench_function(BenchmarkId::new(name, n), |b| {
-                b.iter(|| {
-                    let round = next % rounds;
-                    next += 1;
-                    let step = learner
-                        .learn_one(AdviceRound::new(
-                            black_box(&advice[round * n..(round + 1) * n]),
-                            outcomes[round],
-                        ))
-                        .expect("valid round");
-                    black_box(step.loss)
-                })
-            });
+            bench_advice_rounds(
+                &mut group,
+                BenchmarkId::new(name, n),
+                &advice,
+                &outcomes,
+                |round| learner.learn_one(round).expect("valid round").loss,
+            );
         }
     }
     group.finish();
@@ -138,23 +159,18 @@ fn forecasters(c: &mut Criterion) {
         for (name, params) in rules {
             let config = params.check().expect("valid parameters");
             let mut learner = config.build().expect("valid parameters");
-            let mut next = 0usize;
-            group.bench_function(BenchmarkId::new(name, n), |b| {
-                b.iter(|| {
-                    let round = next % rounds;
-                    next += 1;
-                    let step = learner
-                        .learn_advice(
-                            AdviceRound::new(
-                                black_box(&advice[round * n..(round + 1) * n]),
-                                outcomes[round],
-                            ),
-                            Loss::Square,
-                        )
-                        .expect("valid round");
-                    black_box(step.loss)
-                })
-            });
+            bench_advice_rounds(
+                &mut group,
+                BenchmarkId::new(name, n),
+                &advice,
+                &outcomes,
+                |round| {
+                    learner
+                        .learn_advice(round, Loss::Square)
+                        .expect("valid round")
+                        .loss
+                },
+            );
         }
     }
     group.finish();

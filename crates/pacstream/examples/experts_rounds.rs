@@ -21,6 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = StreamRng::seed_from(1);
     let table: Vec<f64> = (0..n * 64).map(|_| rng.next_f64()).collect();
     let outcomes: Vec<f64> = (0..64).map(|_| rng.next_f64()).collect();
+    // Round r replays row r mod 64 of the table.
+    let row = |r: usize| &table[(r % 64) * n..(r % 64 + 1) * n];
     let total = match rule {
         "hedge" | "adahedge" => {
             let rate = if rule == "hedge" {
@@ -35,10 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .build();
             let mut total = 0.0;
             for r in 0..rounds {
-                let start = (r % 64) * n;
-                total += learner
-                    .learn_one(LossRound::new(&table[start..start + n]))?
-                    .loss;
+                total += learner.learn_one(LossRound::new(row(r)))?.loss;
             }
             total
         }
@@ -58,9 +57,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .build();
             let mut total = 0.0;
             for r in 0..rounds {
-                let start = (r % 64) * n;
                 total += learner
-                    .learn_one(AdviceRound::new(&table[start..start + n], outcomes[r % 64]))?
+                    .learn_one(AdviceRound::new(row(r), outcomes[r % 64]))?
                     .loss;
             }
             total

@@ -40,7 +40,7 @@ mod support;
 use std::time::Instant;
 
 use pacstream::OnlineLearner;
-use pacstream::paco::{Memory, PacoParams, Radius, Summation};
+use pacstream::paco::{Memory, Paco, PacoParams, Radius, Summation};
 use support::{list, mixture, option};
 
 fn median(values: &mut [f64]) -> f64 {
@@ -139,17 +139,12 @@ fn rounds(args: &[String]) {
         for &dim in &dims {
             let points = mixture(t + measured, 4, dim, dim as u64);
             for (name, memory) in &windows {
-                let mut learner = PacoParams::new()
-                    .warmup(t - 8)
-                    .memory(*memory)
-                    .seed(1)
-                    .check()
-                    .expect("valid settings")
-                    .build();
-                let mut rows = points.chunks_exact(dim);
-                for point in rows.by_ref().take(t) {
-                    learner.learn_one(point).expect("valid point");
-                }
+                let (mut learner, mut rows) = warmed_up(
+                    PacoParams::new().warmup(t - 8).memory(*memory).seed(1),
+                    &points,
+                    dim,
+                    t,
+                );
                 let mut fraction = 0.0;
                 let mut early = 0.0;
                 let mut early_fraction = 0.0;
@@ -208,17 +203,12 @@ fn crossover(args: &[String]) {
             let mut costs = Vec::new();
             let mut nodes = 0.0;
             for summation in [Summation::PointByPoint, Summation::Index] {
-                let mut learner = PacoParams::new()
-                    .warmup(t - 8)
-                    .seed(1)
-                    .summation(summation)
-                    .check()
-                    .expect("valid settings")
-                    .build();
-                let mut rows = points.chunks_exact(dim);
-                for point in rows.by_ref().take(t) {
-                    learner.learn_one(point).expect("valid point");
-                }
+                let (mut learner, mut rows) = warmed_up(
+                    PacoParams::new().warmup(t - 8).seed(1).summation(summation),
+                    &points,
+                    dim,
+                    t,
+                );
                 let started = cpu_seconds();
                 nodes = 0.0;
                 for point in rows.by_ref().take(measured) {
@@ -334,7 +324,7 @@ fn log_log_svg(series: &[(String, Vec<(f64, f64)>)]) -> String {
 /// `valgrind --tool=callgrind --collect-atstart=no --toggle-collect=*measured_rounds*`
 /// counts their instructions alone.
 #[inline(never)]
-fn measured_rounds(learner: &mut pacstream::paco::Paco, points: &[f64], dim: usize) -> usize {
+fn measured_rounds(learner: &mut Paco, points: &[f64], dim: usize) -> usize {
     let mut accepted = 0;
     for point in points.chunks_exact(dim) {
         let step = learner.learn_one(point).expect("valid point");
@@ -472,6 +462,22 @@ fn long(args: &[String]) {
             linear / index
         );
     }
+}
+
+/// A learner with `params` that has learned the first `t` points of `points`, and the rows
+/// that follow.
+fn warmed_up(
+    params: PacoParams,
+    points: &[f64],
+    dim: usize,
+    t: usize,
+) -> (Paco, std::slice::ChunksExact<'_, f64>) {
+    let mut learner = params.check().expect("valid settings").build();
+    let mut rows = points.chunks_exact(dim);
+    for point in rows.by_ref().take(t) {
+        learner.learn_one(point).expect("valid point");
+    }
+    (learner, rows)
 }
 
 fn main() {
