@@ -67,6 +67,17 @@ pub(crate) trait MeansSource {
     }
 }
 
+/// A source behind a reference (a test drives the chain with either kind through one call).
+impl<S: MeansSource + ?Sized> MeansSource for &mut S {
+    fn means(&mut self, n_clusters: usize) -> &ProposalMeans {
+        (**self).means(n_clusters)
+    }
+
+    fn kmeans_runs(&self) -> usize {
+        (**self).kmeans_runs()
+    }
+}
+
 /// The most recent means for each k', with their assignment of the memory, kept across
 /// rounds for warm starts (part of the learner's state).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

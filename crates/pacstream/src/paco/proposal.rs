@@ -185,7 +185,7 @@ impl DensityConstants {
 ///
 /// - Laplace: b / √(2 λ_t max(n_j, 1));
 /// - Paper: √2 · b · R / √(p n_t).
-pub(crate) fn proposal_sigma(
+pub fn proposal_sigma(
     rule: ProposalScale,
     multiplier: f64,
     lambda: f64,

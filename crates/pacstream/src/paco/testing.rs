@@ -3,7 +3,7 @@
 //! reference full evaluation, and deliberate defects that the tests must catch.
 
 use super::cover::CoverCache;
-use super::means::{FixedMeans, KMeansSource, MeansHistory, ProposalMeans};
+use super::means::{FixedMeans, KMeansSource, MeansHistory, MeansSource, ProposalMeans};
 use super::memory::PointMemory;
 use super::params::{Memory, ProposalScale};
 use super::sampler::{ChainSettings, ProposalRule, SamplerReport, Target, run_chain};
@@ -176,33 +176,28 @@ pub fn run_toy_chain_with(
         moves: moves.moves,
         defensive_weight: moves.defensive_weight,
     };
-    let outcome = match means {
+    let mut history = MeansHistory::default();
+    let mut kmeans_means;
+    let mut fixed_means;
+    let mut source: &mut dyn MeansSource = match means {
         ToyMeans::KMeans { round } => {
-            let mut history = MeansHistory::default();
-            let mut source = KMeansSource::new(&memory, &mut history, *round, rng, target.max_k);
-            run_chain(
-                round_target,
-                rule,
-                &mut source,
-                &mut CoverCache::default(),
-                start,
-                rng,
-                settings,
-            )
+            kmeans_means = KMeansSource::new(&memory, &mut history, *round, rng, target.max_k);
+            &mut kmeans_means
         }
         ToyMeans::Fixed(by_k) => {
-            let mut source = FixedMeans { by_k: by_k.clone() };
-            run_chain(
-                round_target,
-                rule,
-                &mut source,
-                &mut CoverCache::default(),
-                start,
-                rng,
-                settings,
-            )
+            fixed_means = FixedMeans { by_k: by_k.clone() };
+            &mut fixed_means
         }
     };
+    let outcome = run_chain(
+        round_target,
+        rule,
+        &mut source,
+        &mut CoverCache::default(),
+        start,
+        rng,
+        settings,
+    );
     ChainRun {
         n_clusters: outcome.centres.len() / target.dim,
         centres: outcome.centres,
@@ -213,14 +208,4 @@ pub fn run_toy_chain_with(
 }
 
 /// σ_j of the proposal rule (for building deliberately shifted means).
-pub fn proposal_sigma(
-    rule: ProposalScale,
-    multiplier: f64,
-    lambda: f64,
-    count: f64,
-    radius: f64,
-    max_k: usize,
-    n_points: u64,
-) -> f64 {
-    super::proposal::proposal_sigma(rule, multiplier, lambda, count, radius, max_k, n_points)
-}
+pub use super::proposal::proposal_sigma;
