@@ -1,7 +1,7 @@
 //! Points coloured by cluster with the centres marked, optionally beside the running average
 //! loss of an online run.
 
-use super::draw_error;
+use super::{draw_error, draw_svg};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -56,21 +56,17 @@ pub fn draw_clusters(figure: &ClusterFigure) -> anyhow::Result<String> {
     } else {
         (820, 620)
     };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
+    draw_svg(size, |root| {
         match &figure.loss {
             Some(loss) => {
                 let (left, right) = root.split_horizontally(size.0 * 55 / 100);
                 draw_points(&left, figure)?;
                 draw_loss(&right, loss)?;
             }
-            None => draw_points(&root, figure)?,
+            None => draw_points(root, figure)?,
         }
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn draw_points(

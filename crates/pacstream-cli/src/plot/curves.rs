@@ -2,7 +2,7 @@
 //! cumulative regret against the best curve found in hindsight with the learner's final
 //! number of segments.
 
-use super::draw_error;
+use super::{draw_error, draw_svg};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -46,10 +46,7 @@ pub struct CurveFigure {
 /// Draws the figure; returns the SVG document.
 pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
     let size = (1300, 620);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
+    draw_svg(size, |root| {
         let (left, right) = root.split_horizontally(size.0 * 58 / 100);
         draw_data(&left, figure)?;
         let (top, bottom) = right.split_vertically(size.1 / 2);
@@ -78,9 +75,8 @@ pub fn draw_curve(figure: &CurveFigure) -> anyhow::Result<String> {
             },
         };
         draw_over_rounds(&bottom, FRAME, &below)?;
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn draw_data(

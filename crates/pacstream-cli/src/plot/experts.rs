@@ -2,7 +2,7 @@
 //! the regret against its theoretical bound, and the running average loss of every expert
 //! against the learner's.
 
-use super::draw_error;
+use super::{draw_error, draw_svg};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -39,17 +39,13 @@ pub struct ExpertsFigure {
 
 /// Draws the figure; returns the SVG document.
 pub fn draw_experts(figure: &ExpertsFigure) -> anyhow::Result<String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 1260)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
+    draw_svg((960, 1260), |root| {
         let panels = root.split_evenly((3, 1));
         draw_weights(&panels[0], figure)?;
         draw_regret(&panels[1], figure)?;
         draw_losses(&panels[2], figure)?;
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn x_range(figure: &ExpertsFigure) -> std::ops::Range<f64> {
@@ -338,10 +334,7 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
             .chain(std::iter::once(0.0)),
     );
     let last = figure.rounds.last().copied().unwrap_or(1.0);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
+    draw_svg((960, 540), |root| {
         let frame = PanelFrame {
             caption_size: 20,
             margin: 14,
@@ -349,7 +342,7 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
             y_label_area: 80,
         };
         let x_range = 0.0..last.max(1.0);
-        let mut chart = framed_chart(&root, frame, &figure.title, x_range, y_range)?;
+        let mut chart = framed_chart(root, frame, &figure.title, x_range, y_range)?;
         draw_mesh(&mut chart, "round", "weight × forecast (stacked)")?;
         for (expert, (low, high)) in bands.iter().enumerate() {
             let colour = cluster_colour(expert);
@@ -407,7 +400,6 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
         }
         draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }

@@ -1,7 +1,7 @@
 //! Line charts over rounds: several named series on one frame (k̂_t against the true number
 //! of clusters; cumulative losses against an oracle and a bound).
 
-use super::draw_error;
+use super::{draw_error, draw_svg};
 use plotters::prelude::*;
 
 use super::{axis_range, cluster_colour, whole_number_label};
@@ -53,10 +53,7 @@ pub struct LineFigure {
 
 /// Draws the figure; returns the SVG document.
 pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_error)?;
+    draw_svg((960, 540), |root| {
         let x_range = axis_range(
             figure
                 .series
@@ -69,7 +66,7 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
                 .iter()
                 .flat_map(|s| s.points.iter().map(|p| p.1))
         };
-        let mut builder = ChartBuilder::on(&root);
+        let mut builder = ChartBuilder::on(root);
         builder
             .caption(&figure.title, ("sans-serif", 20))
             .margin(14)
@@ -131,9 +128,8 @@ pub fn draw_lines(figure: &LineFigure) -> anyhow::Result<String> {
             }
             legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         }
-        root.present().map_err(draw_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 fn draw_series<'a, X, Y>(

@@ -4,6 +4,9 @@
 //! Each figure is drawn into a string first and written atomically, so a failed run never
 //! leaves half a picture.
 
+use plotters::coord::Shift;
+use plotters::prelude::{DrawingArea, IntoDrawingArea, SVGBackend, WHITE};
+
 mod clusters;
 mod curves;
 mod experts;
@@ -22,6 +25,21 @@ fn draw_error<E: std::error::Error + Send + Sync>(
     error: plotters::drawing::DrawingAreaErrorKind<E>,
 ) -> anyhow::Error {
     anyhow::anyhow!("cannot draw the figure: {error}")
+}
+
+/// Draws a figure of `size` pixels on a white background; returns the SVG document.
+fn draw_svg(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> anyhow::Result<()>,
+) -> anyhow::Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_error)?;
+        draw(&root)?;
+        root.present().map_err(draw_error)?;
+    }
+    Ok(svg)
 }
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.

@@ -872,19 +872,10 @@ mod tests {
 
     /// The spread term of an atom (packed scatter) on a part of `curve`.
     fn spread_on(scatter: &[f64], curve: &CurveState, part: Part) -> f64 {
-        use super::super::partition::{segment_spread, trace};
         if scatter.is_empty() {
             return 0.0;
         }
-        match part {
-            Part::Vertex(_) => trace(scatter, curve.dim),
-            Part::Segment(i) => segment_spread(
-                scatter,
-                curve.vertex(i),
-                curve.vertex(i + 1),
-                curve.lengths2[i],
-            ),
-        }
+        curve.spread_of(scatter, part)
     }
 
     /// The incremental score of every candidate of an exploration round (the table of its

@@ -597,7 +597,11 @@ impl CurveState {
         if !self.merges_points() {
             return 0.0;
         }
-        let scatter = self.atom_scatter(index);
+        self.spread_of(self.atom_scatter(index), part)
+    }
+
+    /// The spread term of a packed scatter on `part` of the current curve.
+    pub(crate) fn spread_of(&self, scatter: &[f64], part: Part) -> f64 {
         match part {
             Part::Vertex(_) => trace(scatter, self.dim),
             Part::Segment(i) => segment_spread(
