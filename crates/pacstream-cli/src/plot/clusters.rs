@@ -1,7 +1,7 @@
 //! Points coloured by cluster with the centres marked, optionally beside the running average
 //! loss of an online run.
 
-use super::{draw_error, draw_svg};
+use super::{draw_error, draw_svg, legend};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -137,13 +137,7 @@ fn draw_points(
         }
     }
     if figure.n_clusters <= LEGEND_LIMIT {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(draw_error)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }

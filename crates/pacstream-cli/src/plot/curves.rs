@@ -2,7 +2,7 @@
 //! cumulative regret against the best curve found in hindsight with the learner's final
 //! number of segments.
 
-use super::{draw_error, draw_svg};
+use super::{draw_error, draw_svg, legend};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -154,13 +154,7 @@ fn draw_data(
                 .map(|p| Circle::new((p[0], p[1]), 4, colour.filled())),
         )
         .map_err(draw_error)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(draw_error)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 

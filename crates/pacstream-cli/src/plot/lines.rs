@@ -1,7 +1,7 @@
 //! Line charts over rounds: several named series on one frame (k̂_t against the true number
 //! of clusters; cumulative losses against an oracle and a bound).
 
-use super::{draw_error, draw_svg};
+use super::{draw_error, draw_svg, legend};
 use plotters::prelude::*;
 
 use super::{axis_range, cluster_colour, whole_number_label};
@@ -179,23 +179,6 @@ where
         .label(series.name.clone())
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
     Ok(())
-}
-
-fn legend<'a, X, Y>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-    position: SeriesLabelPosition,
-) -> anyhow::Result<()>
-where
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(draw_error)
 }
 
 #[cfg(test)]

@@ -5,7 +5,10 @@
 //! leaves half a picture.
 
 use plotters::coord::Shift;
-use plotters::prelude::{DrawingArea, IntoDrawingArea, SVGBackend, WHITE};
+use plotters::prelude::{
+    BLACK, Cartesian2d, ChartContext, Color, DrawingArea, IntoDrawingArea, Ranged, SVGBackend,
+    SeriesLabelPosition, WHITE,
+};
 
 mod clusters;
 mod curves;
@@ -40,6 +43,24 @@ fn draw_svg(
         root.present().map_err(draw_error)?;
     }
     Ok(svg)
+}
+
+/// The legend of the series labelled so far, at `position`.
+fn legend<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(draw_error)
 }
 
 /// The colour of cluster `index`: Tableau's ten colours, repeated for larger k.
