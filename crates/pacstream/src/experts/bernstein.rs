@@ -122,18 +122,7 @@ impl BoaParams {
     }
 }
 
-forecaster_setters!(BoaParams {
-    loss,
-    gradient,
-    loss_bound
-});
-
-impl CheckParams for BoaParams {
-    fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, self.loss_bound)?;
-        Ok(Checked::validated(self))
-    }
-}
+forecaster_setters!(BoaParams { loss, gradient, loss_bound } checked);
 
 impl Checked<BoaParams> {
     /// The learner, no regret yet.

@@ -118,15 +118,7 @@ impl FtrlParams {
     }
 }
 
-forecaster_setters!(FtrlParams { loss });
-
-impl CheckParams for FtrlParams {
-    fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, None)?;
-        check_eta(self.eta)?;
-        Ok(Checked::validated(self))
-    }
-}
+forecaster_setters!(FtrlParams { loss } checked with check_eta(eta));
 
 impl Checked<FtrlParams> {
     /// The learner: no gradient yet, uniform weights.

@@ -226,8 +226,34 @@ pub(crate) fn finite_of_len(values: &[f64], n: usize) -> bool {
 }
 
 /// The builder setters the forecasters' settings share (`loss`, `gradient`, `loss_bound`,
-/// each if the settings have that field) and `check`.
+/// each if the settings have that field) and `check`. With `checked`, also their
+/// `CheckParams`: the common checks (N, the loss, and the loss range if the settings have
+/// one), then each `with check(field)`.
 macro_rules! forecaster_setters {
+    ($params:ty { $($field:ident),* } checked $(with $check:ident($arg:ident))*) => {
+        forecaster_setters!($params { $($field),* });
+
+        impl CheckParams for $params {
+            fn check_params(self) -> Result<Checked<Self>> {
+                check_common(
+                    self.n_experts,
+                    self.loss,
+                    forecaster_setters!(@loss_bound self $($field)*),
+                )?;
+                $($check(self.$arg)?;)*
+                Ok(Checked::validated(self))
+            }
+        }
+    };
+    (@loss_bound $self:ident loss_bound $($rest:ident)*) => {
+        $self.loss_bound
+    };
+    (@loss_bound $self:ident $first:ident $($rest:ident)*) => {
+        forecaster_setters!(@loss_bound $self $($rest)*)
+    };
+    (@loss_bound $self:ident) => {
+        None
+    };
     ($params:ty { $($field:ident),* }) => {
         impl $params {
             $(forecaster_setters!(@setter $field);)*

@@ -69,14 +69,7 @@ impl MlEwaParams {
     }
 }
 
-forecaster_setters!(MlEwaParams { loss, gradient });
-
-impl CheckParams for MlEwaParams {
-    fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, None)?;
-        Ok(Checked::validated(self))
-    }
-}
+forecaster_setters!(MlEwaParams { loss, gradient } checked);
 
 impl Checked<MlEwaParams> {
     /// The learner, no regret yet.

@@ -86,7 +86,7 @@ impl OnlineGradientDescentParams {
     }
 }
 
-forecaster_setters!(OnlineGradientDescentParams { loss });
+forecaster_setters!(OnlineGradientDescentParams { loss } checked with check_eta(eta));
 
 /// η ∈ (0, [`MAX_ETA`]].
 pub(crate) fn check_eta(eta: f64) -> Result<()> {
@@ -97,14 +97,6 @@ pub(crate) fn check_eta(eta: f64) -> Result<()> {
             "eta",
             format!("must be in (0, {MAX_ETA:e}], got {eta}"),
         ))
-    }
-}
-
-impl CheckParams for OnlineGradientDescentParams {
-    fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, None)?;
-        check_eta(self.eta)?;
-        Ok(Checked::validated(self))
     }
 }
 

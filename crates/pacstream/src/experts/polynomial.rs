@@ -75,14 +75,7 @@ impl MlPolyParams {
     }
 }
 
-forecaster_setters!(MlPolyParams { loss, gradient });
-
-impl CheckParams for MlPolyParams {
-    fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, None)?;
-        Ok(Checked::validated(self))
-    }
-}
+forecaster_setters!(MlPolyParams { loss, gradient } checked);
 
 impl Checked<MlPolyParams> {
     /// The learner, no regret yet.

@@ -96,18 +96,7 @@ impl MlProdParams {
     }
 }
 
-forecaster_setters!(MlProdParams {
-    loss,
-    gradient,
-    loss_bound
-});
-
-impl CheckParams for MlProdParams {
-    fn check_params(self) -> Result<Checked<Self>> {
-        check_common(self.n_experts, self.loss, self.loss_bound)?;
-        Ok(Checked::validated(self))
-    }
-}
+forecaster_setters!(MlProdParams { loss, gradient, loss_bound } checked);
 
 /// ln N.
 fn ln_n(n_experts: usize) -> f64 {
