@@ -56,9 +56,7 @@ use serde::{Deserialize, Serialize};
 use super::bounds::{self, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{
-    forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
-};
+use super::mixing::{forecaster_learner, forecaster_setters, normalise_awake, regret_guarantee};
 use super::ogd::{centred, check_eta};
 use super::oracle::{ExpertLedger, project_on_simplex};
 use super::params::{CheckParams, Checked};
@@ -237,17 +235,7 @@ fn leader(gradient_sums: &[f64], eta: f64, regulariser: Regulariser) -> Vec<f64>
 
 impl Ftrl {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            true,
-            |awake| {
-                let mut weights = self.weights();
-                normalise_awake(&mut weights, awake);
-                weights
-            },
-        )?;
+        let played = self.play_awake(&round)?;
         let (centre, square) = match self.params.regulariser {
             Regulariser::Quadratic => centred(&played.charges),
             Regulariser::Entropic => {
@@ -278,4 +266,4 @@ impl Ftrl {
     }
 }
 
-forecaster_learner!(Ftrl, FtrlParams);
+forecaster_learner!(Ftrl, FtrlParams, plays_linearised_weights);

@@ -342,5 +342,28 @@ macro_rules! forecaster_learner {
             }
         }
     };
+    // A forecaster on the simplex that plays its weights renormalised over the awake
+    // experts, always on the linearised losses.
+    ($learner:ty, $params:ty, plays_linearised_weights) => {
+        forecaster_learner!($learner, $params);
+
+        impl $learner {
+            /// Checks the round and plays it with the weights renormalised over the awake
+            /// experts, on the linearised losses.
+            fn play_awake(&self, round: &AdviceRound<'_>) -> Result<super::mixing::Played> {
+                super::mixing::play_round(
+                    self.params.n_experts,
+                    round,
+                    self.params.loss,
+                    true,
+                    |awake| {
+                        let mut weights = self.weights();
+                        super::mixing::normalise_awake(&mut weights, awake);
+                        weights
+                    },
+                )
+            }
+        }
+    };
 }
 pub(crate) use forecaster_learner;

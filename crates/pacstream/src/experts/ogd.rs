@@ -54,9 +54,7 @@ use serde::{Deserialize, Serialize};
 use super::bounds::{self, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
-use super::mixing::{
-    forecaster_learner, forecaster_setters, normalise_awake, play_round, regret_guarantee,
-};
+use super::mixing::{forecaster_learner, forecaster_setters, regret_guarantee};
 use super::oracle::{ExpertLedger, project_on_simplex};
 use super::params::limits::MAX_ETA;
 use super::params::{CheckParams, Checked};
@@ -200,17 +198,7 @@ impl OnlineGradientDescent {
 
 impl OnlineGradientDescent {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
-        let played = play_round(
-            self.params.n_experts,
-            &round,
-            self.params.loss,
-            true,
-            |awake| {
-                let mut weights = self.weights.clone();
-                normalise_awake(&mut weights, awake);
-                weights
-            },
-        )?;
+        let played = self.play_awake(&round)?;
         let t = self.ledger.rounds() + 1;
         let step = self.params.eta / (t as f64).sqrt();
         let (mean, squares) = centred(&played.charges);
@@ -233,4 +221,8 @@ impl OnlineGradientDescent {
     }
 }
 
-forecaster_learner!(OnlineGradientDescent, OnlineGradientDescentParams);
+forecaster_learner!(
+    OnlineGradientDescent,
+    OnlineGradientDescentParams,
+    plays_linearised_weights
+);
