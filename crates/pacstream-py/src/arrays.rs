@@ -193,9 +193,10 @@ fn checked_1d<T: Element>(x: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
 /// order every round (a CSV reader's field names, a DataFrame's columns). So the reader
 /// remembers the last dict's keys (holding them, so that their addresses stay theirs) and
 /// where each name sat; a round whose dict has the same keys in the same order (the same
-/// objects, or else equal ones) is read in one pass over its entries with no hashing — a
-/// third of the cost of a lookup per name. Any other round (another mapping type, other keys) is read by lookups
-/// and, for a dict, remembered for the next.
+/// objects, or else equal ones) is read in one pass over its entries with no hashing: about
+/// 125 instructions a value against 280–300 for a lookup per name (callgrind, N = 1,000).
+/// Any other round (another mapping type, other keys) is read by lookups and, for a dict,
+/// remembered for the next.
 #[pyclass(module = "pacstream._pacstream")]
 #[derive(Debug)]
 pub struct FeatureReader {
@@ -251,36 +252,88 @@ impl FeatureReader {
             },
             Err(_) => lookups(py, x, &names)?,
         };
-        let present: Vec<bool> = values.iter().map(|v| !v.is_nan()).collect();
-        let awake = if present.iter().all(|&p| p) {
-            None
-        } else {
+        let mut values = values;
+        let awake = if values.iter().any(|v| v.is_nan()) {
+            let present = values.iter().map(|v| !v.is_nan()).collect();
+            values
+                .iter_mut()
+                .filter(|v| v.is_nan())
+                .for_each(|v| *v = 0.0);
             Some(PyArray1::from_vec(py, present))
+        } else {
+            None
         };
-        let values = values.into_iter().map(|v| if v.is_nan() { 0.0 } else { v });
-        Ok((PyArray1::from_iter(py, values), awake))
+        Ok((PyArray1::from_vec(py, values), awake))
     }
 }
 
 impl FeatureReader {
     /// The values by name if `dict` has the remembered keys, by identity, in the same order
     /// (NaN for a missing or `None` value); `None` otherwise.
+    ///
+    /// This is the hot path of the River-compatible EWA over named experts (one call a
+    /// round, N values), so it walks the dict with `PyDict_Next`'s borrowed references and
+    /// reads exact floats with `PyFloat_AsDouble`: no reference counting per entry (a call
+    /// each under the stable ABI) and no generic extraction. The instruction counts are in
+    /// `docs/benchmarks.md`. Anything that can run Python code (a key equal but not
+    /// identical, a value that is not an exact float) first takes an owned reference; such
+    /// code may change the dict, which `PyDict_Next` tolerates (it checks the position
+    /// against the current table), and a walk that does not end with exactly the
+    /// remembered number of entries is discarded.
+    #[allow(unsafe_code)]
     fn read_same_layout(&mut self, dict: &Bound<'_, PyDict>) -> PyResult<Option<Vec<f64>>> {
+        use pyo3::ffi;
         if self.layout.is_empty() || dict.len() != self.layout.len() {
             return Ok(None);
         }
+        let py = dict.py();
         self.by_position.clear();
-        for ((key, value), (remembered, &is_read)) in
-            dict.iter().zip(self.layout.iter().zip(&self.read_at))
-        {
-            let remembered = remembered.bind(dict.py());
-            // Identity first (the usual case); equal keys that are other objects (integers
-            // above 256, strings built anew each round) cost a comparison, still no hashing.
-            if !key.is(remembered) && !key.eq(remembered).unwrap_or(false) {
+        let mut position: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        for (remembered, &is_read) in self.layout.iter().zip(&self.read_at) {
+            // SAFETY: `dict` is a live dict and the GIL is held (we have a `Bound`);
+            // `PyDict_Next` writes borrowed references to the entry at `position`.
+            let found =
+                unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut key, &mut value) };
+            if found == 0 {
                 return Ok(None);
             }
-            self.by_position
-                .push(if is_read { forecast(&value)? } else { f64::NAN });
+            let read = if key == remembered.as_ptr() {
+                if !is_read {
+                    f64::NAN
+                // SAFETY: `value` is the borrowed reference just returned, valid as no
+                // Python code has run since.
+                } else if unsafe { ffi::PyFloat_CheckExact(value) } != 0 {
+                    // SAFETY: an exact float: `PyFloat_AsDouble` reads it and runs no
+                    // Python code.
+                    unsafe { ffi::PyFloat_AsDouble(value) }
+                } else {
+                    // SAFETY: as above; an owned reference before `forecast` may run Python
+                    // code (`__float__`).
+                    forecast(&unsafe { Bound::from_borrowed_ptr(py, value) })?
+                }
+            } else {
+                // Equal keys that are other objects (integers above 256, strings built
+                // anew each round) cost a comparison, still no hashing. The comparison can
+                // run Python code, so both references are owned first.
+                // SAFETY: `key` and `value` are the borrowed references just returned,
+                // valid as no Python code has run since.
+                let (key, value) = unsafe {
+                    (
+                        Bound::from_borrowed_ptr(py, key),
+                        Bound::from_borrowed_ptr(py, value),
+                    )
+                };
+                if !key.eq(remembered.bind(py)).unwrap_or(false) {
+                    return Ok(None);
+                }
+                if is_read { forecast(&value)? } else { f64::NAN }
+            };
+            self.by_position.push(read);
+        }
+        if dict.len() != self.layout.len() {
+            return Ok(None);
         }
         Ok(Some(
             self.positions

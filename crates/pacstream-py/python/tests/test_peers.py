@@ -152,6 +152,52 @@ def test_feature_reader_reads_by_name_whatever_the_dicts_layout():
     np.testing.assert_array_equal(again.read({"a": 1.0, "b": 2.0})[0], [2.0, 1.0, 2.0])
 
 
+def test_feature_reader_one_pass_reads_every_number_and_survives_a_changing_dict():
+    """The one-pass read walks the dict with borrowed references: values that are not
+    exact floats (ints, NumPy scalars, float subclasses) go through the general
+    conversion, and Python code run during the walk (a `__float__` or a key's `__eq__`
+    that changes the dict) must neither crash nor return a stale read."""
+    from pacstream import _pacstream
+
+    class Half(float):
+        pass
+
+    names = ["a", "b", "c", "d"]
+    reader = _pacstream.FeatureReader(names)
+    reader.read({"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0})  # remembers the layout
+    values, present = reader.read({"a": 1, "b": np.float64(2.5), "c": Half(3.5), "d": True})
+    np.testing.assert_array_equal(values, [1.0, 2.5, 3.5, 1.0])
+    assert present is None
+
+    x = {"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0}
+
+    class Clears:
+        def __float__(self):
+            x.clear()
+            return 7.0
+
+    x["b"] = Clears()
+    # The dict is emptied halfway through the walk: the read is discarded and redone by
+    # lookups, which see the emptied dict (every expert asleep), not a mix of both.
+    values, present = reader.read(x)
+    np.testing.assert_array_equal(present, [False] * 4)
+
+    class Key(str):
+        # Equal to the remembered "a" but another object, and its comparison changes
+        # the dict being read.
+        def __eq__(self, other):
+            y.pop("d", None)
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    reader.read({"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0})
+    y = {Key("a"): 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
+    values, present = reader.read(y)
+    np.testing.assert_array_equal(present, [True, True, True, False])
+    np.testing.assert_array_equal(values, [1.0, 2.0, 3.0, 0.0])
+
+
 def test_ewa_regressor_with_named_experts_pickles_and_resumes():
     model = pr.EWARegressor(["a", "b"], learning_rate=0.5, loss_bound=100.0)
     twin = pr.EWARegressor(["a", "b"], learning_rate=0.5, loss_bound=100.0)

@@ -39,8 +39,10 @@
 //! R_{T,k} ≤ Σ_t η_{t−1,k} r²_{t,k} + (ln N + ln(1 + D_T / e)) / η_{T,k},
 //! D_T = (1/N) Σ_t Σ_i (η_{t−1,i}/η_{t,i} − 1).
 //!
-//! The paper's argument, kept before its last simplification so that the run's own
-//! quantities give the value: with Φ_t = Σ_i π_i exp(η_{t,i} R̃_{t,i}) (Φ_0 = 1),
+//! The argument (the paper's exponential potential with the rate-change step of Gaillard,
+//! Stoltz & van Erven 2014), kept before any final simplification so that the run's own
+//! quantities give the value; it is proved here, step by step, rather than quoted with the
+//! paper's constants: with Φ_t = Σ_i π_i exp(η_{t,i} R̃_{t,i}) (Φ_0 = 1),
 //! e^{x − x²} ≤ 1 + x for x = η_{t−1,i} r_{t,i} ≥ −½ gives
 //! Σ_i π_i exp(η_{t−1,i} R̃_{t,i}) ≤ Φ_{t−1} + Σ_i π_i η_{t−1,i} e^{η_{t−1,i} R̃_{t−1,i}} r_{t,i},
 //! whose last sum is a positive multiple of Σ_i p_{t,i} r_{t,i} ≤ 0 (= 0 with the gradient
@@ -341,8 +343,9 @@ impl Boa {
             value,
             expert,
             "BOA with a range B: Σ_t η_t−1,k r²_t,k + (ln N + ln(1 + D_T/e))/η_T,k, \
-                      D_T = (1/N) Σ_t Σ_i (η_t−1,i/η_t,i − 1) (Wintenberger 2017, the \
-                      adaptive BOA with multiple learning rates)",
+                      D_T = (1/N) Σ_t Σ_i (η_t−1,i/η_t,i − 1) (the adaptive BOA \
+                      of Wintenberger 2017; the potential argument kept for the run's own \
+                      terms, proved step by step in docs/guarantees.md)",
             "the squared regrets of this run are too large for the bound to be represented",
         )
     }

@@ -290,7 +290,8 @@ impl MlProd {
             expert,
             "ML-Prod: ln N/η_0,k + Σ_t η_t−1,k r²_t,k + ln(1 + D_T/e)/η_T,k, \
                       D_T = Σ_t Σ_i (η_t−1,i/η_t,i − 1) (Gaillard, Stoltz & van Erven 2014, \
-                      ML-Prod with non-increasing rates)",
+                      ML-Prod with non-increasing rates; the run's own terms, proved step by \
+                      step in docs/guarantees.md)",
             "the squared regrets of this run are too large for the bound to be represented",
         )
     }
