@@ -292,6 +292,20 @@ pub(crate) use forecaster_setters;
 /// the best expert so far (from its `regret_bound_against`), and the online protocol over
 /// its inherent `learn_round`.
 macro_rules! forecaster_learner {
+    (@play $learner:ty) => {
+        impl $learner {
+            /// Checks the round and plays it with the awake experts' weights.
+            fn play_awake(&self, round: &AdviceRound<'_>) -> Result<super::mixing::Played> {
+                super::mixing::play_round(
+                    self.params.n_experts,
+                    round,
+                    self.params.loss,
+                    self.linearises(),
+                    |awake| self.awake_weights(awake),
+                )
+            }
+        }
+    };
     ($learner:ty, $params:ty) => {
         impl $learner {
             /// The settings.
@@ -328,17 +342,12 @@ macro_rules! forecaster_learner {
     // (`awake_weights`), on the losses or, with `gradient`, their linearisation.
     ($learner:ty, $params:ty, plays_awake_weights) => {
         forecaster_learner!($learner, $params);
+        forecaster_learner!(@play $learner);
 
         impl $learner {
-            /// Checks the round and plays it with the awake experts' weights.
-            fn play_awake(&self, round: &AdviceRound<'_>) -> Result<super::mixing::Played> {
-                super::mixing::play_round(
-                    self.params.n_experts,
-                    round,
-                    self.params.loss,
-                    self.params.gradient,
-                    |awake| self.awake_weights(awake),
-                )
+            /// Whether the experts are charged the linearised losses.
+            fn linearises(&self) -> bool {
+                self.params.gradient
             }
         }
     };
@@ -346,22 +355,19 @@ macro_rules! forecaster_learner {
     // experts, always on the linearised losses.
     ($learner:ty, $params:ty, plays_linearised_weights) => {
         forecaster_learner!($learner, $params);
+        forecaster_learner!(@play $learner);
 
         impl $learner {
-            /// Checks the round and plays it with the weights renormalised over the awake
-            /// experts, on the linearised losses.
-            fn play_awake(&self, round: &AdviceRound<'_>) -> Result<super::mixing::Played> {
-                super::mixing::play_round(
-                    self.params.n_experts,
-                    round,
-                    self.params.loss,
-                    true,
-                    |awake| {
-                        let mut weights = self.weights();
-                        super::mixing::normalise_awake(&mut weights, awake);
-                        weights
-                    },
-                )
+            /// Always the linearised losses.
+            fn linearises(&self) -> bool {
+                true
+            }
+
+            /// The weights renormalised over the awake experts.
+            fn awake_weights(&self, awake: Option<&[bool]>) -> Vec<f64> {
+                let mut weights = self.weights();
+                super::mixing::normalise_awake(&mut weights, awake);
+                weights
             }
         }
     };
