@@ -488,3 +488,377 @@ fn a_restart_with_another_number_of_workers_is_refused() {
         );
     }
 }
+
+// The streaming commands' scale-out options: `pacstream kmeans --online --workers` and
+// `pacstream experts --key --workers` run the code of `pacstream dataflow` and write the
+// files of their one-process run.
+
+/// Runs one process with its standard output captured; returns (exit code, stdout, stderr).
+fn run_captured(args: &[String]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("{args:?} did not finish within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `base` run as one process with no scale-out option, writing `name`.jsonl and
+/// `name`.json; returns (records, summary, report).
+fn one_process(dir: &Path, name: &str, base: &[String]) -> (String, String, String) {
+    let records = dir.join(format!("{name}.jsonl"));
+    let summary = dir.join(format!("{name}.json"));
+    let mut args = base.to_vec();
+    args.extend(strings(&[
+        "--output",
+        records.to_str().unwrap(),
+        "--summary",
+        summary.to_str().unwrap(),
+    ]));
+    let (code, stdout, stderr) = run_captured(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    (
+        fs::read_to_string(records).unwrap(),
+        fs::read_to_string(summary).unwrap(),
+        stdout,
+    )
+}
+
+fn online_kmeans_args(data: &Path) -> Vec<String> {
+    strings(&[
+        "kmeans",
+        "--online",
+        data.to_str().unwrap(),
+        "--columns",
+        "x,y",
+        "--k",
+        "4",
+        "--batch-size",
+        "500",
+        "--decay",
+        "2000",
+    ])
+}
+
+#[test]
+fn online_kmeans_on_workers_and_processes_writes_the_one_process_files() {
+    let (dir, data) = data_in_tempdir(6000);
+    let args = online_kmeans_args(&data);
+    let (records, summary, report) = one_process(dir.path(), "one", &args);
+    assert_eq!(records.lines().count(), 6000);
+    for (processes, workers) in [(1, 3), (2, 2), (3, 1)] {
+        let name = format!("p{processes}w{workers}");
+        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
+        assert!(r == records, "records differ on {processes} x {workers}");
+        assert!(s == summary, "summary differs on {processes} x {workers}");
+    }
+    // The report, too (threads only: timely prints its connection notes to the standard
+    // output of a cluster's process 0).
+    let mut threads = args.clone();
+    threads.extend(strings(&["--workers", "2"]));
+    let (code, stdout, stderr) = run_captured(&threads);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout == report,
+        "the report differs:\n{stdout}\n---\n{report}"
+    );
+}
+
+#[test]
+fn online_kmeans_by_chunks_is_the_same_on_one_process_and_on_a_cluster() {
+    let (dir, data) = data_in_tempdir(6000);
+    let mut args = online_kmeans_args(&data);
+    let (whole_batches, ..) = one_process(dir.path(), "whole", &args);
+    args.extend(strings(&["--chunk-size", "100"]));
+    let (records, summary, _) = one_process(dir.path(), "one", &args);
+    // Sums grouped by chunks of 100 rows round differently from one pass over the batch:
+    // on this stream the centres, and so later losses, differ in their last bits.
+    assert!(records != whole_batches, "--chunk-size changed nothing");
+    assert!(summary.contains("\"chunk_size\": 100"), "{summary}");
+    for (processes, workers) in [(2, 1), (3, 2)] {
+        let name = format!("p{processes}w{workers}");
+        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
+        assert!(r == records, "records differ on {processes} x {workers}");
+        assert!(s == summary, "summary differs on {processes} x {workers}");
+    }
+}
+
+/// A keyed stream of three experts' forecasts and the outcome, one key ("hot") holding
+/// half of the rows.
+fn write_expert_data(path: &Path, n: usize) {
+    let mut state: u64 = 987_654_321;
+    let mut uniform = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    // The key is not the first column, so that a reader taking column 1 as the key fails.
+    let mut text = String::from("a,site,b,c,y\n");
+    for i in 0..n {
+        let key = if i % 2 == 0 {
+            "hot".to_string()
+        } else {
+            format!("s{}", (i * 7919) % 13)
+        };
+        let y = uniform();
+        let (a, b, c) = (y + 0.1 * uniform(), 0.5, uniform());
+        text += &format!("{a:.6},{key},{b:.6},{c:.6},{y:.6}\n");
+    }
+    fs::write(path, text).unwrap();
+}
+
+fn keyed_experts_args(data: &Path) -> Vec<String> {
+    strings(&[
+        "experts",
+        data.to_str().unwrap(),
+        "--rule",
+        "ewa",
+        "--outcome",
+        "y",
+        "--key",
+        "site",
+    ])
+}
+
+#[test]
+fn keyed_experts_on_workers_and_processes_write_the_one_process_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("experts.csv");
+    write_expert_data(&data, 3000);
+    let args = keyed_experts_args(&data);
+    let (records, summary, _) = one_process(dir.path(), "one", &args);
+    assert_eq!(records.lines().count(), 3000);
+    for (processes, workers) in [(1, 2), (3, 1), (2, 2)] {
+        let name = format!("p{processes}w{workers}");
+        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
+        assert!(r == records, "records differ on {processes} x {workers}");
+        assert!(s == summary, "summary differs on {processes} x {workers}");
+    }
+    // Each key's rounds and summary are those of `pacstream experts` on its rows alone.
+    let summaries: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&summary).unwrap();
+    assert_eq!(summaries.len(), 14);
+    let text = fs::read_to_string(&data).unwrap();
+    for key in ["hot", "s3"] {
+        let rows: String = text
+            .lines()
+            .skip(1)
+            .map(|line| line.split(',').collect::<Vec<_>>())
+            .filter(|fields| fields[1] == key)
+            .map(|fields| format!("{},{}\n", fields[0], fields[2..].join(",")))
+            .collect();
+        let alone = dir.path().join(format!("{key}.csv"));
+        fs::write(&alone, format!("a,b,c,y\n{rows}")).unwrap();
+        let mut single = strings(&["experts", alone.to_str().unwrap()]);
+        single.extend(strings(&["--rule", "ewa", "--outcome", "y", "--quiet"]));
+        let (mine, theirs, _) = one_process(dir.path(), &format!("{key}-alone"), &single);
+        let keyed: Vec<serde_json::Value> = records
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["key"] == key)
+            .collect();
+        let alone: Vec<serde_json::Value> = mine
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(keyed.len(), alone.len(), "{key}");
+        for (k, a) in keyed.iter().zip(&alone) {
+            assert_eq!(k["round"], a["t"], "{key}");
+            for field in ["prediction", "loss", "best_expert", "regret"] {
+                assert_eq!(k[field], a[field], "{key}, round {}: {field}", a["t"]);
+            }
+        }
+        let mut whole: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&theirs).unwrap();
+        for field in ["command", "input", "settings"] {
+            whole.remove(field);
+        }
+        assert_eq!(
+            summaries[key],
+            serde_json::Value::Object(whole),
+            "summary of {key}"
+        );
+    }
+}
+
+/// Runs `args` and checks that it exits with code 2, says `message`, and leaves the
+/// directory as it was (no output, no summary, nothing else).
+fn refused_writing_nothing(dir: &Path, args: &[String], message: &str) {
+    let before: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let (code, _, stderr) = run_captured(args);
+    assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(message), "{args:?}: {stderr}");
+    let after: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(before.len(), after.len(), "{args:?} wrote {after:?}");
+}
+
+#[test]
+fn scale_out_options_that_would_change_the_output_are_refused_writing_nothing() {
+    let (dir, data) = data_in_tempdir(600);
+    let dir = dir.path();
+    let hosts = hostfile(dir, 2);
+    let out = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let files = strings(&["--output", &out("r.jsonl"), "--summary", &out("s.json")]);
+    let data_arg = data.to_str().unwrap();
+    let kmeans = |extra: &str| {
+        let mut args = strings(&["kmeans", data_arg, "--columns", "x,y", "--k", "3"]);
+        args.extend(extra.split_whitespace().map(str::to_string));
+        args.extend(files.clone());
+        args
+    };
+    let cases: Vec<(String, &str)> = vec![
+        ("--workers 2".into(), "apply to --online --batch-size runs"),
+        ("--online --workers 2".into(), "give --batch-size B"),
+        ("--online --chunk-size 10".into(), "--batch-size"),
+        (
+            "--online --batch-size 100 --workers 2 --sample-weights x".into(),
+            "--sample-weights is not available",
+        ),
+        (
+            format!(
+                "--online --batch-size 100 --workers 2 --plot {}",
+                out("f.svg")
+            ),
+            "--plot draws a sample",
+        ),
+        (
+            format!(
+                "--online --batch-size 100 --workers 2 --checkpoint {}",
+                out("c")
+            ),
+            "--checkpoint and --resume",
+        ),
+        (
+            "--online --batch-size 100 --workers 2 --on-bad-row skip".into(),
+            "--on-bad-row skip is not available",
+        ),
+        (
+            "--online --batch-size 100 --workers 2 --format csv".into(),
+            "JSON lines, not csv",
+        ),
+        (
+            "--online --batch-size 100 --workers 0".into(),
+            "--workers must be between 1 and 256",
+        ),
+        (
+            "--online --batch-size 100 --workers 100000".into(),
+            "--workers must be between 1 and 256",
+        ),
+        (
+            "--online --batch-size 100 --processes 2".into(),
+            "--processes above 1 needs --hostfile",
+        ),
+        (
+            "--online --batch-size 100 --processes 5000".into(),
+            "--processes must be between 1 and 1024",
+        ),
+        (
+            format!(
+                "--online --batch-size 100 --processes 3 --hostfile {}",
+                hosts.display()
+            ),
+            "names 2 hosts for 3 processes",
+        ),
+        (
+            "--online --batch-size 100 --chunk-size 0".into(),
+            "0 is not in 1..=1000000",
+        ),
+        (
+            "--online --batch-size 100 --chunk-size 2000000".into(),
+            "2000000 is not in 1..=1000000",
+        ),
+        (
+            "--online --batch-size 100 --workers 2 --reassignment-ratio 0.1".into(),
+            "reassignment of dying centres is not available",
+        ),
+    ];
+    for (extra, message) in &cases {
+        refused_writing_nothing(dir, &kmeans(extra), message);
+    }
+    // Standard input, and records or (on several processes) the summary on stdout.
+    let mut stdin = strings(&["kmeans", "-", "--online", "--batch-size", "100"]);
+    stdin.extend(strings(&["--k", "3", "--workers", "2"]));
+    refused_writing_nothing(dir, &stdin, "not standard input");
+    let mut records_out = strings(&["kmeans", data_arg, "--online", "--k", "3"]);
+    records_out.extend(strings(&[
+        "--batch-size",
+        "100",
+        "--workers",
+        "2",
+        "-o",
+        "-",
+    ]));
+    refused_writing_nothing(dir, &records_out, "--output - is not available");
+    let mut summary_out = strings(&["kmeans", data_arg, "--online", "--k", "3"]);
+    summary_out.extend(strings(&["--batch-size", "100", "--summary", "-"]));
+    summary_out.extend(strings(&[
+        "--processes",
+        "2",
+        "--hostfile",
+        hosts.to_str().unwrap(),
+    ]));
+    refused_writing_nothing(dir, &summary_out, "--summary - is not available");
+
+    let experts_data = dir.join("experts.csv");
+    write_expert_data(&experts_data, 50);
+    let experts = |extra: &str| {
+        let mut args = strings(&["experts", experts_data.to_str().unwrap(), "--rule", "ewa"]);
+        args.extend(extra.split_whitespace().map(str::to_string));
+        args.extend(files.clone());
+        args
+    };
+    let plot = format!("--outcome y --key site --plot-loss {}", out("l.svg"));
+    for (extra, message) in [
+        ("--outcome y --workers 2", "name the key column with --key"),
+        (
+            "--losses --key site --workers 2",
+            "--losses is not available",
+        ),
+        (
+            "--outcome y --key site --weights",
+            "--weights is not available",
+        ),
+        (plot.as_str(), "--plot-loss and --plot-contributions"),
+        (
+            "--outcome site --key site",
+            "--outcome and --key name the same",
+        ),
+        (
+            "--outcome y --experts a,site --key site",
+            "is the --key column",
+        ),
+        (
+            "--outcome y --key site --workers 300",
+            "--workers must be between",
+        ),
+    ] {
+        refused_writing_nothing(dir, &experts(extra), message);
+    }
+    let masked = dir.join("masked.csv");
+    fs::write(&masked, "site,a,b,a_awake,y\nu,1,2,1,1.5\nv,1,2,0,1.5\n").unwrap();
+    let mut args = strings(&["experts", masked.to_str().unwrap(), "--rule", "ewa"]);
+    args.extend(strings(&["--outcome", "y", "--key", "site"]));
+    args.extend(files.clone());
+    refused_writing_nothing(dir, &args, "sleeping experts");
+}

@@ -126,6 +126,10 @@ fn forecasters(c: &mut Criterion) {
             ("mlewa", AggregatorParams::new(Rule::Mlewa, n)),
             ("boa", AggregatorParams::new(Rule::Boa, n)),
             (
+                "boa-range",
+                AggregatorParams::new(Rule::Boa, n).loss_bound(4.0),
+            ),
+            (
                 "ftrl",
                 AggregatorParams::new(Rule::Ftrl, n).rate(LearningRate::Fixed(0.1)),
             ),

@@ -8,6 +8,7 @@ pub mod experts;
 pub mod kmeans;
 pub mod paco;
 pub mod project;
+pub mod scale_out;
 
 use serde::Serialize;
 

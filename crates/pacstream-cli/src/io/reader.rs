@@ -96,6 +96,8 @@ pub struct RowReader {
     source_name: String,
     records: csv::Reader<Box<dyn Read>>,
     header: Option<Vec<String>>,
+    /// The field delimiter (given, by file name, or guessed).
+    delimiter: u8,
     /// The progress before the current record, to give a refused row back.
     before_row: InputProgress,
     width: usize,
@@ -232,6 +234,7 @@ impl RowReader {
             source_name,
             records,
             header: None,
+            delimiter,
             before_row: InputProgress::default(),
             width: 0,
             layout: ColumnLayout {
@@ -423,6 +426,12 @@ impl RowReader {
         self.extras = Vec::with_capacity(self.layout.extras.len());
         self.pending = Some(data);
         Ok(())
+    }
+
+    /// The field delimiter and whether the first row is a header: how another reader of
+    /// the same file (a worker of a cluster) must read it.
+    pub fn dialect(&self) -> (u8, bool) {
+        (self.delimiter, self.header.is_some())
     }
 
     /// The resolved columns.

@@ -139,7 +139,7 @@ fn check_outputs(args: &ClusterArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn files(args: &ClusterArgs) -> RunFiles {
+pub(crate) fn files(args: &ClusterArgs) -> RunFiles {
     RunFiles {
         records: args.output.clone(),
         checkpoints: args.checkpoint_dir.clone().map(|dir| Checkpoints {
@@ -149,7 +149,7 @@ pub(super) fn files(args: &ClusterArgs) -> RunFiles {
     }
 }
 
-pub(super) fn flow_error(error: FlowError) -> anyhow::Error {
+pub(crate) fn flow_error(error: FlowError) -> anyhow::Error {
     match error {
         FlowError::Library(_) | FlowError::Row { .. } | FlowError::Usage(_) => {
             bad_input(error.to_string())

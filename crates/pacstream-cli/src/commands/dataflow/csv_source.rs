@@ -11,11 +11,15 @@ use crate::failure::bad_input;
 
 /// The input's columns, resolved from its header before the workers start.
 #[derive(Clone, Debug)]
-pub(super) struct CsvColumns {
+pub(crate) struct CsvColumns {
     pub(super) path: PathBuf,
     pub(super) key: Option<usize>,
     pub(super) values: Vec<usize>,
     pub(super) names: Vec<String>,
+    /// The field delimiter.
+    pub(super) delimiter: u8,
+    /// Whether the first line is a header.
+    pub(super) has_header: bool,
 }
 
 impl CsvColumns {
@@ -55,7 +59,30 @@ impl CsvColumns {
             key,
             values,
             names,
+            delimiter: b',',
+            has_header: true,
         })
+    }
+
+    /// The columns a streaming command resolved with its own reader (0-based `values`, their
+    /// labels, the delimiter and whether there is a header), so that every worker reads the
+    /// rows that command would read.
+    pub(crate) fn from_layout(
+        path: &Path,
+        key: Option<usize>,
+        values: Vec<usize>,
+        names: Vec<String>,
+        delimiter: u8,
+        has_header: bool,
+    ) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            key,
+            values,
+            names,
+            delimiter,
+            has_header,
+        }
     }
 }
 
@@ -71,8 +98,11 @@ pub(super) struct CsvSource {
 
 impl CsvSource {
     pub(super) fn open(columns: &CsvColumns) -> Result<Self, FlowError> {
-        let reader =
-            csv::Reader::from_path(&columns.path).map_err(|e| FlowError::Usage(e.to_string()))?;
+        let reader = csv::ReaderBuilder::new()
+            .delimiter(columns.delimiter)
+            .has_headers(columns.has_header)
+            .from_path(&columns.path)
+            .map_err(|e| FlowError::Usage(e.to_string()))?;
         Ok(Self {
             columns: columns.clone(),
             reader,

@@ -20,12 +20,14 @@ use pacstream::experts::{AggregatorParams, Rule};
 use pacstream::kmeans::{SequentialKMeansConfig, SequentialKMeansParams};
 use pacstream_dataflow::RunFiles;
 use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, PointFamily, run_keyed};
-use pacstream_dataflow::kmeans::{KMeansJob, run_kmeans};
+use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
 use timely::Config;
 
 pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
-use cluster::{execute, files, finish, flow_error};
-use csv_source::{CsvColumns, CsvSource, KeyedCsv};
+use cluster::{execute, finish};
+pub(crate) use cluster::{files, flow_error};
+pub(crate) use csv_source::CsvColumns;
+use csv_source::{CsvSource, KeyedCsv};
 
 use crate::failure::bad_input;
 
@@ -155,19 +157,31 @@ fn run_kmeans_command(args: &KMeansArgs) -> anyhow::Result<()> {
     };
     job.check().map_err(flow_error)?;
     let columns = CsvColumns::resolve(&cluster.input, cluster.columns.as_deref(), None)?;
-    let files = files(cluster);
-    let outcome = execute(config, move |worker| {
+    let outcome = kmeans_on_cluster(config, job, columns, files(cluster))?;
+    let summary = outcome.map(|outcome| {
+        let summary = outcome
+            .learner
+            .summary(&outcome.totals, outcome.last.as_ref());
+        let bytes = serde_json::to_vec_pretty(&summary).unwrap_or_default();
+        (bytes, outcome.resumed_from)
+    });
+    finish(summary, cluster)
+}
+
+/// Runs data-parallel k-means on every worker of this process; returns worker 0's outcome
+/// (if this process holds worker 0). `pacstream dataflow kmeans` and `pacstream kmeans
+/// --online --workers` both run through here.
+pub(crate) fn kmeans_on_cluster(
+    config: Config,
+    job: KMeansJob,
+    columns: CsvColumns,
+    files: RunFiles,
+) -> anyhow::Result<Option<KMeansOutcome>> {
+    execute(config, move |worker| {
         let mut source = CsvSource::open(&columns)?;
         let outcome = run_kmeans(worker, &job, &mut source, &files)?;
-        Ok((worker.index() == 0).then(|| {
-            let summary = outcome
-                .learner
-                .summary(&outcome.totals, outcome.last.as_ref());
-            let bytes = serde_json::to_vec_pretty(&summary).unwrap_or_default();
-            (bytes, outcome.resumed_from)
-        }))
-    })?;
-    finish(outcome, cluster)
+        Ok((worker.index() == 0).then_some(outcome))
+    })
 }
 
 fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
@@ -214,7 +228,9 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
     finish(summary, cluster)
 }
 
-fn keyed<F>(
+/// Runs keyed learners on every worker of this process; returns worker 0's summary document
+/// and the epoch it resumed from (if this process holds worker 0).
+pub(crate) fn keyed<F>(
     config: Config,
     columns: CsvColumns,
     family: Arc<F>,

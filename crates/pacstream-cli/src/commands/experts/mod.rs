@@ -18,6 +18,7 @@ mod columns;
 mod config;
 mod figures;
 mod history;
+mod keyed;
 mod report;
 
 use std::cell::RefCell;
@@ -30,6 +31,7 @@ use pacstream::experts::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::scale_out::ScaleOutArgs;
 use super::{InputSummary, no_good_rows, stream_input, write_summary};
 use crate::io::reader::{FirstRow, InputProgress, Row, RowReader};
 use crate::io::records::{Cell, RecordSink};
@@ -165,6 +167,14 @@ pub struct ExpertsArgs {
     /// over time, with the outcome, to FILE (SVG).
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot_contributions: Option<std::path::PathBuf>,
+
+    /// One aggregator per value of this column (name or 1-based index), spread over the
+    /// workers with --workers and --processes.
+    #[arg(long, value_name = "COL", help_heading = "Scale-out (timely dataflow)")]
+    pub key: Option<String>,
+
+    #[command(flatten)]
+    pub scale_out: ScaleOutArgs,
 
     #[command(flatten)]
     pub common: CommonArgsWithoutColumns,
@@ -382,6 +392,9 @@ struct ExpertsSummary<'a> {
 
 /// Runs `pacstream experts`.
 pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
+    if args.key.is_some() || args.scale_out.is_given() {
+        return keyed::run(args);
+    }
     let mut other = OtherFiles::default();
     for (name, path) in [
         ("--plot-loss", &args.plot_loss),

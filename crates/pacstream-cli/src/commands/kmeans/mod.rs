@@ -11,6 +11,7 @@
 
 mod batch;
 mod online;
+mod scale_out;
 
 use clap::Args;
 use pacstream::kmeans::{
@@ -20,6 +21,7 @@ use pacstream::kmeans::{
 
 use super::Given;
 use super::clusters::AxesArg;
+use super::scale_out::ScaleOutArgs;
 use crate::failure::bad_input;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{ExtraColumn, RowReader};
@@ -104,6 +106,14 @@ pub struct KMeansArgs {
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub batch_size: Option<u64>,
 
+    /// Sum each mini-batch's per-centre statistics by chunks of C rows, merged in stream
+    /// order: the unit of work of a worker with --workers (1 to 1,000,000; default: the
+    /// whole batch). The same --batch-size and --chunk-size give the same bytes on any
+    /// number of workers and processes.
+    #[arg(long, value_name = "C", requires = "batch_size", help_heading = "Online mode",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub chunk_size: Option<u64>,
+
     /// Rows buffered and fitted before the first update (k to 10,000,000) [default: 10·k].
     #[arg(
         long,
@@ -133,6 +143,9 @@ pub struct KMeansArgs {
     pub axes: AxesArg,
 
     #[command(flatten)]
+    pub scale_out: ScaleOutArgs,
+
+    #[command(flatten)]
     pub common: CommonArgs,
 }
 
@@ -158,6 +171,9 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     // Settings are checked before any data is read, so a typo fails at once.
+    if args.scale_out.is_given() || args.chunk_size.is_some() {
+        return scale_out::run(args, &options, notes);
+    }
     if args.online {
         let config = online_config(args, options.seed)?;
         let reader = RowReader::open(&options.input, &extra_columns, notes)?;

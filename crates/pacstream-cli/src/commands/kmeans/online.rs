@@ -20,7 +20,7 @@ use crate::commands::{
     write_summary,
 };
 use crate::io::atomic::write_atomically;
-use crate::io::reader::{Row, RowReader};
+use crate::io::reader::{ColumnLayout, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::RunOptions;
 use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
@@ -204,8 +204,7 @@ pub(super) fn run(
     };
     let plot_points = options.plot.is_some().then_some(options.plot_points);
     let learner = config.build();
-    let mut settings = point_settings(learner.settings(), &layout, Some("weights"), options)?;
-    settings["batch_size"] = serde_json::to_value(args.batch_size)?;
+    let settings = online_settings(args, &learner, &layout, options)?;
     let mut task = PointTask {
         family: OnlineKMeans {
             config,
@@ -228,23 +227,18 @@ pub(super) fn run(
     let input = stream_input(&mut task, &mut reader, options, notes)?;
     let state = &task.state;
     let learner = &state.learner;
-    let Some(centres) = learner.centres() else {
-        return Err(no_good_rows(reader.source_name(), &input));
-    };
     let last = state.last;
-    let run = learner.summary(&state.totals, last.as_ref());
-    if !options.quiet {
-        let mut out = report_writer(options.stdout_carries_data());
-        print_report(&mut out, &reader, learner, &run.totals)?;
-    }
-    let summary = OnlineSummary {
-        command: "kmeans",
-        mode: "online",
-        input: InputSummary::new(&reader, &input),
-        settings: &task.settings,
-        run,
+    report_and_summary(
+        options,
+        &reader,
+        &input,
+        &task.settings,
+        learner,
+        (&state.totals, last.as_ref()),
+    )?;
+    let Some(centres) = learner.centres() else {
+        return Ok(());
     };
-    write_summary(options, &summary)?;
 
     if let (Some(path), Some(sample)) = (&options.plot, &state.plot) {
         let mut curve: Vec<(f64, f64)> = sample
@@ -281,6 +275,50 @@ pub(super) fn run(
         write_atomically(path, draw_clusters(&figure)?.as_bytes())?;
     }
     Ok(())
+}
+
+/// The settings a run's summary (and checkpoint) records: the learner's, how the input is
+/// read, the mini-batch size, and the chunk size when one is given.
+pub(super) fn online_settings(
+    args: &KMeansArgs,
+    learner: &SequentialKMeans,
+    layout: &ColumnLayout,
+    options: &RunOptions,
+) -> anyhow::Result<Value> {
+    let mut settings = point_settings(learner.settings(), layout, Some("weights"), options)?;
+    settings["batch_size"] = serde_json::to_value(args.batch_size)?;
+    if let Some(chunk_size) = args.chunk_size {
+        settings["chunk_size"] = serde_json::to_value(chunk_size)?;
+    }
+    Ok(settings)
+}
+
+/// Prints the report and writes the summary of a finished run (a one-process run, or the
+/// process holding worker 0 of a cluster); an input with no good row is an error.
+pub(super) fn report_and_summary(
+    options: &RunOptions,
+    reader: &RowReader,
+    input: &InputProgress,
+    settings: &Value,
+    learner: &SequentialKMeans,
+    (totals, last): (&Prequential, Option<&Totals>),
+) -> anyhow::Result<()> {
+    if learner.centres().is_none() {
+        return Err(no_good_rows(reader.source_name(), input));
+    }
+    let run = learner.summary(totals, last);
+    if !options.quiet {
+        let mut out = report_writer(options.stdout_carries_data());
+        print_report(&mut out, reader, learner, &run.totals)?;
+    }
+    let summary = OnlineSummary {
+        command: "kmeans",
+        mode: "online",
+        input: InputSummary::new(reader, input),
+        settings,
+        run,
+    };
+    write_summary(options, &summary)
 }
 
 fn print_report(
