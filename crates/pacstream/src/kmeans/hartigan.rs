@@ -392,7 +392,9 @@ fn sweep<const D: usize>(
         let (own_distance, to, to_cost, nearest_other) =
             evaluate::<D>(point, weight, own, clusters, dim);
         let own_cost = own_factor * own_distance;
-        if !(to_cost < own_cost) {
+        // False also when there is no other cluster (an infinite cost).
+        let improves = to_cost < own_cost;
+        if !improves {
             // Exact now; relative to the drifts so far, which the end of the sweep adds.
             *bound = Bounds {
                 own: own_distance.sqrt() - clusters.drift[own],
@@ -514,6 +516,10 @@ mod tests {
             (300, 5, 6, 4, true),
             (200, 64, 4, 5, false),
             (2500, 3, 8, 6, false),
+            // Few points per cluster: each move shifts the centres far, which tests the
+            // bounds' drift terms.
+            (60, 2, 6, 7, false),
+            (90, 3, 9, 8, true),
         ]
     }
 
@@ -547,6 +553,8 @@ mod tests {
                 assert_eq!(pruned.centres, exhaustive.centres, "case {seed}");
                 assert_eq!(pruned.moves, exhaustive.moves, "case {seed}");
                 assert!(pruned.converged && exhaustive.converged);
+                // A sweep that moves is always followed by one that confirms the fixed point.
+                assert!(pruned.moves == 0 || pruned.sweeps >= 2, "case {seed}");
             }
             total_moves += exhaustive.moves;
         }
