@@ -4,7 +4,7 @@
 use clap::ValueEnum;
 use numpy::{PyArray1, PyArray2, ToPyArray};
 use pacstream::kmeans::{
-    Algorithm, Centres, Init, InitMethod, KMeans, KMeansConfig, KMeansParams, Stopping,
+    Algorithm, Centres, Init, InitMethod, KMeans, KMeansConfig, KMeansParams, Refinement, Stopping,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -69,10 +69,11 @@ impl PyKMeans {
 impl PyKMeans {
     /// `stopping`: "changed-labels" (stop when at most tol × n points changed cluster)
     /// or "centre-shift"; `algorithm`: "auto", "lloyd" or "hamerly" (the same fit, two
-    /// ways of computing it).
+    /// ways of computing it); `refinement`: "hartigan" (single-point moves after Lloyd,
+    /// the default) or "none".
     #[new]
     #[pyo3(signature = (n_clusters, *, init = None, n_init = None, max_iter = None, tol = None,
-                        stopping = None, algorithm = None, seed = 0))]
+                        stopping = None, algorithm = None, refinement = None, seed = 0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         n_clusters: usize,
@@ -82,13 +83,17 @@ impl PyKMeans {
         tol: Option<f64>,
         stopping: Option<&str>,
         algorithm: Option<&str>,
+        refinement: Option<&str>,
         seed: u64,
     ) -> PyResult<Self> {
         let mut params = KMeansParams::new(n_clusters).seed(seed);
         let init = init.map(init_from).transpose()?;
         let stopping = named_given::<Stopping>(stopping, "stopping")?;
         let algorithm = named_given::<Algorithm>(algorithm, "algorithm")?;
-        set_given!(params, init, n_init, max_iter, tol, stopping, algorithm);
+        let refinement = named_given::<Refinement>(refinement, "refinement")?;
+        set_given!(
+            params, init, n_init, max_iter, tol, stopping, algorithm, refinement
+        );
         let config = lib(|| params.check())?;
         Ok(Self {
             state: State { config, fit: None },

@@ -9,13 +9,14 @@
 //! ```
 //!
 //! Arguments: FILE K N_INIT SEED [TOL [ALGORITHM [STOPPING]]] with ALGORITHM one of `auto`,
-//! `lloyd`, `hamerly` and STOPPING one of `labels`, `shift`. Prints the inertia, the iterations of the winning restart and the wall time of
+//! `lloyd`, `hamerly` and STOPPING one of `labels`, `shift`; `KMEANS_FIT_REFINEMENT=none`
+//! (or `hartigan`, the default) chooses what runs after Lloyd. Prints the inertia, the iterations of the winning restart and the wall time of
 //! the fit.
 
 use std::time::Instant;
 
 use ndarray::Array2;
-use pacstream::kmeans::{Algorithm, KMeansParams, Stopping};
+use pacstream::kmeans::{Algorithm, KMeansParams, Refinement, Stopping};
 
 #[allow(clippy::print_stdout)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -58,14 +59,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("unknown stopping rule {other}").into()),
         });
     }
+    if let Ok(refinement) = std::env::var("KMEANS_FIT_REFINEMENT") {
+        params = params.refinement(match refinement.as_str() {
+            "none" => Refinement::None,
+            "hartigan" => Refinement::Hartigan,
+            other => return Err(format!("unknown refinement {other}").into()),
+        });
+    }
     let config = params.check()?;
     let start = Instant::now();
     let fit = config.fit(data.view())?;
     let seconds = start.elapsed().as_secs_f64();
     let report = fit.report();
     println!(
-        "inertia {:.6} n_iter {} converged {} seconds {seconds:.4}",
-        report.inertia, report.n_iter, report.converged
+        "inertia {:.6} n_iter {} converged {} single_point_moves {} seconds {seconds:.4}",
+        report.inertia, report.n_iter, report.converged, report.single_point_moves
     );
     Ok(())
 }

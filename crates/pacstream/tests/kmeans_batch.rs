@@ -3,7 +3,7 @@
 //! scale and translation, and reference inertias of scikit-learn.
 
 use ndarray::{Array1, Array2, ArrayView2, array};
-use pacstream::kmeans::{Algorithm, Centres, Init, KMeans, KMeansParams};
+use pacstream::kmeans::{Algorithm, Centres, Init, KMeans, KMeansParams, Refinement};
 use pacstream::{Error, StreamRng};
 
 const ALGORITHMS: [Algorithm; 3] = [Algorithm::Lloyd, Algorithm::Hamerly, Algorithm::Auto];
@@ -463,6 +463,7 @@ fn results_do_not_depend_on_the_number_of_threads() {
         let mut rng = StreamRng::seed_from(29);
         (0..n).map(|_| rng.next_f64() * 3.0).collect()
     };
+    let mut single_point_moves = 0;
     for (data, k, n_init) in &cases {
         for init in [Init::default(), Init::KMeansPlusPlus, Init::Random] {
             for algorithm in [Algorithm::Lloyd, Algorithm::Hamerly] {
@@ -488,6 +489,7 @@ fn results_do_not_depend_on_the_number_of_threads() {
                 };
                 let one = run(1);
                 let three = run(3);
+                single_point_moves += one.0.report().single_point_moves;
                 for (a, b) in [(&one.0, &three.0), (&one.1, &three.1)] {
                     assert_eq!(a.labels(), b.labels());
                     let bits = |fit: &KMeans| -> Vec<u64> {
@@ -504,6 +506,8 @@ fn results_do_not_depend_on_the_number_of_threads() {
             }
         }
     }
+    // Hartigan's moves (the default refinement) ran, in sequence, and still agree.
+    assert!(single_point_moves > 0);
 }
 
 #[test]
@@ -620,12 +624,16 @@ fn inertia_matches_or_beats_scikit_learn() {
         };
         let data = csv(text, &case.columns);
         // From scikit-learn's own centres, Lloyd is at (or one step from) a fixed point with
-        // the same inertia.
+        // the same inertia; Hartigan's moves may go lower (they do on quakes), never higher.
         let given = Centres::from_rows(&case.centres).unwrap();
-        let refit = fit(
-            data.view(),
-            KMeansParams::new(case.n_clusters).init(Init::Given(given)),
+        let from_given = KMeansParams::new(case.n_clusters).init(Init::Given(given));
+        let refined = fit(data.view(), from_given.clone());
+        assert!(
+            refined.report().inertia <= case.inertia * (1.0 + 1e-12),
+            "{}",
+            case.data
         );
+        let refit = fit(data.view(), from_given.refinement(Refinement::None));
         assert!(
             refit.report().inertia <= case.inertia * (1.0 + 1e-12),
             "{}",
@@ -648,5 +656,106 @@ fn inertia_matches_or_beats_scikit_learn() {
             ours.report().inertia,
             case.inertia
         );
+    }
+}
+
+/// A Lloyd fixed point that is not a fixed point of Hartigan's moves: points 0 and 2 around
+/// centre 1, four points at 3.3 around centre 3.3. Each point is nearest its own centre, so
+/// Lloyd's iteration stays (inertia 2). Moving the point at 2 to the other cluster trades
+/// 2/1·1² = 2 for 4/5·1.3² = 1.352: the inertia becomes 0 + 4/5·1.69 = 1.352.
+#[test]
+fn hartigan_leaves_a_lloyd_fixed_point_that_is_not_its_own() {
+    let data = array![[0.0], [2.0], [3.3], [3.3], [3.3], [3.3]];
+    let given = Centres::new(vec![1.0, 3.3], 1).unwrap();
+    let with = |refinement| {
+        fit(
+            data.view(),
+            KMeansParams::new(2)
+                .init(Init::Given(given.clone()))
+                .refinement(refinement),
+        )
+    };
+    let lloyd = with(Refinement::None);
+    assert_eq!(lloyd.labels(), &[0, 0, 1, 1, 1, 1]);
+    assert!((lloyd.report().inertia - 2.0).abs() < 1e-12);
+    assert_eq!(lloyd.report().single_point_moves, 0);
+    let hartigan = with(Refinement::Hartigan);
+    assert_eq!(hartigan.labels(), &[0, 1, 1, 1, 1, 1]);
+    assert!((hartigan.report().inertia - 0.8 * 1.69).abs() < 1e-12);
+    assert_eq!(hartigan.report().single_point_moves, 1);
+    assert!(hartigan.report().converged);
+    let centres = hartigan.centres().as_slice();
+    assert!((centres[0] - 0.0).abs() < 1e-15 && (centres[1] - 15.2 / 5.0).abs() < 1e-12);
+}
+
+/// From the same seed (so the same Lloyd run), the refinement never raises the inertia,
+/// and on these overlapping blobs it lowers it in most runs; every cluster keeps points.
+#[test]
+fn hartigan_never_raises_the_inertia_of_lloyd() {
+    let mut lowered = 0;
+    let mut runs = 0;
+    for (dim, k, std) in [(1, 4, 3.0), (2, 8, 4.0), (10, 12, 8.0), (64, 10, 12.0)] {
+        let data = blobs(1500, dim, k, std, 0.0, 40 + dim as u64);
+        let mut rng = StreamRng::seed_from(dim as u64);
+        let weights: Array1<f64> = (0..1500).map(|_| 0.1 + 2.0 * rng.next_f64()).collect();
+        for seed in 0..4 {
+            for weighted in [false, true] {
+                let run = |refinement| {
+                    let config = KMeansParams::new(k)
+                        .seed(seed)
+                        .refinement(refinement)
+                        .check()
+                        .unwrap();
+                    if weighted {
+                        config.fit_weighted(data.view(), weights.view()).unwrap()
+                    } else {
+                        config.fit(data.view()).unwrap()
+                    }
+                };
+                let (lloyd, hartigan) = (run(Refinement::None), run(Refinement::Hartigan));
+                let (before, after) = (lloyd.report().inertia, hartigan.report().inertia);
+                assert!(after <= before, "d={dim} seed {seed}: {after} > {before}");
+                assert_eq!(lloyd.report().n_iter, hartigan.report().n_iter);
+                runs += 1;
+                if after < before {
+                    lowered += 1;
+                    assert!(hartigan.report().single_point_moves > 0);
+                }
+                let mut sizes = vec![0; k];
+                for &label in hartigan.labels() {
+                    sizes[label] += 1;
+                }
+                assert!(sizes.iter().all(|&size| size > 0), "d={dim} seed {seed}");
+                assert_labels_are_nearest(data.view(), &hartigan, "hartigan");
+            }
+        }
+    }
+    assert!(lowered * 2 > runs, "lowered in {lowered} of {runs} runs");
+}
+
+/// A cluster whose only point of positive weight would, by the test's formula, gain from
+/// leaving (with a weight like 0.1 its mean can differ from the point by rounding, and the
+/// factor W/(W − w) is then infinite): the point stays, and no centre becomes NaN.
+#[test]
+fn hartigan_never_empties_a_cluster() {
+    for x in [0.1, 0.3, 0.7, 1.3, 2.9] {
+        for w in [0.1, 0.2, 0.7] {
+            let data = array![[x], [x - 0.05], [5.0], [5.2], [10.0], [10.1]];
+            let weights = array![w, 0.0, 1.0, 1.0, 0.7, 0.3];
+            let given = Centres::new(vec![x, 5.1, 10.05], 1).unwrap();
+            let fit = KMeansParams::new(3)
+                .init(Init::Given(given))
+                .refinement(Refinement::Hartigan)
+                .check()
+                .unwrap()
+                .fit_weighted(data.view(), weights.view())
+                .unwrap();
+            let centres = fit.centres().as_slice();
+            assert!(centres.iter().all(|c| c.is_finite()), "x={x} w={w}");
+            assert_eq!(fit.labels()[0], 0, "x={x} w={w}");
+            assert!((centres[0] - x).abs() < 1e-12, "x={x} w={w}");
+            // The point of weight 0 takes its nearest final centre.
+            assert_eq!(fit.labels()[1], 0, "x={x} w={w}");
+        }
     }
 }

@@ -133,6 +133,7 @@ class KMeans:
         tol: float | None = None,
         stopping: str | None = None,
         algorithm: str | None = None,
+        refinement: str | None = None,
         seed: int = 0,
     ) -> None: ...
     def fit(self, X: _F64, sample_weight: _F64 | None = None) -> KMeans: ...

@@ -63,6 +63,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     stopping : {"changed-labels", "centre-shift"}, default="changed-labels"
     algorithm : {"auto", "lloyd", "hamerly"}, default="auto"
         How the assignment step is computed (the same fit either way).
+    refinement : {"hartigan", "none"}, default="hartigan"
+        What runs after Lloyd: Hartigan's single-point moves (a point moves whenever that
+        lowers the inertia, counting how the move shifts both centres; never a higher
+        inertia than Lloyd's) or nothing.
     random_state : int, RandomState or None, default=None
         The seed (None: 0).
 
@@ -86,10 +90,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         tol=1e-4,
         stopping="changed-labels",
         algorithm="auto",
+        refinement="hartigan",
         random_state=None,
     ):
         self.stopping = stopping
         self.algorithm = algorithm
+        self.refinement = refinement
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
@@ -115,6 +121,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             tol=float(self.tol),
             stopping=self.stopping,
             algorithm=self.algorithm,
+            refinement=self.refinement,
             seed=_seed(self.random_state),
         )
         core.fit(X, sample_weight)

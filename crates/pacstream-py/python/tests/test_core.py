@@ -437,12 +437,19 @@ def test_the_new_settings_reach_the_library():
     lloyd = ps.KMeans(3, algorithm="lloyd", seed=1).fit(X)
     hamerly = ps.KMeans(3, algorithm="hamerly", stopping="centre-shift", seed=1).fit(X)
     np.testing.assert_allclose(lloyd.centres, hamerly.centres)
+    # Hartigan's moves (the default) from the same Lloyd run: never a higher inertia, and a
+    # lower one on these overlapping clusters.
+    plain = ps.KMeans(6, refinement="none", seed=1).fit(X)
+    moved = ps.KMeans(6, refinement="hartigan", seed=1).fit(X)
+    assert moved.inertia <= plain.inertia
+    assert ps.KMeans(6, seed=1).fit(X).inertia == moved.inertia
     for make, name in [
         (lambda: ps.Paco(summation="sometimes"), "summation"),
         (lambda: ps.PrincipalCurve(estimator="best"), "estimator"),
         (lambda: ps.PrincipalCurve(radius="big"), "radius"),
         (lambda: ps.KMeans(3, algorithm="elkan"), "algorithm"),
         (lambda: ps.KMeans(3, stopping="never"), "stopping"),
+        (lambda: ps.KMeans(3, refinement="elkan"), "refinement"),
         (lambda: ps.PrincipalCurve(local_vertices=1), "local_vertices"),
     ]:
         with pytest.raises(ValueError, match=f"`{name}`"):

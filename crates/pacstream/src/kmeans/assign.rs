@@ -39,6 +39,16 @@ pub(crate) trait Assigner {
 
     /// The labels.
     fn into_labels(self) -> Vec<usize>;
+
+    /// The labels and, for kernels that keep them, per-point bounds valid for the centres
+    /// of the last assignment: an upper bound on the distance to the own centre and a lower
+    /// bound on the distance to every other (distances, not squared).
+    fn into_labels_and_bounds(self) -> (Vec<usize>, Option<Vec<(f64, f64)>>)
+    where
+        Self: Sized,
+    {
+        (self.into_labels(), None)
+    }
 }
 
 /// The nearest of the k row-major `centres` to `point` and its squared distance; ties go to

@@ -7,10 +7,11 @@ use rayon::prelude::*;
 
 use super::centres::Centres;
 use super::chunked::{CHUNK, WeightedPoints};
+use super::hartigan::hartigan;
 use super::init::seed_centres;
 use super::lloyd::{LloydRun, LloydSettings, lloyd};
 use super::params::KMeansConfig;
-use super::{Init, Stopping};
+use super::{Init, Refinement, Stopping};
 use crate::data::{Points, Weights, check_point};
 use crate::error::{Error, Result};
 use crate::geometry::squared_distance;
@@ -32,6 +33,10 @@ pub struct KMeansReport {
     /// Whether the seeding ran out of distinct points (fewer distinct points than k) and
     /// fell back to uniform choice (in any restart).
     pub duplicate_centres: bool,
+    /// Points moved by Hartigan's single-point moves after Lloyd in the winning restart
+    /// (0 without [`Refinement::Hartigan`]).
+    #[serde(default)]
+    pub single_point_moves: usize,
     /// The index of the winning restart.
     pub best_init: usize,
     /// The number of restarts run.
@@ -135,10 +140,23 @@ impl KMeansConfig {
         let run_restart = |restart: usize| {
             let mut restart_rng = rng.child(restart as u64);
             let seeding = seed_centres(&data, &self.init, self.n_clusters, &mean, &mut restart_rng);
-            (
-                seeding.duplicate_centres,
-                lloyd(&data, seeding.centres, &settings),
-            )
+            let mut run = lloyd(&data, seeding.centres, &settings);
+            if self.refinement == Refinement::Hartigan {
+                let refined = hartigan(
+                    &data,
+                    run.centres,
+                    run.labels,
+                    run.bounds.take(),
+                    self.max_iter,
+                );
+                run.inertia = data.inertia(&refined.centres, &refined.labels);
+                run.centres = refined.centres;
+                run.labels = refined.labels;
+                run.single_point_moves = refined.moves;
+                run.converged &= refined.converged;
+            }
+            run.bounds = None;
+            (seeding.duplicate_centres, run)
         };
         // Restarts are independent, so running them side by side changes nothing but the
         // time; on small data it is the only parallelism there is. On large data each
@@ -180,6 +198,7 @@ impl KMeansConfig {
                 converged: run.converged,
                 empty_cluster_reseeds,
                 duplicate_centres,
+                single_point_moves: run.single_point_moves,
                 best_init,
                 n_init: self.n_init,
             },

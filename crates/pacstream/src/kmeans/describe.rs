@@ -56,6 +56,16 @@ impl Init {
     }
 }
 
+impl super::Refinement {
+    /// The refinement's name (`none`, `hartigan`).
+    pub fn name(self) -> &'static str {
+        match self {
+            super::Refinement::None => "none",
+            super::Refinement::Hartigan => "hartigan",
+        }
+    }
+}
+
 /// The settings of sequential k-means, by name.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SequentialKMeansSettings {
@@ -157,6 +167,8 @@ pub struct KMeansSettings {
     pub max_iter: usize,
     /// The convergence tolerance.
     pub tol: f64,
+    /// What runs after Lloyd's iterations (`none`, `hartigan`).
+    pub refinement: &'static str,
     /// The seed.
     pub seed: u64,
 }
@@ -170,6 +182,7 @@ impl super::KMeansConfig {
             n_init: self.n_init(),
             max_iter: self.max_iter(),
             tol: self.tol(),
+            refinement: self.refinement().name(),
             seed: self.seed(),
         }
     }

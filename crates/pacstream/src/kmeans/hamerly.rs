@@ -221,6 +221,11 @@ impl Assigner for Hamerly {
     fn into_labels(self) -> Vec<usize> {
         self.points.into_iter().map(|p| p.label).collect()
     }
+
+    fn into_labels_and_bounds(self) -> (Vec<usize>, Option<Vec<(f64, f64)>>) {
+        let bounds = self.points.iter().map(|p| (p.upper, p.lower)).collect();
+        (self.into_labels(), Some(bounds))
+    }
 }
 
 /// The index of the largest value, the largest and the second largest (0 for k = 1).

@@ -65,6 +65,11 @@ pub(crate) struct LloydRun {
     pub(crate) n_iter: usize,
     pub(crate) converged: bool,
     pub(crate) empty_cluster_reseeds: usize,
+    /// Points moved by the refinement after Lloyd (set by the caller that runs it).
+    pub(crate) single_point_moves: usize,
+    /// Per point, bounds on the distances to its own centre (upper) and to every other
+    /// (lower) for the final centres, where the kernel keeps them (Hamerly's).
+    pub(crate) bounds: Option<Vec<(f64, f64)>>,
 }
 
 /// Runs Lloyd's iterations from `centres` (row-major, k × d).
@@ -140,7 +145,7 @@ fn run<A: Assigner + Sync>(
     if !labels_match_centres {
         assigner.assign(points, &centres, &mut totals);
     }
-    let labels = assigner.into_labels();
+    let (labels, bounds) = assigner.into_labels_and_bounds();
     let inertia = points.inertia(&centres, &labels);
     LloydRun {
         centres,
@@ -149,6 +154,8 @@ fn run<A: Assigner + Sync>(
         n_iter,
         converged,
         empty_cluster_reseeds,
+        single_point_moves: 0,
+        bounds,
     }
 }
 

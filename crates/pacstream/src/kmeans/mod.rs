@@ -12,7 +12,9 @@
 //!   iterations on the data translated to their weighted mean, until at most a fraction
 //!   `tol` of the points change cluster in a pass ([`Stopping`]; scikit-learn's centre-shift
 //!   rule is one option away), or `max_iter`; empty clusters
-//!   re-seeded at the farthest point; `n_init` restarts on independent child streams. The
+//!   re-seeded at the farthest point; then (by default) Hartigan's single-point moves
+//!   ([`Refinement`]), which reach lower local optima than Lloyd's fixed points; `n_init`
+//!   restarts on independent child streams. The
 //!   assignment step runs plain or with Hamerly's bounds ([`Algorithm`]), with the same
 //!   result either way, over fixed chunks of points in parallel: results are the same bit
 //!   for bit whatever the number of threads.
@@ -26,6 +28,7 @@ mod centres;
 mod chunked;
 mod describe;
 mod hamerly;
+mod hartigan;
 mod init;
 mod lloyd;
 mod params;
@@ -44,8 +47,8 @@ pub use init::seed_indices;
 #[cfg(not(feature = "testing"))]
 pub(crate) use init::seed_indices;
 pub use params::{
-    Algorithm, Init, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
-    Stopping, limits,
+    Algorithm, Init, KMeansConfig, KMeansParams, Refinement, SequentialKMeansConfig,
+    SequentialKMeansParams, Stopping, limits,
 };
 pub use sequential::{SequentialKMeans, SequentialKMeansReport, SequentialKMeansStep};
 pub use stats::CentreStats;

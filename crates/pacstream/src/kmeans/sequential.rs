@@ -31,7 +31,7 @@ use ndarray::{ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::centres::Centres;
-use super::params::{Init, KMeansParams, SequentialKMeansConfig};
+use super::params::{Init, KMeansParams, Refinement, SequentialKMeansConfig};
 use super::stats::CentreStats;
 use crate::data::{Points, Weights, check_first_point, check_point, check_weight};
 use crate::error::{Error, Result};
@@ -331,8 +331,11 @@ impl SequentialKMeans {
             let mut weights = self.warmup_weights.clone();
             weights.push(weight);
             let points = Points::from_slice(&values, dim)?;
+            // Lloyd alone, as the warm-up has always been (kmeans.md §3), so that the
+            // streams' outputs do not depend on the batch refinement.
             let fit = KMeansParams::new(self.config.n_clusters)
                 .init(self.config.init.clone())
+                .refinement(Refinement::None)
                 .check()?
                 .fit_points(
                     &points,

@@ -21,7 +21,7 @@ use super::learner::Paco;
 use super::params::Memory;
 use crate::data::Points;
 use crate::error::Result;
-use crate::kmeans::{Centres, KMeansParams};
+use crate::kmeans::{Centres, KMeansParams, Refinement};
 use crate::online::{OnlineLearner, UnsupervisedLearner};
 
 /// The oracle's clustering for one k.
@@ -71,8 +71,11 @@ fn fit(
     restarts: usize,
     seed: u64,
 ) -> Result<OracleFit> {
+    // Lloyd alone, the oracle the bounds were calibrated with; Hartigan's moves would only
+    // lower (tighten) these losses.
     let fit = KMeansParams::new(k)
         .n_init(restarts)
+        .refinement(Refinement::None)
         .seed(seed)
         .check()?
         .fit(data)?;

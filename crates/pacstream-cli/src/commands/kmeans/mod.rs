@@ -15,7 +15,8 @@ mod scale_out;
 
 use clap::Args;
 use pacstream::kmeans::{
-    InitMethod, KMeansConfig, KMeansParams, SequentialKMeansConfig, SequentialKMeansParams,
+    InitMethod, KMeansConfig, KMeansParams, Refinement, SequentialKMeansConfig,
+    SequentialKMeansParams,
 };
 
 use super::Given;
@@ -72,6 +73,18 @@ pub struct KMeansArgs {
         allow_negative_numbers = true
     )]
     pub tol: Option<f64>,
+
+    /// What runs after Lloyd's iterations: Hartigan's single-point moves (a point moves to
+    /// another cluster whenever that lowers the inertia, counting how it moves both
+    /// centres; never a higher inertia than Lloyd's) or none.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "METHOD",
+        default_value = "hartigan",
+        conflicts_with = "online"
+    )]
+    pub refinement: Refinement,
 
     /// Learn from the stream, one row at a time (sequential k-means).
     #[arg(long)]
@@ -177,6 +190,7 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
 fn batch_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<KMeansConfig> {
     let params = KMeansParams::new(args.k)
         .init(args.init.to_init())
+        .refinement(args.refinement)
         .seed(seed)
         .given(args.n_init, KMeansParams::n_init)
         .given(args.max_iter, KMeansParams::max_iter)

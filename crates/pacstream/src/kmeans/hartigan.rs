@@ -1,0 +1,674 @@
+//! Hartigan's single-point moves after Lloyd's iterations (Hartigan & Wong 1979).
+//!
+//! Lloyd's update puts each centre at the mean of its cluster, and its assignment moves a
+//! point to the nearest centre *as the centres stand*. That ignores that moving the point
+//! moves the two centres too. Counting it exactly: taking a point x of weight w out of
+//! cluster a (mass W_a, mean c_a) lowers that cluster's inertia by
+//! w·W_a/(W_a − w)·‖x − c_a‖², and adding it to cluster b raises b's by
+//! w·W_b/(W_b + w)·‖x − c_b‖². So the move lowers the inertia exactly when
+//!
+//! W_b/(W_b + w)·‖x − c_b‖² < W_a/(W_a − w)·‖x − c_a‖²,
+//!
+//! by w times the difference. At a fixed point of Lloyd's iteration a point can still pass
+//! this test (its own centre nearest, but by less than the factors), so single-point moves
+//! find lower local optima than Lloyd alone: every fixed point of the moves is a fixed point
+//! of Lloyd's iteration (with the factors above 1 on the left and below 1 on the right, the
+//! own centre is strictly the nearest), not conversely (Telgarsky & Vattani 2010).
+//!
+//! **The procedure.** Starting from Lloyd's labels, the centres are set to the exact means
+//! of their clusters. A *check pass* (parallel over the fixed chunks, read-only) evaluates
+//! the test above for every point against every other cluster; if no point has an
+//! improving move, Lloyd's result is already a fixed point and nothing changes. Otherwise,
+//! *sweeps*: each visits the points in index order; a point whose best move lowers the
+//! inertia is moved at once, and the two centres and masses are updated exactly
+//! (c_a ← c_a + w(c_a − x)/(W_a − w), c_b ← c_b + w(x − c_b)/(W_b + w)), so that the next
+//! point is tested against the centres as they now are. After each sweep the centres are
+//! recomputed as the exact means of the clusters (summed over the fixed chunks in order),
+//! which removes the rounding the incremental updates gather. The sweeps stop when one
+//! makes no move (a fixed point), or after `max_sweeps`.
+//!
+//! **Bounds.** A sweep does not compute every distance. Each point keeps an upper bound u
+//! on the distance to its own centre and a lower bound l on the distance to every other
+//! centre (exact when last evaluated), kept valid as the centres move by the triangle
+//! inequality: each centre's drift δ_j (the summed lengths of its moves and of its
+//! recomputation) is added to the u of its points and the largest drift taken from every l
+//! (Hamerly's bounds, with moves one point at a time). The factor of any other cluster is at
+//! least m/(m + w) for the smallest mass m. A point for which even these bounds admit no
+//! improving move is skipped; the test carries a relative margin of 1e-9 against rounding
+//! in the bounds. A point evaluated in the middle of a sweep, after some centres moved, has
+//! its l lowered by the *total* drift of the rest of the sweep (any one centre moves at most
+//! that much), since which centre moves is not known in advance.
+//!
+//! A move never empties a cluster: a point that is the only point of positive weight of its
+//! cluster stays. (A cluster that is already empty takes the first point whose move lowers
+//! the inertia: its factor is 0.) Points of weight 0 move no centre and change no inertia;
+//! they are labelled with their nearest final centre at the end.
+//!
+//! Everything runs in a fixed order (the sweeps sequentially, the passes over fixed chunks
+//! folded in order), so the result is the same bit for bit on any number of threads.
+
+use rayon::prelude::*;
+
+use super::assign::nearest;
+use super::chunked::{CHUNK, WeightedPoints, cluster_sums, dispatched, with_const_dim};
+use crate::data::Weights;
+use crate::geometry::squared_distance;
+
+/// Relative margin of the skipping test against rounding in the bounds themselves.
+const BOUND_MARGIN: f64 = 1e-9;
+
+/// The outcome of the single-point moves.
+#[derive(Debug)]
+pub(crate) struct HartiganRun {
+    /// Row-major centres: the means of the final clusters.
+    pub(crate) centres: Vec<f64>,
+    pub(crate) labels: Vec<usize>,
+    /// Points moved, over every sweep.
+    pub(crate) moves: usize,
+    /// Sweeps run (0 when Lloyd's labels were already a fixed point of the moves).
+    #[cfg_attr(not(test), allow(dead_code, reason = "read by the tests"))]
+    pub(crate) sweeps: usize,
+    /// Whether the labels are a fixed point of the moves (false only when `max_sweeps`
+    /// stopped the sweeps).
+    pub(crate) converged: bool,
+    /// Σ over the moves of the inertia each lowered, w·(W_a/(W_a − w)‖x − c_a‖² −
+    /// W_b/(W_b + w)‖x − c_b‖²), as evaluated when the move was made.
+    #[cfg_attr(not(test), allow(dead_code, reason = "read by the tests"))]
+    pub(crate) gain: f64,
+}
+
+/// The bounds of one point (see the module docs), relative to the start of the current
+/// sweep: its own centre is at most `own` + δ_own away, every other at least
+/// `other` − (the largest drift) or, when `refreshed`, `other` − (the total drift).
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    own: f64,
+    other: f64,
+    refreshed: bool,
+}
+
+impl Bounds {
+    /// Bounds that rule nothing out (a point that just moved).
+    const UNKNOWN: Bounds = Bounds {
+        own: f64::INFINITY,
+        other: f64::NEG_INFINITY,
+        refreshed: false,
+    };
+}
+
+/// The clusters as the moves change them, and how far each centre has drifted since the
+/// current sweep began.
+struct Clusters {
+    /// Row-major centres, k × d.
+    centres: Vec<f64>,
+    masses: Vec<f64>,
+    /// Points of positive weight per cluster (a move never takes the last one).
+    counts: Vec<usize>,
+    drift: Vec<f64>,
+    max_drift: f64,
+    total_drift: f64,
+    /// Whether the sweeps skip points by their bounds.
+    prune: bool,
+}
+
+/// Runs single-point moves from `labels` (any labelling; the centres start at the means of
+/// its clusters, `centres` giving the position of a cluster without mass). `known`, when
+/// given, holds per point an upper bound on the distance to its own centre and a lower
+/// bound on the distance to every other, valid for `centres` (Hamerly's bounds at the end
+/// of Lloyd's run): the first sweep then starts from them instead of from a check pass.
+pub(crate) fn hartigan(
+    points: &WeightedPoints<'_>,
+    centres: Vec<f64>,
+    labels: Vec<usize>,
+    known: Option<Vec<(f64, f64)>>,
+    max_sweeps: usize,
+) -> HartiganRun {
+    hartigan_with(points, centres, labels, known, max_sweeps, true)
+}
+
+/// [`hartigan`], with the skipping test on or off (off: every point of every sweep is
+/// evaluated exactly; the tests compare the two).
+fn hartigan_with(
+    points: &WeightedPoints<'_>,
+    centres: Vec<f64>,
+    mut labels: Vec<usize>,
+    known: Option<Vec<(f64, f64)>>,
+    max_sweeps: usize,
+    prune: bool,
+) -> HartiganRun {
+    let dim = points.dim;
+    let n_clusters = centres.len() / dim;
+    let totals = cluster_sums(points, |i| labels[i], n_clusters);
+    let mut counts = vec![0; n_clusters];
+    for (i, &label) in labels.iter().enumerate() {
+        counts[label] += usize::from(points.weight(i) > 0.0);
+    }
+    let mut clusters = Clusters {
+        centres,
+        masses: totals.masses.clone(),
+        counts,
+        drift: vec![0.0; n_clusters],
+        max_drift: 0.0,
+        total_drift: 0.0,
+        prune,
+    };
+    let mut bounds = vec![Bounds::UNKNOWN; points.n_points()];
+    let (mut moves, mut sweeps, mut gain) = (0, 0, 0.0);
+    let mut converged = false;
+    if let Some(known) = known {
+        // From the given centres to the means: a jump each bound must absorb.
+        for (j, drift) in clusters.drift.iter_mut().enumerate() {
+            let range = j * dim..(j + 1) * dim;
+            let mean: Vec<f64> = totals.sums[range.clone()]
+                .iter()
+                .map(|s| s / totals.masses[j])
+                .collect();
+            if totals.masses[j] > 0.0 {
+                *drift = squared_distance(&mean, &clusters.centres[range]).sqrt();
+            }
+        }
+        clusters.max_drift = clusters.drift.iter().copied().fold(0.0, f64::max);
+        clusters.centres = totals.means(&clusters.centres);
+        for ((bound, &(own, other)), &label) in bounds.iter_mut().zip(&known).zip(&labels) {
+            *bound = Bounds {
+                own: own + clusters.drift[label],
+                other: other - clusters.max_drift,
+                refreshed: false,
+            };
+        }
+    } else {
+        clusters.centres = totals.means(&clusters.centres);
+        let n_movable = ordered_count(bounds.par_chunks_mut(CHUNK).enumerate().map(
+            |(chunk, bounds)| {
+                with_const_dim!(
+                    dim,
+                    check_chunk_fast(points, &clusters, &labels, chunk * CHUNK, bounds)
+                )
+            },
+        ));
+        converged = n_movable == 0;
+    }
+    while !converged && sweeps < max_sweeps {
+        sweeps += 1;
+        clusters.drift.fill(0.0);
+        clusters.max_drift = 0.0;
+        clusters.total_drift = 0.0;
+        let (swept, swept_gain) = with_const_dim!(
+            dim,
+            sweep_fast(points, &mut clusters, &mut labels, &mut bounds)
+        );
+        moves += swept;
+        gain += swept_gain;
+        converged = swept == 0;
+        if swept > 0 {
+            recentre(points, &mut clusters, &labels);
+            fold_bounds(&mut bounds, &labels, &clusters);
+        }
+    }
+    // Points of weight 0 followed no one; give them their nearest centre.
+    if matches!(points.weights, Weights::Given(_)) {
+        for (i, label) in labels.iter_mut().enumerate() {
+            if points.weight(i) == 0.0 {
+                *label = nearest::<0>(points.row(i), &clusters.centres, dim).0;
+            }
+        }
+    }
+    HartiganRun {
+        centres: clusters.centres,
+        labels,
+        moves,
+        sweeps,
+        converged,
+        gain,
+    }
+}
+
+/// Replaces the incrementally updated centres by the exact means of the clusters, adding
+/// the distance each centre jumps to its drift.
+fn recentre(points: &WeightedPoints<'_>, clusters: &mut Clusters, labels: &[usize]) {
+    let dim = points.dim;
+    let totals = cluster_sums(points, |i| labels[i], clusters.masses.len());
+    let means = totals.means(&clusters.centres);
+    for (j, drift) in clusters.drift.iter_mut().enumerate() {
+        let range = j * dim..(j + 1) * dim;
+        let jump = squared_distance(&means[range.clone()], &clusters.centres[range]).sqrt();
+        *drift += jump;
+        clusters.total_drift += jump;
+    }
+    clusters.max_drift = clusters.drift.iter().copied().fold(0.0, f64::max);
+    clusters.centres = means;
+    clusters.masses = totals.masses;
+}
+
+/// Makes every point's bounds relative to the state at the end of the sweep (the start of
+/// the next one).
+fn fold_bounds(bounds: &mut [Bounds], labels: &[usize], clusters: &Clusters) {
+    bounds
+        .par_iter_mut()
+        .zip(labels.par_iter())
+        .for_each(|(bound, &label)| {
+            let others = if bound.refreshed {
+                clusters.total_drift
+            } else {
+                clusters.max_drift
+            };
+            *bound = Bounds {
+                own: bound.own + clusters.drift[label],
+                other: bound.other - others,
+                refreshed: false,
+            };
+        });
+}
+
+/// Sums counts in chunk order.
+fn ordered_count(partials: impl IndexedParallelIterator<Item = usize>) -> usize {
+    partials.collect::<Vec<_>>().iter().sum()
+}
+
+/// W/(W + w): the factor of a cluster of mass W gaining a point of weight w.
+#[inline(always)]
+fn gain_factor(mass: f64, weight: f64) -> f64 {
+    mass / (mass + weight)
+}
+
+/// For point x (weight w, in cluster `own`): the squared distance to its own centre; the
+/// other cluster whose gain of x adds the least inertia, W_b/(W_b + w)·‖x − c_b‖² (ties:
+/// the lowest index), with that cost; and the smallest squared distance to another centre.
+#[inline(always)]
+fn evaluate<const D: usize>(
+    point: &[f64],
+    weight: f64,
+    own: usize,
+    clusters: &Clusters,
+    dim: usize,
+) -> (f64, usize, f64, f64) {
+    let dim = if D == 0 { dim } else { D };
+    let point = &point[..dim];
+    let (mut own_distance, mut best, mut best_cost, mut nearest_other) =
+        (0.0, usize::MAX, f64::INFINITY, f64::INFINITY);
+    for (j, centre) in clusters.centres.chunks_exact(dim).enumerate() {
+        let distance = squared_distance(point, &centre[..dim]);
+        if j == own {
+            own_distance = distance;
+            continue;
+        }
+        let cost = gain_factor(clusters.masses[j], weight) * distance;
+        if cost < best_cost {
+            best_cost = cost;
+            best = j;
+        }
+        nearest_other = nearest_other.min(distance);
+    }
+    (own_distance, best, best_cost, nearest_other)
+}
+
+/// Whether a point of weight w may leave cluster `own` at all (it has weight, and it is
+/// not the last point of positive weight there), and if so the factor W_a/(W_a − w).
+#[inline(always)]
+fn leave_factor(clusters: &Clusters, own: usize, weight: f64) -> Option<f64> {
+    (weight > 0.0 && clusters.counts[own] > 1)
+        .then(|| clusters.masses[own] / (clusters.masses[own] - weight))
+}
+
+dispatched!(check_chunk_fast = check_chunk(
+    points: &'a WeightedPoints<'b>,
+    clusters: &'a Clusters,
+    labels: &'a [usize],
+    first: usize,
+    bounds: &'a mut [Bounds],
+) -> usize);
+
+/// The exact test for the points of one chunk: sets their bounds and returns how many
+/// have an improving move.
+#[inline(always)]
+fn check_chunk<const D: usize>(
+    points: &WeightedPoints<'_>,
+    clusters: &Clusters,
+    labels: &[usize],
+    first: usize,
+    bounds: &mut [Bounds],
+) -> usize {
+    let mut n_movable = 0;
+    for (offset, bound) in bounds.iter_mut().enumerate() {
+        let i = first + offset;
+        let (weight, own) = (points.weight(i), labels[i]);
+        let (own_distance, _, best_cost, nearest_other) =
+            evaluate::<D>(points.row(i), weight, own, clusters, points.dim);
+        if let Some(factor) = leave_factor(clusters, own, weight) {
+            n_movable += usize::from(best_cost < factor * own_distance);
+        }
+        *bound = Bounds {
+            own: own_distance.sqrt(),
+            other: nearest_other.sqrt(),
+            refreshed: false,
+        };
+    }
+    n_movable
+}
+
+dispatched!(sweep_fast = sweep(
+    points: &'a WeightedPoints<'b>,
+    clusters: &'a mut Clusters,
+    labels: &'a mut [usize],
+    bounds: &'a mut [Bounds],
+) -> (usize, f64));
+
+/// One sweep of single-point moves in index order (see the module docs); returns the
+/// number of moves and the inertia they lowered.
+#[inline(always)]
+fn sweep<const D: usize>(
+    points: &WeightedPoints<'_>,
+    clusters: &mut Clusters,
+    labels: &mut [usize],
+    bounds: &mut [Bounds],
+) -> (usize, f64) {
+    let dim = if D == 0 { points.dim } else { D };
+    let mut min_mass = clusters
+        .masses
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let (mut moves, mut gain) = (0, 0.0);
+    for (i, bound) in bounds.iter_mut().enumerate() {
+        let (weight, own) = (points.weight(i), labels[i]);
+        let Some(own_factor) = leave_factor(clusters, own, weight) else {
+            continue;
+        };
+        let own_bound = bound.own + clusters.drift[own];
+        let other_bound = bound.other
+            - if bound.refreshed {
+                clusters.total_drift
+            } else {
+                clusters.max_drift
+            };
+        if clusters.prune
+            && other_bound > 0.0
+            && gain_factor(min_mass, weight) * other_bound * other_bound
+                > own_factor * own_bound * own_bound * (1.0 + BOUND_MARGIN)
+        {
+            continue;
+        }
+        let point = &points.row(i)[..dim];
+        let (own_distance, to, to_cost, nearest_other) =
+            evaluate::<D>(point, weight, own, clusters, dim);
+        let own_cost = own_factor * own_distance;
+        // False also when there is no other cluster (an infinite cost).
+        let improves = to_cost < own_cost;
+        if !improves {
+            // Exact now; relative to the drifts so far, which the end of the sweep adds.
+            *bound = Bounds {
+                own: own_distance.sqrt() - clusters.drift[own],
+                other: nearest_other.sqrt() + clusters.total_drift,
+                refreshed: true,
+            };
+            continue;
+        }
+        let to_distance = squared_distance(point, &clusters.centres[to * dim..(to + 1) * dim]);
+        let (own_rest, to_total) = (clusters.masses[own] - weight, clusters.masses[to] + weight);
+        for (c, x) in clusters.centres[own * dim..(own + 1) * dim]
+            .iter_mut()
+            .zip(point)
+        {
+            *c += weight * (*c - x) / own_rest;
+        }
+        for (c, x) in clusters.centres[to * dim..(to + 1) * dim]
+            .iter_mut()
+            .zip(point)
+        {
+            *c += weight * (x - *c) / to_total;
+        }
+        let own_shift = weight * own_distance.sqrt() / own_rest;
+        let to_shift = weight * to_distance.sqrt() / to_total;
+        clusters.drift[own] += own_shift;
+        clusters.drift[to] += to_shift;
+        clusters.total_drift += own_shift + to_shift;
+        clusters.max_drift = clusters
+            .max_drift
+            .max(clusters.drift[own])
+            .max(clusters.drift[to]);
+        clusters.masses[own] = own_rest;
+        clusters.masses[to] = to_total;
+        min_mass = clusters
+            .masses
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        clusters.counts[own] -= 1;
+        clusters.counts[to] += 1;
+        labels[i] = to;
+        *bound = Bounds::UNKNOWN;
+        moves += 1;
+        gain += weight * (own_cost - to_cost);
+    }
+    (moves, gain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmeans::lloyd::{LloydSettings, lloyd};
+    use crate::kmeans::{Algorithm, Stopping};
+    use crate::rng::StreamRng;
+
+    /// Overlapping Gaussian blobs (many points near the boundaries, where moves happen),
+    /// optionally with weights in [0.5, 1.5) and a few zeros.
+    fn blobs(
+        n: usize,
+        dim: usize,
+        n_blobs: usize,
+        seed: u64,
+        weighted: bool,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let mut rng = StreamRng::seed_from(seed);
+        let values = (0..n * dim)
+            .map(|i| 1.5 * rng.standard_normal() + 2.0 * ((i / dim) % n_blobs) as f64)
+            .collect();
+        let weights = (0..n)
+            .map(|i| {
+                if !weighted {
+                    1.0
+                } else if i % 17 == 3 {
+                    0.0
+                } else {
+                    0.5 + rng.next_f64()
+                }
+            })
+            .collect();
+        (values, weights)
+    }
+
+    fn points<'a>(
+        values: &'a [f64],
+        weights: &'a [f64],
+        dim: usize,
+        weighted: bool,
+    ) -> WeightedPoints<'a> {
+        WeightedPoints {
+            values,
+            dim,
+            weights: if weighted {
+                Weights::Given(weights)
+            } else {
+                Weights::Unit
+            },
+        }
+    }
+
+    fn lloyd_from_first_points(
+        data: &WeightedPoints<'_>,
+        k: usize,
+    ) -> crate::kmeans::lloyd::LloydRun {
+        let settings = LloydSettings {
+            max_iter: 300,
+            stopping: Stopping::ChangedLabels,
+            threshold: 0.0,
+            algorithm: Algorithm::Auto,
+        };
+        lloyd(data, data.values[..k * data.dim].to_vec(), &settings)
+    }
+
+    fn cases() -> Vec<(usize, usize, usize, u64, bool)> {
+        // (n, dim, k, seed, weighted)
+        vec![
+            (400, 2, 5, 1, false),
+            (400, 2, 5, 2, true),
+            (300, 5, 6, 3, false),
+            (300, 5, 6, 4, true),
+            (200, 64, 4, 5, false),
+            (2500, 3, 8, 6, false),
+            // Few points per cluster: each move shifts the centres far, which tests the
+            // bounds' drift terms.
+            (60, 2, 6, 7, false),
+            (90, 3, 9, 8, true),
+        ]
+    }
+
+    /// The skipping test only saves work: the sweeps with it make the very moves of sweeps
+    /// that evaluate every point, bit for bit.
+    #[test]
+    fn pruned_sweeps_make_the_moves_of_exhaustive_sweeps() {
+        let mut total_moves = 0;
+        for (n, dim, k, seed, weighted) in cases() {
+            let (values, weights) = blobs(n, dim, k / 2, seed, weighted);
+            let data = points(&values, &weights, dim, weighted);
+            let run = lloyd_from_first_points(&data, k);
+            let exhaustive = hartigan_with(
+                &data,
+                run.centres.clone(),
+                run.labels.clone(),
+                None,
+                1000,
+                false,
+            );
+            for known in [None, run.bounds.clone()] {
+                let pruned = hartigan_with(
+                    &data,
+                    run.centres.clone(),
+                    run.labels.clone(),
+                    known,
+                    1000,
+                    true,
+                );
+                assert_eq!(pruned.labels, exhaustive.labels, "case {seed}");
+                assert_eq!(pruned.centres, exhaustive.centres, "case {seed}");
+                assert_eq!(pruned.moves, exhaustive.moves, "case {seed}");
+                assert!(pruned.converged && exhaustive.converged);
+                // A sweep that moves is always followed by one that confirms the fixed point.
+                assert!(pruned.moves == 0 || pruned.sweeps >= 2, "case {seed}");
+            }
+            total_moves += exhaustive.moves;
+        }
+        assert!(
+            total_moves > 20,
+            "the cases must exercise the moves: {total_moves}"
+        );
+    }
+
+    /// The inertia falls by exactly the gains the moves were made for: Lloyd's inertia minus
+    /// the summed gains is the inertia of the result, computed from scratch.
+    #[test]
+    fn the_inertia_falls_by_the_gains_of_the_moves() {
+        for (n, dim, k, seed, weighted) in cases() {
+            let (values, weights) = blobs(n, dim, k / 2, seed, weighted);
+            let data = points(&values, &weights, dim, weighted);
+            let run = lloyd_from_first_points(&data, k);
+            let refined = hartigan(&data, run.centres.clone(), run.labels.clone(), None, 1000);
+            let inertia = data.inertia(&refined.centres, &refined.labels);
+            assert!(refined.gain >= 0.0);
+            assert!(
+                (run.inertia - refined.gain - inertia).abs() <= 1e-9 * run.inertia,
+                "case {seed}: {} - {} vs {inertia}",
+                run.inertia,
+                refined.gain
+            );
+            if refined.moves > 0 {
+                assert!(inertia < run.inertia, "case {seed}");
+            }
+        }
+    }
+
+    /// Σ w‖x − mean‖² of the labelling, from scratch (means recomputed).
+    fn inertia_of(data: &WeightedPoints<'_>, labels: &[usize], k: usize) -> f64 {
+        let dim = data.dim;
+        let mut sums = vec![0.0; k * dim];
+        let mut masses = vec![0.0; k];
+        for (i, &label) in labels.iter().enumerate() {
+            masses[label] += data.weight(i);
+            for (s, x) in sums[label * dim..(label + 1) * dim]
+                .iter_mut()
+                .zip(data.row(i))
+            {
+                *s += data.weight(i) * x;
+            }
+        }
+        let means: Vec<f64> = (0..k * dim)
+            .map(|f| {
+                if masses[f / dim] > 0.0 {
+                    sums[f] / masses[f / dim]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        data.inertia(&means, labels)
+    }
+
+    /// The result is a fixed point of the single-point moves, checked by brute force (move
+    /// every point to every other cluster and recompute the inertia from scratch), and a
+    /// fixed point of Lloyd's iteration: every point's own centre is strictly its nearest,
+    /// and Lloyd's iteration started there stops at once without changing a label.
+    #[test]
+    fn results_are_fixed_points_of_the_moves_and_of_lloyd() {
+        for (n, dim, k, seed, weighted) in cases().into_iter().filter(|c| c.0 <= 400) {
+            let (values, weights) = blobs(n, dim, k / 2, seed, weighted);
+            let data = points(&values, &weights, dim, weighted);
+            let run = lloyd_from_first_points(&data, k);
+            let refined = hartigan(&data, run.centres.clone(), run.labels.clone(), None, 1000);
+            assert!(refined.converged);
+            let mut labels = refined.labels.clone();
+            let inertia = inertia_of(&data, &labels, k);
+            for i in 0..n {
+                let own = labels[i];
+                let others_in_own = (0..n)
+                    .filter(|&j| j != i && labels[j] == own && data.weight(j) > 0.0)
+                    .count();
+                if data.weight(i) == 0.0 || others_in_own == 0 {
+                    continue;
+                }
+                for to in (0..k).filter(|&to| to != own) {
+                    labels[i] = to;
+                    let moved = inertia_of(&data, &labels, k);
+                    assert!(
+                        moved >= inertia * (1.0 - 1e-12),
+                        "case {seed}: point {i} to {to}: {moved} < {inertia}"
+                    );
+                }
+                labels[i] = own;
+            }
+            for i in 0..n {
+                let own = labels[i];
+                let own_distance =
+                    squared_distance(data.row(i), &refined.centres[own * dim..(own + 1) * dim]);
+                for j in (0..k).filter(|&j| j != own) {
+                    let other =
+                        squared_distance(data.row(i), &refined.centres[j * dim..(j + 1) * dim]);
+                    assert!(
+                        own_distance < other || (data.weight(i) == 0.0 && own_distance <= other),
+                        "case {seed}: point {i}"
+                    );
+                }
+            }
+            let settings = LloydSettings {
+                max_iter: 300,
+                stopping: Stopping::ChangedLabels,
+                threshold: 0.0,
+                algorithm: Algorithm::Lloyd,
+            };
+            let again = lloyd(&data, refined.centres.clone(), &settings);
+            // The first pass counts every label as new; the second changes none.
+            assert_eq!(again.n_iter, 2, "case {seed}");
+            assert_eq!(again.labels, refined.labels, "case {seed}");
+            assert_eq!(again.centres, refined.centres, "case {seed}");
+        }
+    }
+}
