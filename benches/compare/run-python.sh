@@ -18,7 +18,7 @@ fi
 (cd "$repo_dir/crates/pacstream-py" &&
     VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --release --quiet)
 scripts=("$@")
-[ ${#scripts[@]} -gt 0 ] || scripts=(python_kmeans.py python_ewa.py)
+[ ${#scripts[@]} -gt 0 ] || scripts=(python_kmeans.py python_ewa.py python_learners.py)
 for script in "${scripts[@]}"; do
     echo "== $script (load: $(cut -d' ' -f1-3 /proc/loadavg))"
     "$venv/bin/python" "$compare_dir/$script"
