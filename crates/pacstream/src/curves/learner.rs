@@ -320,8 +320,32 @@ impl PrincipalCurveLearner {
         ))
     }
 
+    /// The number of atoms the learner scores candidates on (a point, or the points of one
+    /// small bin summarised by count, mean and scatter; see the module documentation): with
+    /// every point kept it stops growing at the `max_atoms` budget, and the cost of a round
+    /// with it. 0 during the warm-up.
+    ///
+    /// ```
+    /// use pacstream::curves::PrincipalCurveParams;
+    /// use pacstream::{OnlineLearner, StreamRng};
+    ///
+    /// let mut rng = StreamRng::seed_from(2);
+    /// let mut learner = PrincipalCurveParams::new().max_atoms(64).seed(1).check()?.build();
+    /// for _ in 0..2000 {
+    ///     let s = 4.0 * rng.next_f64();
+    ///     learner.learn_one(&[s, 0.5 * s + 0.05 * rng.standard_normal()])?;
+    /// }
+    /// // 2000 points, at most 64 atoms: the bins merged them.
+    /// assert!(learner.n_atoms() > 0 && learner.n_atoms() <= 64);
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    pub fn n_atoms(&self) -> usize {
+        self.fitted.as_ref().map_or(0, |f| f.state.n_atoms())
+    }
+
     /// η_T, the learning rate with which the current curve was chosen at the end of the
     /// last round T (e_mult included); `None` during the warm-up.
+
     pub fn final_learning_rate(&self) -> Option<f64> {
         let lattice = self.lattice()?;
         Some(learning_rate(

@@ -530,7 +530,6 @@ impl CurveState {
     // ----- atoms -----
 
     /// The number of live atoms.
-    #[cfg(test)]
     pub(crate) fn n_atoms(&self) -> usize {
         self.atoms.count.len() - self.atoms.dead
     }
