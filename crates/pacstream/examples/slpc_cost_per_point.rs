@@ -116,7 +116,12 @@ fn main() {
                 if checkpoints.contains(&t) {
                     let seconds = clock() - half_start;
                     let segments = learner.curve().map_or(0, |c| c.n_segments());
-                    costs.push((t, 1e6 * seconds / (t - t / 2) as f64, learner.n_atoms(), segments));
+                    costs.push((
+                        t,
+                        1e6 * seconds / (t - t / 2) as f64,
+                        learner.n_atoms(),
+                        segments,
+                    ));
                 }
                 if t % 1000 == 0 {
                     let seconds = clock() - thousand_start;
@@ -158,8 +163,9 @@ fn main() {
                 .map(|&t| match costs.iter().position(|c| c.0 == t) {
                     Some(slot) => {
                         let (_, us, atoms, segments) = costs[slot];
-                        let range = ranges[slot]
-                            .map_or(String::new(), |(low, high)| format!(" [{low:.0}–{high:.0}]"));
+                        let range = ranges[slot].map_or(String::new(), |(low, high)| {
+                            format!(" [{low:.0}–{high:.0}]")
+                        });
                         format!("{us:.0}{range} ({atoms} atoms, K = {segments})")
                     }
                     None => match last_thousand {

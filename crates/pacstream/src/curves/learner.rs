@@ -345,7 +345,6 @@ impl PrincipalCurveLearner {
 
     /// η_T, the learning rate with which the current curve was chosen at the end of the
     /// last round T (e_mult included); `None` during the warm-up.
-
     pub fn final_learning_rate(&self) -> Option<f64> {
         let lattice = self.lattice()?;
         Some(learning_rate(
