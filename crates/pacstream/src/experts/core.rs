@@ -670,6 +670,43 @@ mod tests {
         assert!(reshifts >= 2, "the re-shift paths were not exercised");
     }
 
+    /// The fused pass's exponential has no clamp at its ceiling (709): a round whose largest
+    /// exponent lies above the re-weighing threshold (700), below the ceiling or beyond it,
+    /// keeps no weight computed from it. Negative losses put one expert's exponent at 705,
+    /// 709.5, 750 and 1,000 in turn.
+    #[test]
+    fn exponents_past_the_ceiling_are_reweighed() {
+        for pull in [705.0, 709.5, 750.0, 1000.0] {
+            let eta = 1.0;
+            let mut core = Core::new(
+                3,
+                None,
+                LearningRate::Fixed(eta),
+                Tuning::Hedge,
+                LossRange::nonnegative(None),
+            )
+            .unwrap();
+            for losses in [[0.0, 0.0, 0.0], [-pull, 0.0, 0.0], [0.5, 0.25, 0.0]] {
+                let next = core.single_pass_rate().expect("a fixed rate is one pass");
+                core.begin(None);
+                check_round(&mut core, eta);
+                let played = core
+                    .play(
+                        &losses,
+                        &losses,
+                        OwnLoss,
+                        next,
+                        ChargeRange::Limited(f64::MAX),
+                        |mixture| mixture,
+                    )
+                    .unwrap();
+                assert!(played.is_some(), "{pull}");
+            }
+            core.begin(None);
+            check_round(&mut core, eta);
+        }
+    }
+
     /// Found by fuzzing `learn_one`: negative losses pull the charged losses 122 below the
     /// shift, so the canonical weights reach e^{3.3·122} ≈ 1e175, and a round with a loss of
     /// 9.2e165 overflowed Σ_i w_i ℓ_i although the mixture, a convex combination of finite

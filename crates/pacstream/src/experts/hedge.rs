@@ -619,16 +619,22 @@ mod tests {
 
     /// Rounds played by the fused pass leave the experts' cumulative losses, the best expert
     /// and the next weights exactly where the general path leaves them (a sampling Hedge
-    /// plays every round the general way): through restarts of the doubling trick (after
-    /// which the charged losses are no longer the ledger's), rounds with a sleeping expert
-    /// (charged the learner's loss, which the ledger does not record), and a snapshot taken
-    /// in between (the pass then finds out again whether the two agree).
+    /// plays every round the general way): with a fixed rate, where the charged losses are
+    /// the ledger's until a round with a sleeping expert (charged the learner's loss, which
+    /// the ledger does not record) parts them; through restarts of the doubling trick (after
+    /// which they differ); and across a snapshot taken in between (the pass then finds out
+    /// again whether the two agree).
     #[test]
     fn fused_rounds_keep_the_ledger_of_the_general_path() {
-        for n in [3, 10] {
+        for (n, rate) in [
+            (3, LearningRate::Fixed(0.5)),
+            (10, LearningRate::Fixed(0.5)),
+            (3, LearningRate::Doubling),
+            (10, LearningRate::Doubling),
+        ] {
             let build = |sample| {
                 HedgeParams::new(n)
-                    .learning_rate(LearningRate::Doubling)
+                    .learning_rate(rate)
                     .loss_bound(1.0)
                     .sample(sample)
                     .check()
