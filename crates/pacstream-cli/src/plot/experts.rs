@@ -74,6 +74,24 @@ fn panel<'a, 'b>(
 
 /// One line per expert: `per_round[k][expert]` at the k-th kept round, `stroke` pixels
 /// wide, each named in the legend when there are few.
+/// The line of `values` over `rounds` in `style`, with its entry in the legend.
+fn draw_labelled_line<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    (rounds, values): (&[f64], &[f64]),
+    style: ShapeStyle,
+    label: impl Into<String>,
+) -> anyhow::Result<()> {
+    chart
+        .draw_series(LineSeries::new(
+            rounds.iter().copied().zip(values.iter().copied()),
+            style,
+        ))
+        .map_err(draw_error)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+    Ok(())
+}
+
 fn draw_expert_lines<'a, 'b: 'a>(
     chart: &mut Chart<'a, 'b>,
     figure: &ExpertsFigure,
@@ -225,18 +243,12 @@ fn draw_regret(
     };
     let y_axis = (y_range, figure.regret_name.as_str(), 80);
     let mut chart = panel(area, figure, &caption, y_axis)?;
-    chart
-        .draw_series(LineSeries::new(
-            figure
-                .rounds
-                .iter()
-                .copied()
-                .zip(figure.regret.iter().copied()),
-            BLACK.stroke_width(2),
-        ))
-        .map_err(draw_error)?
-        .label(figure.regret_name.as_str())
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+    draw_labelled_line(
+        &mut chart,
+        (&figure.rounds, &figure.regret),
+        BLACK.stroke_width(2),
+        figure.regret_name.as_str(),
+    )?;
     if !bounds.is_empty() {
         let red = RGBColor(214, 39, 40);
         chart
@@ -265,18 +277,12 @@ fn draw_losses(
     let caption = "running average loss per round";
     let mut chart = panel(area, figure, caption, (y_range, "average loss", 80))?;
     draw_expert_lines(&mut chart, figure, &figure.expert_means, 1)?;
-    chart
-        .draw_series(LineSeries::new(
-            figure
-                .rounds
-                .iter()
-                .copied()
-                .zip(figure.learner_mean.iter().copied()),
-            BLACK.stroke_width(3),
-        ))
-        .map_err(draw_error)?
-        .label("learner")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(3)));
+    draw_labelled_line(
+        &mut chart,
+        (&figure.rounds, &figure.learner_mean),
+        BLACK.stroke_width(3),
+        "learner",
+    )?;
     draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
@@ -367,18 +373,12 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
                     });
             }
         }
-        chart
-            .draw_series(LineSeries::new(
-                figure
-                    .rounds
-                    .iter()
-                    .copied()
-                    .zip(figure.outcomes.iter().copied()),
-                BLACK.stroke_width(2),
-            ))
-            .map_err(draw_error)?
-            .label("outcome")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+        draw_labelled_line(
+            &mut chart,
+            (&figure.rounds, &figure.outcomes),
+            BLACK.stroke_width(2),
+            "outcome",
+        )?;
         let predictions: Vec<(f64, f64)> = figure
             .rounds
             .iter()
