@@ -9,12 +9,10 @@
 #![allow(clippy::print_stderr)]
 
 use pacstream::experts::bounds::{self, Guarantee};
+use pacstream::experts::testing::{against_the_majority, against_weighted_majority, halves_losses};
 use pacstream::experts::{
     AdviceRound, ConvexCombinationOracle, EwaParams, ExpertLedger, FplParams, Hedge, HedgeParams,
     LearningRate, Loss, LossRound, RandomizedWeightedMajorityParams, WeightedMajorityParams,
-};
-use pacstream::experts::testing::{
-    against_the_majority, against_weighted_majority, halves_losses,
 };
 use pacstream::{OnlineLearner, StreamRng};
 

@@ -92,6 +92,28 @@ fn draw_labelled_line<'a, 'b: 'a>(
     Ok(())
 }
 
+/// The filled band inside `outline` in `colour`, with its entry in the legend when it is
+/// `name`d (not when there are too many experts to list).
+fn draw_band<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    outline: Vec<(f64, f64)>,
+    colour: RGBColor,
+    name: Option<&str>,
+) -> anyhow::Result<()> {
+    let drawn = chart
+        .draw_series(std::iter::once(Polygon::new(
+            outline,
+            colour.mix(0.75).filled(),
+        )))
+        .map_err(draw_error)?;
+    if let Some(name) = name {
+        drawn
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+    }
+    Ok(())
+}
+
 fn draw_expert_lines<'a, 'b: 'a>(
     chart: &mut Chart<'a, 'b>,
     figure: &ExpertsFigure,
@@ -172,19 +194,8 @@ fn draw_weights(
                     .rev(),
             )
             .collect();
-        let drawn = chart
-            .draw_series(std::iter::once(Polygon::new(
-                outline,
-                colour.mix(0.75).filled(),
-            )))
-            .map_err(draw_error)?;
-        if n <= LEGEND_LIMIT {
-            drawn
-                .label(figure.names[expert].clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
-                });
-        }
+        let name = (n <= LEGEND_LIMIT).then(|| figure.names[expert].as_str());
+        draw_band(&mut chart, outline, colour, name)?;
         lower = upper;
     }
     if n <= LEGEND_LIMIT {
@@ -359,19 +370,8 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
                 .zip(high.iter().copied())
                 .chain(figure.rounds.iter().copied().zip(low.iter().copied()).rev())
                 .collect();
-            let drawn = chart
-                .draw_series(std::iter::once(Polygon::new(
-                    outline,
-                    colour.mix(0.75).filled(),
-                )))
-                .map_err(draw_error)?;
-            if n <= LEGEND_LIMIT {
-                drawn
-                    .label(figure.names[expert].clone())
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
-                    });
-            }
+            let name = (n <= LEGEND_LIMIT).then(|| figure.names[expert].as_str());
+            draw_band(&mut chart, outline, colour, name)?;
         }
         draw_labelled_line(
             &mut chart,
