@@ -50,8 +50,8 @@ mod shifting;
 mod weights;
 
 pub use aggregator::{
-    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSummary, AnyAggregator,
-    ExpertSummary, Rule,
+    Aggregator, AggregatorConfig, AggregatorParams, AggregatorRecord, AggregatorSummary,
+    AnyAggregator, ExpertSummary, Rule,
 };
 pub use bernstein::{Boa, BoaParams};
 pub use fixed_share::{FixedShare, FixedShareParams};
