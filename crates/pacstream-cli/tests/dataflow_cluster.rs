@@ -613,16 +613,9 @@ fn write_expert_data(path: &Path, n: usize) {
 }
 
 fn keyed_experts_args(data: &Path) -> Vec<String> {
-    strings(&[
-        "experts",
-        data.to_str().unwrap(),
-        "--rule",
-        "ewa",
-        "--outcome",
-        "y",
-        "--key",
-        "site",
-    ])
+    let mut args = strings(&["experts", data.to_str().unwrap(), "--rule", "ewa"]);
+    args.extend(strings(&["--outcome", "y", "--key", "site"]));
+    args
 }
 
 #[test]
@@ -639,50 +632,80 @@ fn keyed_experts_on_workers_and_processes_write_the_one_process_files() {
         assert!(r == records, "records differ on {processes} x {workers}");
         assert!(s == summary, "summary differs on {processes} x {workers}");
     }
-    // Each key's rounds and summary are those of `pacstream experts` on its rows alone.
-    let summaries: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&summary).unwrap();
-    assert_eq!(summaries.len(), 14);
+}
+
+/// Each key's records and summary are those `pacstream experts` writes on the key's rows
+/// alone: the records byte for byte after the key, the summary field for field except the
+/// file's name and column numbers. Two rules: EWA (a prediction, no bound without a loss
+/// range) and Hedge with a fixed rate, a loss range and a sampled expert (a bound, a chosen
+/// expert and its realised loss in every record).
+#[test]
+fn each_keys_records_and_summary_are_those_of_the_command_on_its_rows_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("experts.csv");
+    write_expert_data(&data, 3000);
     let text = fs::read_to_string(&data).unwrap();
-    for key in ["hot", "s3"] {
-        let rows: String = text
-            .lines()
-            .skip(1)
-            .map(|line| line.split(',').collect::<Vec<_>>())
-            .filter(|fields| fields[1] == key)
-            .map(|fields| format!("{},{}\n", fields[0], fields[2..].join(",")))
-            .collect();
-        let alone = dir.path().join(format!("{key}.csv"));
-        fs::write(&alone, format!("a,b,c,y\n{rows}")).unwrap();
-        let mut single = strings(&["experts", alone.to_str().unwrap()]);
-        single.extend(strings(&["--rule", "ewa", "--outcome", "y", "--quiet"]));
-        let (mine, theirs, _) = one_process(dir.path(), &format!("{key}-alone"), &single);
-        let keyed: Vec<serde_json::Value> = records
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|r| r["key"] == key)
-            .collect();
-        let alone: Vec<serde_json::Value> = mine
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(keyed.len(), alone.len(), "{key}");
-        for (k, a) in keyed.iter().zip(&alone) {
-            assert_eq!(k["round"], a["t"], "{key}");
-            for field in ["prediction", "loss", "best_expert", "regret"] {
-                assert_eq!(k[field], a[field], "{key}, round {}: {field}", a["t"]);
+    let rules: [&[&str]; 2] = [
+        &["--rule", "ewa"],
+        &[
+            "--rule",
+            "hedge",
+            "--eta",
+            "2",
+            "--loss-bound",
+            "1",
+            "--sample",
+        ],
+    ];
+    for (r, rule) in rules.into_iter().enumerate() {
+        let mut args = strings(&["experts", data.to_str().unwrap(), "--outcome", "y"]);
+        args.extend(strings(rule));
+        let mut keyed_args = args.clone();
+        keyed_args.extend(strings(&["--key", "site", "--workers", "2"]));
+        let (records, summary, _) = one_process(dir.path(), &format!("keyed-{r}"), &keyed_args);
+        let summaries: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&summary).unwrap();
+        assert_eq!(summaries.len(), 14);
+        for key in ["hot", "s3"] {
+            let rows: String = text
+                .lines()
+                .skip(1)
+                .map(|line| line.split(',').collect::<Vec<_>>())
+                .filter(|fields| fields[1] == key)
+                .map(|fields| format!("{},{}\n", fields[0], fields[2..].join(",")))
+                .collect();
+            let alone = dir.path().join(format!("{key}.csv"));
+            fs::write(&alone, format!("a,b,c,y\n{rows}")).unwrap();
+            let mut single = strings(&["experts", alone.to_str().unwrap(), "--outcome", "y"]);
+            single.extend(strings(rule));
+            single.push("--quiet".into());
+            let (mine, theirs, _) = one_process(dir.path(), &format!("{key}-{r}"), &single);
+            let keyed: Vec<&str> = records
+                .lines()
+                .filter(|l| l.starts_with(&format!("{{\"key\":\"{key}\",")))
+                .collect();
+            let alone: Vec<String> = mine
+                .lines()
+                .map(|l| format!("{{\"key\":\"{key}\",{}", &l[1..]))
+                .collect();
+            assert_eq!(keyed.len(), alone.len(), "{key}");
+            assert!(keyed.len() > 50, "{key}");
+            for (k, a) in keyed.iter().zip(&alone) {
+                assert_eq!(k, a, "{rule:?}, {key}");
             }
+            let last: serde_json::Value =
+                serde_json::from_str(mine.lines().last().unwrap()).unwrap();
+            if r == 1 {
+                for field in ["regret_bound", "chosen", "realised_loss"] {
+                    assert!(!last[field].is_null(), "{field}: {last}");
+                }
+            }
+            let theirs: serde_json::Value = serde_json::from_str(&theirs).unwrap();
+            let mut expected = theirs.clone();
+            expected["input"]["source"] = data.to_str().unwrap().into();
+            expected["settings"]["columns"] = serde_json::json!([5, 1, 3, 4]);
+            assert_eq!(summaries[key], expected, "{rule:?}, summary of {key}");
         }
-        let mut whole: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&theirs).unwrap();
-        for field in ["command", "input", "settings"] {
-            whole.remove(field);
-        }
-        assert_eq!(
-            summaries[key],
-            serde_json::Value::Object(whole),
-            "summary of {key}"
-        );
     }
 }
 

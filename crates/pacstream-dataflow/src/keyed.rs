@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
 use pacstream::eval::{Prequential, Totals};
-use pacstream::experts::{AdviceRound, Aggregator, AggregatorConfig, AnyAggregator};
+use pacstream::experts::{
+    AdviceRound, Aggregator, AggregatorConfig, AggregatorRecord, AnyAggregator,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
@@ -142,7 +144,8 @@ impl KeyedFamily for AggregatorFamily {
         };
         let step = state.learn_advice(AdviceRound::new(advice, *outcome), self.config.loss)?;
         match record {
-            Some(out) => write_json(out, &step),
+            // The library's record of the round, as `pacstream experts` writes it.
+            Some(out) => write_json(out, &AggregatorRecord::new(state, &step)),
             None => Ok(()),
         }
     }

@@ -18,6 +18,7 @@
 
 pub mod channel;
 pub mod checkpoint;
+pub mod cluster;
 mod error;
 pub mod experts;
 pub mod keyed;

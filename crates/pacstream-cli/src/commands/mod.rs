@@ -65,6 +65,19 @@ impl<'a> InputSummary<'a> {
         }
     }
 
+    /// The input of a run that learned `rows` rows of `source` (read from its columns
+    /// `columns`), no row skipped and no extra column: one key's share of a keyed run.
+    pub fn of_rows(source: &'a str, columns: &'a [String], rows: u64) -> Self {
+        Self {
+            source,
+            columns,
+            weights: None,
+            labels: None,
+            rows,
+            bad_rows_skipped: 0,
+        }
+    }
+
     /// The input of a command whose extra column, if any, holds labels.
     pub fn labelled(reader: &'a RowReader, progress: &InputProgress) -> Self {
         let mut summary = Self::new(reader, progress);

@@ -921,6 +921,81 @@ impl AggregatorConfig {
     }
 }
 
+/// One round of an aggregation run as every front-end writes it: the step, with the
+/// learner's cumulative loss, the best expert's loss and the rule's bound on the regret
+/// against that expert after the round (the command line's `--output`, the dataflow
+/// operators' keyed records).
+///
+/// ```
+/// use pacstream::experts::{AdviceRound, Aggregator, AggregatorParams, AggregatorRecord, Rule};
+///
+/// let config = AggregatorParams::new(Rule::Ewa, 2).check().unwrap();
+/// let mut ewa = config.build().unwrap();
+/// let step = ewa.learn_advice(AdviceRound::new(&[0.0, 1.0], 1.0), config.loss).unwrap();
+/// let record = AggregatorRecord::new(&ewa, &step);
+/// assert_eq!(record.t, 1);
+/// assert_eq!(record.cumulative_loss, ewa.ledger().learner_loss());
+/// let json = serde_json::to_value(&record).unwrap();
+/// let names: Vec<&str> = json.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+/// assert_eq!(names, AggregatorRecord::FIELDS);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AggregatorRecord {
+    /// The round index (1-based).
+    pub t: u64,
+    /// The prediction (none for the rules that choose an expert).
+    pub prediction: Option<f64>,
+    /// The loss the regret bound is about (see [`ExpertStep::loss`]).
+    pub loss: f64,
+    /// The loss of the random draw, for the randomised rules.
+    pub realised_loss: Option<f64>,
+    /// The expert drawn or chosen.
+    pub chosen: Option<usize>,
+    /// The learner's cumulative loss after the round.
+    pub cumulative_loss: f64,
+    /// The best expert so far.
+    pub best_expert: usize,
+    /// Its cumulative loss.
+    pub best_expert_loss: f64,
+    /// The regret against it.
+    pub regret: f64,
+    /// The rule's bound on that regret for exactly these settings, if a theorem gives one.
+    pub regret_bound: Option<f64>,
+}
+
+impl AggregatorRecord {
+    /// The fields' names, in the order they are serialised.
+    pub const FIELDS: [&'static str; 10] = [
+        "t",
+        "prediction",
+        "loss",
+        "realised_loss",
+        "chosen",
+        "cumulative_loss",
+        "best_expert",
+        "best_expert_loss",
+        "regret",
+        "regret_bound",
+    ];
+
+    /// The record of `step`, which `aggregator` has just played.
+    pub fn new(aggregator: &(impl Aggregator + ?Sized), step: &ExpertStep) -> Self {
+        let ledger = aggregator.ledger();
+        Self {
+            t: step.round,
+            prediction: step.prediction,
+            loss: step.loss,
+            realised_loss: step.realised_loss,
+            chosen: step.chosen,
+            cumulative_loss: ledger.learner_loss(),
+            best_expert: step.best_expert,
+            best_expert_loss: ledger.expert_losses()[step.best_expert],
+            regret: step.regret,
+            regret_bound: aggregator.regret_bound_against(step.best_expert).value(),
+        }
+    }
+}
+
 /// What one expert ends a run with.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ExpertSummary<'a> {

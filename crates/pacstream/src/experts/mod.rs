@@ -53,8 +53,8 @@ pub mod testing;
 mod weights;
 
 pub use aggregator::{
-    Aggregator, AggregatorConfig, AggregatorParams, AggregatorSummary, AnyAggregator,
-    ExpertSummary, Rule,
+    Aggregator, AggregatorConfig, AggregatorParams, AggregatorRecord, AggregatorSummary,
+    AnyAggregator, ExpertSummary, Rule,
 };
 pub use bernstein::{Boa, BoaParams};
 pub use fixed_share::{FixedShare, FixedShareParams};

@@ -165,7 +165,10 @@ where
     T: Send + 'static,
     F: Fn(&mut timely::worker::Worker) -> Result<Option<T>, FlowError> + Send + Sync + 'static,
 {
-    let guards = timely::execute(config, work).map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+    // timely's workers, the processes of a cluster connected without timely's one-second
+    // retries.
+    let guards = pacstream_dataflow::cluster::execute(config, work)
+        .map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
     let mut first = None;
     for result in guards.join() {
         match result {

@@ -6,8 +6,10 @@
 //! `pacstream experts` run and sees its key's rows in stream order, so its rounds and its
 //! summary are those of `pacstream experts` on that key's rows alone. The files are the
 //! keyed operator's, the same bytes on any number of workers and processes: `--output`
-//! holds one JSON line per row, in input order, `{"key": ...,` then the library's record
-//! of the round; `--summary` one object, key → the aggregator's summary, in key order.
+//! holds one JSON line per row, in input order, `{"key": ...,` then the record of the
+//! round the one-process command writes (the library's `AggregatorRecord`); `--summary` one
+//! object, key → the one-process command's summary document, in key order (its `input`
+//! names the keyed file, its columns and the key's rows).
 //!
 //! Refused (exit code 2, nothing written), with the reason: `--losses`, `--weights`, the
 //! figures, sleeping experts (`<expert>_awake` columns; an empty cell is a bad row here),
@@ -16,12 +18,16 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use pacstream::experts::{Aggregator, AnyAggregator};
 use pacstream_dataflow::RunFiles;
-use pacstream_dataflow::keyed::AggregatorFamily;
+use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, summary_entry};
+use serde_json::Value;
 
-use super::ExpertsArgs;
 use super::columns::plan_columns;
 use super::config::aggregator_config;
+use super::task::Settings;
+use super::{ExpertsArgs, ExpertsSummary};
+use crate::commands::InputSummary;
 use crate::commands::dataflow::{CsvColumns, keyed};
 use crate::commands::scale_out::check_shared_options;
 use crate::failure::bad_input;
@@ -115,7 +121,18 @@ pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         delimiter,
         has_header,
     );
-    let family = Arc::new(AggregatorFamily { config, names });
+    let settings = serde_json::to_value(Settings {
+        rule: &config,
+        columns: layout.features.iter().map(|i| i + 1).collect(),
+        weights: false,
+        on_bad_row: args.common.input_options.on_bad_row,
+    })?;
+    let family = Arc::new(CommandFamily {
+        aggregators: AggregatorFamily { config, names },
+        settings,
+        source: reader.source_name().to_string(),
+        columns: labels.clone(),
+    });
     let run_files = RunFiles {
         records: files.records.clone(),
         checkpoints: None,
@@ -129,4 +146,49 @@ pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         write_document(target, &summary)?;
     }
     Ok(())
+}
+
+/// The keyed aggregators of the command: the dataflow operator's family (its records are
+/// the library's [`pacstream::experts::AggregatorRecord`], as the one-process command
+/// writes them), with the one-process command's summary for each key: the command, the
+/// input (this file, its columns and the key's rows), the settings, and the run.
+struct CommandFamily {
+    aggregators: AggregatorFamily,
+    settings: Value,
+    source: String,
+    columns: Vec<String>,
+}
+
+impl KeyedFamily for CommandFamily {
+    type State = AnyAggregator;
+
+    fn build(&self) -> pacstream_dataflow::Result<AnyAggregator> {
+        self.aggregators.build()
+    }
+
+    fn learn(
+        &self,
+        state: &mut AnyAggregator,
+        row: &[f64],
+        record: Option<&mut Vec<u8>>,
+    ) -> pacstream_dataflow::Result<()> {
+        self.aggregators.learn(state, row, record)
+    }
+
+    fn summary_entry(
+        &self,
+        key: &str,
+        state: &AnyAggregator,
+    ) -> pacstream_dataflow::Result<String> {
+        let summary = ExpertsSummary {
+            command: "experts",
+            input: InputSummary::of_rows(&self.source, &self.columns, state.rounds()),
+            settings: &self.settings,
+            run: self
+                .aggregators
+                .config
+                .summary(state.as_dyn(), &self.aggregators.names),
+        };
+        summary_entry(key, &summary)
+    }
 }

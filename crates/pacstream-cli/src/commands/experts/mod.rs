@@ -25,7 +25,9 @@ mod task;
 use std::cell::RefCell;
 
 use clap::{ArgGroup, Args};
-use pacstream::experts::{Aggregator, AggregatorSummary, Loss, Regulariser, Rule, limits};
+use pacstream::experts::{
+    Aggregator, AggregatorRecord, AggregatorSummary, Loss, Regulariser, Rule, limits,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -39,7 +41,7 @@ use config::aggregator_config;
 use figures::FigureHistory;
 use history::History;
 use report::{draw_figure, print_report};
-use task::{ExpertsState, ExpertsTask, RECORD_FIELDS, Settings};
+use task::{ExpertsState, ExpertsTask, Settings};
 
 /// Arguments of `pacstream experts`.
 #[derive(Args, Debug, Clone)]
@@ -235,7 +237,10 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         let start = usize::from(columns.has_outcome);
         labels[start..start + n].to_vec()
     };
-    let mut record_names: Vec<String> = RECORD_FIELDS.iter().map(|s| s.to_string()).collect();
+    let mut record_names: Vec<String> = AggregatorRecord::FIELDS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     if args.weights {
         record_names.extend(expert_names.iter().map(|name| format!("weight_{name}")));
     }

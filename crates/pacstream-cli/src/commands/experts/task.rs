@@ -3,7 +3,8 @@
 //! those histories.
 
 use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorConfig, AnyAggregator, ExpertStep, LossRound,
+    AdviceRound, Aggregator, AggregatorConfig, AggregatorRecord, AnyAggregator, ExpertStep,
+    LossRound,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,20 +29,6 @@ pub(super) struct Settings<'a> {
     pub(super) weights: bool,
     pub(super) on_bad_row: BadRowPolicy,
 }
-
-/// One `--output` record's fixed fields, in order.
-pub(super) const RECORD_FIELDS: [&str; 10] = [
-    "t",
-    "prediction",
-    "loss",
-    "realised_loss",
-    "chosen",
-    "cumulative_loss",
-    "best_expert",
-    "best_expert_loss",
-    "regret",
-    "regret_bound",
-];
 
 /// What a checkpoint holds.
 #[derive(Debug, Serialize, Deserialize)]
@@ -158,27 +145,24 @@ impl StreamTask for ExpertsTask {
                 library_error(e)
             })
         })?;
-        let ledger = self.state.aggregator.ledger();
-        let best_loss = ledger.expert_losses()[step.best_expert];
-        let bound = self
-            .state
-            .aggregator
-            .regret_bound_against(step.best_expert)
-            .value();
+        // The library's record of the round: the same fields the keyed run writes.
+        let record = AggregatorRecord::new(&self.state.aggregator, &step);
+        let bound = record.regret_bound;
         if sink.is_enabled() {
             self.cells.clear();
             self.cells.extend([
-                Cell::Integer(step.round),
-                Cell::from_option(step.prediction),
-                Cell::Number(step.loss),
-                Cell::from_option(step.realised_loss),
-                step.chosen
+                Cell::Integer(record.t),
+                Cell::from_option(record.prediction),
+                Cell::Number(record.loss),
+                Cell::from_option(record.realised_loss),
+                record
+                    .chosen
                     .map_or(Cell::Missing, |c| Cell::Integer(c as u64)),
-                Cell::Number(ledger.learner_loss()),
-                Cell::Integer(step.best_expert as u64),
-                Cell::Number(best_loss),
-                Cell::Number(step.regret),
-                Cell::from_option(bound),
+                Cell::Number(record.cumulative_loss),
+                Cell::Integer(record.best_expert as u64),
+                Cell::Number(record.best_expert_loss),
+                Cell::Number(record.regret),
+                Cell::from_option(record.regret_bound),
             ]);
             if self.write_weights {
                 let weights = self.state.aggregator.weights();
