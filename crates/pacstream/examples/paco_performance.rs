@@ -328,11 +328,6 @@ fn measured_rounds(learner: &mut Paco, points: &[f64], dim: usize) -> usize {
     let mut accepted = 0;
     for point in points.chunks_exact(dim) {
         let step = learner.learn_one(point).expect("valid point");
-        if std::env::var_os("PACO_TRACE").is_some() {
-            if let Some(r) = &step.sampler {
-                eprintln!("{:?}", r);
-            }
-        }
         accepted += step.sampler.map_or(0, |report| report.accepted);
     }
     accepted
@@ -356,7 +351,9 @@ fn profile(args: &[String]) {
             Ok(text) => {
                 let mut learner: Paco = serde_json::from_str(&text).expect("a saved learner");
                 let accepted = measured_rounds(&mut learner, tail, dim);
-                println!("{measured} rounds of the long run after t = {t}, d = {dim}: {accepted} moves accepted");
+                println!(
+                    "{measured} rounds of the long run after t = {t}, d = {dim}: {accepted} moves accepted"
+                );
             }
             Err(_) => {
                 let mut learner = PacoParams::new()

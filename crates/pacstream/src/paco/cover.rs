@@ -417,8 +417,8 @@ impl RobustCover {
                     continue;
                 }
                 let separation = squared_distance(other, home_centre).sqrt();
-                let bound = STEAL_SAFETY * (squared_distance(mean, other) - to_home)
-                    / (2.0 * separation);
+                let bound =
+                    STEAL_SAFETY * (squared_distance(mean, other) - to_home) / (2.0 * separation);
                 if bound.is_nan() || bound <= 0.0 {
                     allowed = 0.0;
                     break;

@@ -1210,7 +1210,10 @@ mod index_tests {
             assert!(above.complete, "trial {trial}");
         }
         // The re-homing path is exercised (the one-owner trials, at least).
-        assert!(rehomed >= 20, "{rehomed} of 60 trials summed slot 2 elsewhere");
+        assert!(
+            rehomed >= 20,
+            "{rehomed} of 60 trials summed slot 2 elsewhere"
+        );
     }
 
     /// The decision at the threshold itself: S(c) < thr rejects at thr = S(c) and accepts at
