@@ -464,7 +464,22 @@ impl<V: Copy> ExpConstants<V> {
 /// [`exp`] on four lanes: the same operations in the same order, so the same bits.
 #[inline(always)]
 pub(crate) fn exp_quad<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, x: Q::V) -> Q::V {
-    let clamped = q.min(c.ceiling, x);
+    exp_quad_of(q, c, q.min(c.ceiling, x), x)
+}
+
+/// [`exp_quad`] without the clamp at the ceiling (709): the same bits for every argument up
+/// to the ceiling, one operation fewer; above it the result is meaningless. For passes whose
+/// caller discards every value they write when some argument exceeds 700 (the weights
+/// engine's fused round re-weighs then).
+#[inline(always)]
+pub(crate) fn exp_quad_below_ceiling<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, x: Q::V) -> Q::V {
+    exp_quad_of(q, c, x, x)
+}
+
+/// The exponential of `clamped` (= min(709, x), or x when known to be below), 0 where x is
+/// below the floor.
+#[inline(always)]
+fn exp_quad_of<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, clamped: Q::V, x: Q::V) -> Q::V {
     let shifted = q.mul_add(clamped, c.log2_e, c.rounder);
     let k = q.sub(shifted, c.rounder);
     let r = q.neg_mul_add(k, c.ln2, clamped);

@@ -58,6 +58,16 @@ impl LossRange {
     }
 }
 
+/// What [`Core::play`] knows of the range of a round's charges.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ChargeRange {
+    /// The pass tracks it, and a charge beyond ±limit turns the round down (Hedge, whose
+    /// charges are its losses, of bounded magnitude): no separate pass checks the values.
+    Limited(f64),
+    /// The least and the largest charge, found by the caller.
+    Known(f64, f64),
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Core {
     pub(crate) weights: ExpWeights,
@@ -98,6 +108,14 @@ pub(crate) struct Core {
     /// Where the fused pass writes the ledger's next cumulative losses (scratch).
     #[serde(skip)]
     spare_totals: Vec<f64>,
+    /// `Some(true)` when the charged losses C and the ledger's cumulative losses L are known
+    /// to hold the same bits (no restart, no sleeping expert, every charge the expert's own
+    /// loss since the start: Hedge, and EWA without the gradient option): a fused pass then
+    /// computes C' = L' once ([`RoundPass::twin`]). `None`: unknown, found by comparing them
+    /// before the next fused pass (after a snapshot, a restart, or a round played the
+    /// general way).
+    #[serde(skip)]
+    twins: Option<bool>,
 }
 
 impl Core {
@@ -124,6 +142,7 @@ impl Core {
             gradient_charges: vec![0.0; n_experts],
             spare_charged: vec![0.0; n_experts],
             spare_totals: vec![0.0; n_experts],
+            twins: Some(true),
         })
     }
 
@@ -153,6 +172,7 @@ impl Core {
             self.weights.restart();
             self.shift = 0.0;
             self.ready = None;
+            self.twins = None;
         }
         let eta = self.schedule.eta(round);
         let cached = self.ready.take();
@@ -193,31 +213,45 @@ impl Core {
     /// `learner_loss` maps the mixture Σ_i p_{t,i} v_i to the learner's loss. Returns
     /// `Some((η_t, mixture, learner's loss))`; an error for a non-finite value; `None` if the
     /// mixture overflowed with finite values (the caller then plays the round the general
-    /// way). Unless it returns `Some`, the learner is as it was. `charges_range`: the least
-    /// and largest charge of the round if the caller already knows them (Hedge, whose charges
-    /// are its values, finds them while checking the round), so that the pass need not track
-    /// them.
+    /// way, or refuses it). Unless it returns `Some`, the learner is as it was. `charges`
+    /// says what is known of the range of the charges ([`ChargeRange`]).
     pub(crate) fn play<F: Charging>(
         &mut self,
         values: &[f64],
         aux: &[f64],
         charging: F,
         next_eta: f64,
-        charges_range: Option<(f64, f64)>,
+        charges: ChargeRange,
         learner_loss: impl FnOnce(f64) -> f64,
     ) -> Result<Option<(f64, f64, f64)>> {
         let eta = self.begin(None);
-        let mut totals = self.pass(values, aux, charging, next_eta, charges_range.is_none());
-        if let Some((low, high)) = charges_range {
+        let (check_range, limit) = match charges {
+            ChargeRange::Limited(limit) => (true, Some(limit)),
+            ChargeRange::Known(_, _) => (false, None),
+        };
+        let mut totals = self.pass(
+            values,
+            aux,
+            charging,
+            next_eta,
+            check_range,
+            limit.is_some(),
+        );
+        if let ChargeRange::Known(low, high) = charges {
             totals.outside = self
                 .range
                 .interval()
                 .is_some_and(|(lower, upper)| low < lower || high > upper);
         }
-        if !totals.finite {
+        let beyond = limit
+            .is_some_and(|limit| totals.lowest_charge < -limit || totals.highest_charge > limit);
+        if !totals.finite || beyond {
             // The pass wrote over the cached weights; nothing else was touched.
             self.ready = None;
-            check_finite(values)?;
+            if limit.is_none() {
+                check_finite(values)?;
+            }
+            // With a limit, the caller's general path refuses the round with its message.
             return Ok(None);
         }
         let mixture = totals.mixture * self.scale;
@@ -249,12 +283,12 @@ impl Core {
         next_eta: f64,
         learner_loss: f64,
     ) {
-        let totals = self.pass(values, aux, charging, next_eta, true);
+        let totals = self.pass(values, aux, charging, next_eta, true, false);
         self.commit(&totals, next_eta, learner_loss);
     }
 
-    /// The [`RoundPass`] of the round; it tracks the range of the charges only if
-    /// `check_range`.
+    /// The [`RoundPass`] of the round; it checks the charges against the loss range only if
+    /// `check_range`, and reports their range if `track_range`.
     fn pass<F: Charging>(
         &mut self,
         values: &[f64],
@@ -262,7 +296,13 @@ impl Core {
         charging: F,
         next_eta: f64,
         check_range: bool,
+        track_range: bool,
     ) -> RoundTotals {
+        let twin = F::TWIN && self.twins();
+        if !F::TWIN {
+            // Charges that are not the ledger's entries may part C from L.
+            self.twins = None;
+        }
         kernels::dispatch_quad(&mut RoundPass {
             values,
             aux,
@@ -280,6 +320,20 @@ impl Core {
             } else {
                 None
             },
+            track_range,
+            twin,
+        })
+    }
+
+    /// Whether C and L hold the same bits (see `twins`), compared once when unknown.
+    fn twins(&mut self) -> bool {
+        let (charged, totals) = (self.weights.charged(), self.ledger.expert_losses());
+        *self.twins.get_or_insert_with(|| {
+            charged.len() == totals.len()
+                && charged
+                    .iter()
+                    .zip(totals)
+                    .all(|(c, l)| c.to_bits() == l.to_bits())
         })
     }
 
@@ -383,6 +437,8 @@ impl Core {
         learner_loss: f64,
         expert_losses: &[f64],
     ) {
+        // Charged the general way (sleeping experts, restarts): C and L may part.
+        self.twins = None;
         // The scratch buffer is taken out so that the charges do not borrow the core.
         let mut masked = std::mem::take(&mut self.charges);
         let charges = match awake {
@@ -425,7 +481,7 @@ impl Core {
             }
         } else if awake.is_none() {
             // Charge, check, record and weigh the next round in one pass over the experts.
-            let totals = self.pass(charges, expert_losses, GivenCharges, next_eta, true);
+            let totals = self.pass(charges, expert_losses, GivenCharges, next_eta, true, false);
             self.commit(&totals, next_eta, learner_loss);
             self.charges = masked;
             return;
@@ -593,7 +649,14 @@ mod tests {
             core.begin(None);
             check_round(&mut core, eta);
             let played = core
-                .play(losses, losses, OwnLoss, next, None, |mixture| mixture)
+                .play(
+                    losses,
+                    losses,
+                    OwnLoss,
+                    next,
+                    ChargeRange::Limited(f64::MAX),
+                    |mixture| mixture,
+                )
                 .unwrap();
             assert!(played.is_some());
             reshifts +=
@@ -605,6 +668,43 @@ mod tests {
         // Expert 5 leads by 4,782 (C = −879 against 3,903.5 for the next): all the weight.
         assert_eq!(p, [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
         assert!(reshifts >= 2, "the re-shift paths were not exercised");
+    }
+
+    /// The fused pass's exponential has no clamp at its ceiling (709): a round whose largest
+    /// exponent lies above the re-weighing threshold (700), below the ceiling or beyond it,
+    /// keeps no weight computed from it. Negative losses put one expert's exponent at 705,
+    /// 709.5, 750 and 1,000 in turn.
+    #[test]
+    fn exponents_past_the_ceiling_are_reweighed() {
+        for pull in [705.0, 709.5, 750.0, 1000.0] {
+            let eta = 1.0;
+            let mut core = Core::new(
+                3,
+                None,
+                LearningRate::Fixed(eta),
+                Tuning::Hedge,
+                LossRange::nonnegative(None),
+            )
+            .unwrap();
+            for losses in [[0.0, 0.0, 0.0], [-pull, 0.0, 0.0], [0.5, 0.25, 0.0]] {
+                let next = core.single_pass_rate().expect("a fixed rate is one pass");
+                core.begin(None);
+                check_round(&mut core, eta);
+                let played = core
+                    .play(
+                        &losses,
+                        &losses,
+                        OwnLoss,
+                        next,
+                        ChargeRange::Limited(f64::MAX),
+                        |mixture| mixture,
+                    )
+                    .unwrap();
+                assert!(played.is_some(), "{pull}");
+            }
+            core.begin(None);
+            check_round(&mut core, eta);
+        }
     }
 
     /// Found by fuzzing `learn_one`: negative losses pull the charged losses 122 below the

@@ -20,14 +20,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee};
-use super::core::{Core, LossRange, finite_rate};
+use super::core::{ChargeRange, Core, LossRange, finite_rate};
 use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
+use super::params::limits::{MAX_ADVICE, MAX_LOSS};
 use super::params::{Checked, EwaParams, HedgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::Tuning;
-use super::weights::{Charging, OwnLoss};
+use super::weights::{Charging, OwnLoss, RecordedLosses, padded};
 use crate::error::{Error, Result};
-use crate::kernels::Quad;
+use crate::kernels::{self, QUAD, Quad, QuadKernel};
 use crate::online::OnlineLearner;
 use crate::rng::StreamRng;
 
@@ -145,14 +146,15 @@ impl OnlineLearner for Hedge {
             self.core.single_pass_rate(),
         ) {
             // One pass over the experts: check, mix, charge, record, weigh the next round.
-            // The losses' range from the check's pass: the fused pass need not track it.
-            let range = round.check_shape_and_range(self.core.n_experts())?;
+            // The pass finds the losses' range, for their magnitude and the loss bound; a
+            // round it turns down is refused (or played) the general way below.
+            round.check_sizes(self.core.n_experts())?;
             if let Some((eta, mixture, _)) = self.core.play(
                 round.losses,
                 round.losses,
                 OwnLoss,
                 next_eta,
-                Some(range),
+                ChargeRange::Limited(MAX_LOSS),
                 |mixture| mixture,
             )? {
                 let (best_expert, regret) = self.core.ledger.best_expert();
@@ -361,42 +363,42 @@ impl Ewa {
     ) -> Result<Option<(f64, f64, f64)>> {
         let (loss, outcome) = (self.params.loss, round.outcome);
         let (kind, tau) = loss.kind();
-        let learner_loss = |prediction| loss.value(prediction, outcome);
-        let (advice, core) = (round.advice, &mut self.core);
-        match kind {
-            SQUARE => core.play(
-                advice,
-                advice,
-                OwnForecastLoss::<SQUARE> { tau, outcome },
-                next_eta,
-                None,
-                learner_loss,
-            ),
-            ABSOLUTE => core.play(
-                advice,
-                advice,
-                OwnForecastLoss::<ABSOLUTE> { tau, outcome },
-                next_eta,
-                None,
-                learner_loss,
-            ),
-            PINBALL => core.play(
-                advice,
-                advice,
-                OwnForecastLoss::<PINBALL> { tau, outcome },
-                next_eta,
-                None,
-                learner_loss,
-            ),
-            _ => core.play(
-                advice,
-                advice,
-                OwnForecastLoss::<ZERO_ONE> { tau, outcome },
-                next_eta,
-                None,
-                learner_loss,
-            ),
+        let advice = round.advice;
+        // The scratch buffer is taken out so that the pass can borrow the core.
+        let mut losses = std::mem::take(&mut self.core.expert_losses);
+        losses.resize(advice.len(), 0.0);
+        macro_rules! own_losses {
+            ($kind:expr) => {
+                kernels::dispatch_quad(OwnLosses::<{ $kind }> {
+                    advice,
+                    outcome,
+                    tau,
+                    losses: &mut losses,
+                })
+            };
         }
+        let (lowest, highest, largest_loss) = match kind {
+            SQUARE => own_losses!(SQUARE),
+            ABSOLUTE => own_losses!(ABSOLUTE),
+            PINBALL => own_losses!(PINBALL),
+            _ => own_losses!(ZERO_ONE),
+        };
+        let played = if lowest < -MAX_ADVICE || highest > MAX_ADVICE {
+            // The general path refuses the round with its message.
+            Ok(None)
+        } else {
+            self.core.play(
+                advice,
+                &losses,
+                RecordedLosses,
+                next_eta,
+                // Every loss is ≥ 0.
+                ChargeRange::Known(0.0, largest_loss),
+                |prediction| loss.value(prediction, outcome),
+            )
+        };
+        self.core.expert_losses = losses;
+        played
     }
 
     /// A round where every expert is awake and is charged its linearised loss
@@ -451,10 +453,17 @@ impl OnlineLearner for Ewa {
 
     fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
         if let (None, Some(next_eta)) = (round.awake, self.core.single_pass_rate()) {
-            round.check_shape(self.core.n_experts())?;
             let played = if self.params.gradient {
+                round.check_shape(self.core.n_experts())?;
                 Some(self.learn_linearised(round, next_eta)?)
             } else {
+                // The advice's magnitude is checked by the pass of the own losses.
+                if round
+                    .check_sizes_and_outcome(self.core.n_experts())
+                    .is_err()
+                {
+                    round.check(self.core.n_experts())?;
+                }
                 self.learn_fused(round, next_eta)?
             };
             if let Some((eta, prediction, loss)) = played {
@@ -521,20 +530,64 @@ impl OnlineLearner for Ewa {
     }
 }
 
-/// EWA's charges: expert i is charged its own loss ℓ(ỹ_i, y) (ℓ of kind `KIND`), which the
-/// ledger records too.
-#[derive(Clone, Copy, Debug)]
-struct OwnForecastLoss<const KIND: u8> {
-    tau: f64,
+/// EWA's own losses ℓ(ỹ_i, y) (ℓ of kind `KIND`) into `losses`, before the fused pass that
+/// charges and records them ([`RecordedLosses`]); returns the least and the largest advice
+/// (NaN skipped), for their magnitude, and the largest loss, for the loss range. Losses are
+/// computed by the same four-lane operations on every path, so they are the same bits.
+struct OwnLosses<'a, const KIND: u8> {
+    advice: &'a [f64],
     outcome: f64,
+    tau: f64,
+    losses: &'a mut [f64],
 }
 
-impl<const KIND: u8> Charging for OwnForecastLoss<KIND> {
+impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
+    type Output = (f64, f64, f64);
+
     #[inline(always)]
-    fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
-        let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
-        (own, own)
+    fn run<Q: Quad>(self, q: Q) -> (f64, f64, f64) {
+        let n = self.advice.len();
+        assert_eq!(self.losses.len(), n);
+        let outcome = q.splat(self.outcome);
+        // `min(v, low)` is `v < low ? v : low`: a NaN keeps `low` (the fused pass refuses
+        // the round: its mixture is NaN).
+        let (mut low, mut high) = (q.splat(f64::INFINITY), q.splat(f64::NEG_INFINITY));
+        let mut largest = q.splat(f64::NEG_INFINITY);
+        let full = n - n % QUAD;
+        for (a, l) in self.advice[..full]
+            .chunks_exact(QUAD)
+            .zip(self.losses[..full].chunks_exact_mut(QUAD))
+        {
+            let a = q.load(a.try_into().expect("invariant: chunks_exact(QUAD)"));
+            let own = value_quad::<KIND, Q>(q, self.tau, a, outcome);
+            q.store(l.try_into().expect("invariant: chunks_exact(QUAD)"), own);
+            low = q.min(a, low);
+            high = q.max(a, high);
+            largest = q.max(own, largest);
+        }
+        let (mut low, mut high, mut largest) = (
+            fold_lanes(q.to_array(low), f64::min),
+            fold_lanes(q.to_array(high), f64::max),
+            fold_lanes(q.to_array(largest), f64::max),
+        );
+        if full < n {
+            let a = padded(self.advice, full);
+            let own = q.to_array(value_quad::<KIND, Q>(q, self.tau, q.load(&a), outcome));
+            for (i, slot) in self.losses[full..].iter_mut().enumerate() {
+                *slot = own[i];
+                low = low.min(a[i]);
+                high = high.max(a[i]);
+                largest = largest.max(own[i]);
+            }
+        }
+        (low, high, largest)
     }
+}
+
+/// The lanes folded by `f`, in lane order.
+#[inline(always)]
+fn fold_lanes(lanes: [f64; QUAD], f: fn(f64, f64) -> f64) -> f64 {
+    lanes[1..].iter().fold(lanes[0], |acc, &v| f(acc, v))
 }
 
 /// EWA's linearised charges ℓ'(ŷ, y)·ỹ_i; the ledger records the own losses ℓ(ỹ_i, y).
@@ -546,6 +599,8 @@ struct Linearised<const KIND: u8> {
 }
 
 impl<const KIND: u8> Charging for Linearised<KIND> {
+    const TWIN: bool = false;
+    const NONNEGATIVE: bool = false;
     #[inline(always)]
     fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
         let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
@@ -558,11 +613,146 @@ mod tests {
     use super::*;
     use crate::experts::LearningRate;
 
-    /// The fused path takes the losses' range from the round's check (Hedge's charges are its
-    /// losses) rather than from the pass: a loss outside [0, B], below or above, counts its
+    fn bits(values: &[f64]) -> Vec<u64> {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// Rounds played by the fused pass leave the experts' cumulative losses, the best expert
+    /// and the next weights exactly where the general path leaves them (a sampling Hedge
+    /// plays every round the general way): with a fixed rate, where the charged losses are
+    /// the ledger's until a round with a sleeping expert (charged the learner's loss, which
+    /// the ledger does not record) parts them; through restarts of the doubling trick (after
+    /// which they differ); and across a snapshot taken in between (the pass then finds out
+    /// again whether the two agree).
+    #[test]
+    fn fused_rounds_keep_the_ledger_of_the_general_path() {
+        for (n, rate) in [
+            (3, LearningRate::Fixed(0.5)),
+            (10, LearningRate::Fixed(0.5)),
+            (3, LearningRate::Doubling),
+            (10, LearningRate::Doubling),
+        ] {
+            let build = |sample| {
+                HedgeParams::new(n)
+                    .learning_rate(rate)
+                    .loss_bound(1.0)
+                    .sample(sample)
+                    .check()
+                    .unwrap()
+                    .build()
+            };
+            let (mut fused, mut general) = (build(false), build(true));
+            let mut rng = StreamRng::seed_from(11);
+            for t in 0..300 {
+                let losses: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+                let mask: Vec<bool> = (0..n).map(|i| i != 1).collect();
+                let awake = (t % 37 == 20).then_some(mask.as_slice());
+                if t == 150 {
+                    let text = serde_json::to_string(&fused).unwrap();
+                    fused = serde_json::from_str(&text).unwrap();
+                }
+                let round = LossRound {
+                    losses: &losses,
+                    awake,
+                };
+                fused.learn_one(round).unwrap();
+                general.learn_one(round).unwrap();
+                let (f, g) = (fused.ledger(), general.ledger());
+                assert_eq!(bits(f.expert_losses()), bits(g.expert_losses()), "t = {t}");
+                assert_eq!(f.best_expert().0, g.best_expert().0, "t = {t}");
+                assert_eq!(bits(&fused.weights()), bits(&general.weights()), "t = {t}");
+            }
+        }
+    }
+
+    /// EWA's own losses, computed in a pass of their own before the fused pass, are the
+    /// general path's bit for bit (a round with an explicit all-awake mask is played the
+    /// general way), for every kind of loss and every length of the last chunk; a loss above
+    /// the range counts its round on both; advice beyond the limit is refused with the
+    /// general path's error and leaves the learner as it was.
+    #[test]
+    fn ewa_losses_are_those_of_the_general_path() {
+        for loss in [
+            Loss::Square,
+            Loss::Absolute,
+            Loss::Pinball { tau: 0.3 },
+            Loss::ZeroOne,
+        ] {
+            for n in [1, 2, 3, 4, 5, 7, 9, 70] {
+                let build = || {
+                    EwaParams::new(n)
+                        .loss(loss)
+                        .learning_rate(LearningRate::Fixed(0.5))
+                        .loss_bound(1.0)
+                        .check()
+                        .unwrap()
+                        .build()
+                };
+                let (mut fused, mut general) = (build(), build());
+                let mut rng = StreamRng::seed_from(n as u64);
+                let everyone = vec![true; n];
+                for t in 0..40 {
+                    // Some rounds put one expert (the last, in the last chunk) far off.
+                    let advice: Vec<f64> = (0..n)
+                        .map(|i| {
+                            let far = if t % 5 == 3 && i == n - 1 { 3.0 } else { 0.0 };
+                            rng.next_f64() + far
+                        })
+                        .collect();
+                    let outcome = if t % 7 == 0 { advice[0] } else { 0.5 };
+                    fused.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+                    general
+                        .learn_one(AdviceRound {
+                            advice: &advice,
+                            outcome,
+                            awake: Some(&everyone),
+                        })
+                        .unwrap();
+                    let (f, g) = (fused.ledger(), general.ledger());
+                    let context = format!("{loss:?}, n = {n}, t = {t}");
+                    assert_eq!(
+                        bits(f.expert_losses()),
+                        bits(g.expert_losses()),
+                        "{context}"
+                    );
+                    assert_eq!(
+                        bits(&fused.weights()),
+                        bits(&general.weights()),
+                        "{context}"
+                    );
+                    assert_eq!(
+                        fused.out_of_range_rounds(),
+                        general.out_of_range_rounds(),
+                        "{context}"
+                    );
+                }
+                // Eight far rounds (seven with one expert, whose round 28 has the outcome it
+                // advised); a zero-one loss never leaves [0, 1].
+                if !matches!(loss, Loss::ZeroOne) {
+                    assert!(fused.out_of_range_rounds() >= 7, "{loss:?}, n = {n}");
+                }
+                let before = serde_json::to_string(&fused).unwrap();
+                let mut advice = vec![0.5; n];
+                advice[n - 1] = 2.0 * MAX_ADVICE;
+                let refused = fused.learn_one(AdviceRound::new(&advice, 0.0)).unwrap_err();
+                let expected = general
+                    .learn_one(AdviceRound {
+                        advice: &advice,
+                        outcome: 0.0,
+                        awake: Some(&everyone),
+                    })
+                    .unwrap_err();
+                assert_eq!(refused.to_string(), expected.to_string());
+                assert_eq!(serde_json::to_string(&fused).unwrap(), before);
+            }
+        }
+    }
+
+    /// The fused path takes the losses' range from the pass (Hedge's charges are its losses;
+    /// no separate check goes over them): a loss outside [0, B], below or above, counts its
     /// round, the ends of the range do not, and the count is the general path's (a sampling
-    /// Hedge plays every round the general way). Short rounds and long ones (a dispatched
-    /// check from 64 experts on).
+    /// Hedge plays every round the general way); a loss beyond the limit is refused with the
+    /// general path's error and leaves the learner as it was. Short rounds and long ones.
     #[test]
     fn losses_outside_the_range_are_counted_on_every_path() {
         for n in [3, 100] {
@@ -598,6 +788,14 @@ mod tests {
             let bad = round(n - 1, f64::NAN);
             assert!(fused.learn_one(LossRound::new(&bad)).is_err());
             assert_eq!(fused.out_of_range_rounds(), 2);
+            let before = serde_json::to_string(&fused).unwrap();
+            for huge in [-2.0 * MAX_LOSS, 2.0 * MAX_LOSS] {
+                let bad = round(n / 2, huge);
+                let refused = fused.learn_one(LossRound::new(&bad)).unwrap_err();
+                let expected = general.learn_one(LossRound::new(&bad)).unwrap_err();
+                assert_eq!(refused.to_string(), expected.to_string());
+                assert_eq!(serde_json::to_string(&fused).unwrap(), before);
+            }
         }
     }
 }

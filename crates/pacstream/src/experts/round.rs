@@ -54,6 +54,17 @@ impl<'a> AdviceRound<'a> {
         if exceeds(self.advice, MAX_ADVICE) {
             check_awake_values(self.advice, self.awake, "advice", MAX_ADVICE)?;
         }
+        self.check_outcome()
+    }
+
+    /// The number of advice values, the mask and the outcome, not the advice values (a pass
+    /// that goes over them anyway checks them: [`Ewa`](super::Ewa)'s losses).
+    pub(crate) fn check_sizes_and_outcome(&self, n_experts: usize) -> Result<()> {
+        check_sizes(self.advice.len(), self.awake, n_experts)?;
+        self.check_outcome()
+    }
+
+    fn check_outcome(&self) -> Result<()> {
         if !self.outcome.is_finite() {
             return Err(Error::InconsistentInput(format!(
                 "the outcome {} is not finite",
@@ -88,18 +99,18 @@ impl<'a> LossRound<'a> {
     /// [`LossRound::check`] but for the losses' finiteness (a fused pass checks that): their
     /// magnitude is checked here.
     pub(crate) fn check_shape(&self, n_experts: usize) -> Result<()> {
-        self.check_shape_and_range(n_experts).map(|_| ())
-    }
-
-    /// [`LossRound::check_shape`], returning the least and the largest loss (NaN skipped:
-    /// (+∞, −∞) if every loss is NaN), from the same pass.
-    pub(crate) fn check_shape_and_range(&self, n_experts: usize) -> Result<(f64, f64)> {
         check_sizes(self.losses.len(), self.awake, n_experts)?;
         let (low, high) = value_range(self.losses);
         if low < -MAX_LOSS || high > MAX_LOSS {
             check_awake_values(self.losses, self.awake, "loss", MAX_LOSS)?;
         }
-        Ok((low, high))
+        Ok(())
+    }
+
+    /// The number of losses and the mask alone (a fused pass that tracks the losses' range
+    /// checks their finiteness and magnitude: [`super::core::Core::play`]).
+    pub(crate) fn check_sizes(&self, n_experts: usize) -> Result<()> {
+        check_sizes(self.losses.len(), self.awake, n_experts)
     }
 }
 

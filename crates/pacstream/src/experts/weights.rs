@@ -400,7 +400,7 @@ impl Weigh<'_> {
             } else {
                 q.splat(0.0)
             };
-            let w = weight_quad::<Q, PRIOR>(
+            let w = weight_quad::<Q, PRIOR, true>(
                 q,
                 &constants,
                 q.load(quad(self.charged, base)),
@@ -416,8 +416,14 @@ impl Weigh<'_> {
             let (base, valid) = tail_chunk(q, n);
             let load = |values: &[f64]| load_tail(q, values, base, n);
             let prior = if PRIOR { load(log_prior) } else { q.splat(0.0) };
-            let w =
-                weight_quad::<Q, PRIOR>(q, &constants, load(self.charged), prior, minus_eta, shift);
+            let w = weight_quad::<Q, PRIOR, true>(
+                q,
+                &constants,
+                load(self.charged),
+                prior,
+                minus_eta,
+                shift,
+            );
             unpad(self.weights, base, q.to_array(w));
             total = q.select(valid, q.add(total, w), total);
         }
@@ -503,8 +509,11 @@ pub(crate) fn load_tail<Q: Quad>(q: Q, values: &[f64], base: usize, n: usize) ->
 
 /// The canonical weight π_i e^{−η(C_i − shift)} (π_i dropped for the uniform prior); every
 /// pass that writes weights uses this one expression.
+/// Without `CLAMP`, exponents above 709 give meaningless weights
+/// ([`kernels::exp_quad_below_ceiling`]): for the fused pass, whose weights are all
+/// recomputed when some exponent exceeds 700 ([`RoundPass`]); the same bits otherwise.
 #[inline(always)]
-fn weight_quad<Q: Quad, const PRIOR: bool>(
+fn weight_quad<Q: Quad, const PRIOR: bool, const CLAMP: bool>(
     q: Q,
     constants: &ExpConstants<Q::V>,
     charged: Q::V,
@@ -513,16 +522,27 @@ fn weight_quad<Q: Quad, const PRIOR: bool>(
     shift: Q::V,
 ) -> Q::V {
     let centred = q.sub(charged, shift);
-    if PRIOR {
-        kernels::exp_quad(q, constants, q.mul_add(minus_eta, centred, log_prior))
+    let exponent = if PRIOR {
+        q.mul_add(minus_eta, centred, log_prior)
     } else {
-        kernels::exp_quad(q, constants, q.mul(minus_eta, centred))
+        q.mul(minus_eta, centred)
+    };
+    if CLAMP {
+        kernels::exp_quad(q, constants, exponent)
+    } else {
+        kernels::exp_quad_below_ceiling(q, constants, exponent)
     }
 }
 
 /// How the round's value v_i of expert i (its loss for Hedge, its forecast for EWA) and a
 /// second value a_i become what the expert is charged and what the ledger records for it.
 pub(crate) trait Charging: Copy {
+    /// The charge is the ledger's entry, always: when C = L (bit for bit) before the round,
+    /// C' = L' after it, and the pass computes it once ([`RoundPass::twin`]).
+    const TWIN: bool;
+    /// The charges of finite values are ≥ 0: a range [lower, upper] with lower ≤ 0 needs
+    /// only the largest charge.
+    const NONNEGATIVE: bool;
     fn split<Q: Quad>(self, q: Q, value: Q::V, aux: Q::V) -> (Q::V, Q::V);
 }
 
@@ -531,6 +551,8 @@ pub(crate) trait Charging: Copy {
 pub(crate) struct OwnLoss;
 
 impl Charging for OwnLoss {
+    const TWIN: bool = true;
+    const NONNEGATIVE: bool = false;
     #[inline(always)]
     fn split<Q: Quad>(self, _q: Q, value: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
         (value, value)
@@ -542,9 +564,26 @@ impl Charging for OwnLoss {
 pub(crate) struct GivenCharges;
 
 impl Charging for GivenCharges {
+    const TWIN: bool = false;
+    const NONNEGATIVE: bool = false;
     #[inline(always)]
     fn split<Q: Quad>(self, _q: Q, value: Q::V, aux: Q::V) -> (Q::V, Q::V) {
         (value, aux)
+    }
+}
+
+/// Charges computed beforehand, given as the second values (a_i charged and recorded; the
+/// first values v_i are only mixed): EWA's own losses ℓ(ỹ_i, y) ≥ 0, from a pass that also
+/// checks the advice.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordedLosses;
+
+impl Charging for RecordedLosses {
+    const TWIN: bool = true;
+    const NONNEGATIVE: bool = true;
+    #[inline(always)]
+    fn split<Q: Quad>(self, _q: Q, _value: Q::V, aux: Q::V) -> (Q::V, Q::V) {
+        (aux, aux)
     }
 }
 
@@ -553,14 +592,21 @@ impl Charging for GivenCharges {
 /// - accumulates the mixture Σ_i p_i v_i under the current (unnormalised) weights p (it is
 ///   not finite if some v_i is not: the caller then checks the values);
 /// - splits v_i into what the expert is charged and what the ledger records
-///   ([`Charging`]), and tracks the range of the charges;
-/// - writes C'_i = C_i + charge and L'_i = L_i + own, tracking min C' and the first index of
-///   min L';
+///   ([`Charging`]), and tracks the range of the charges (if asked);
+/// - writes C'_i = C_i + charge and L'_i = L_i + own, tracking min C' and min L' (the first
+///   index of min L' is found afterwards);
 /// - writes the next round's canonical weight over p_i, and sums it.
 ///
 /// C' and L' go to separate buffers, so that a round with a non-finite value leaves the
 /// learner as it was (the caller swaps the buffers in only on success; the weights written
-/// over p are a cache, recomputed when needed).
+/// over p are a cache, recomputed when needed). When `twin` (the caller knows that C = L bit
+/// for bit, and the charge is the ledger's entry: [`Charging::TWIN`]), C' = L' is computed
+/// once and written to both: the same bits, one load, one add and one minimum fewer.
+///
+/// The exponential is not clamped at its ceiling: an exponent above 709 gives a meaningless
+/// weight, but the caller re-weighs every expert whenever the largest exponent,
+/// η (shift − min C'), exceeds 700, and that is the largest exponent of the pass bit for bit
+/// (the same subtraction and product; with a prior, ln π_i ≤ 0 and rounding is monotone).
 ///
 /// Element i goes to lane i mod 4 of every accumulator, whatever the CPU; the lanes are
 /// combined in a fixed order ([`kernels::sum_quad`]): the result is the same bits whether the
@@ -578,7 +624,13 @@ pub(crate) struct RoundPass<'a, F> {
     /// The next round's learning rate (finite).
     pub(crate) eta: f64,
     pub(crate) shift: f64,
+    /// The interval [lower, upper] the charges should lie in (lower ≤ 0 if
+    /// [`Charging::NONNEGATIVE`]); `outside` tells whether one did not.
     pub(crate) range: Option<(f64, f64)>,
+    /// Track the least and the largest charge even without a range.
+    pub(crate) track_range: bool,
+    /// `charged` and `totals` hold the same bits (honoured only if [`Charging::TWIN`]).
+    pub(crate) twin: bool,
 }
 
 /// What a [`RoundPass`] found.
@@ -588,6 +640,10 @@ pub(crate) struct RoundTotals {
     pub(crate) finite: bool,
     /// Whether some charge fell outside the loss range.
     pub(crate) outside: bool,
+    /// The least and the largest charge when tracked (the least is 0 for nonnegative
+    /// charges, a lower bound); (+∞, −∞) otherwise.
+    pub(crate) lowest_charge: f64,
+    pub(crate) highest_charge: f64,
     /// Σ_i p_i v_i under the unnormalised current weights.
     pub(crate) mixture: f64,
     /// min_i C'_i.
@@ -627,19 +683,30 @@ impl<F: Charging> QuadKernel for &mut RoundPass<'_, F> {
 
     #[inline(always)]
     fn run<Q: Quad>(self, q: Q) -> RoundTotals {
-        match (self.log_prior, self.range.is_some()) {
-            (None, false) => self.sweep::<Q, false, false>(q, &[]),
-            (None, true) => self.sweep::<Q, false, true>(q, &[]),
-            (Some(prior), false) => self.sweep::<Q, true, false>(q, prior),
-            (Some(prior), true) => self.sweep::<Q, true, true>(q, prior),
+        let range = self.range.is_some() || self.track_range;
+        if F::TWIN && self.twin {
+            match (self.log_prior, range) {
+                (None, false) => self.sweep::<Q, false, false, true>(q, &[]),
+                (None, true) => self.sweep::<Q, false, true, true>(q, &[]),
+                (Some(prior), false) => self.sweep::<Q, true, false, true>(q, prior),
+                (Some(prior), true) => self.sweep::<Q, true, true, true>(q, prior),
+            }
+        } else {
+            match (self.log_prior, range) {
+                (None, false) => self.sweep::<Q, false, false, false>(q, &[]),
+                (None, true) => self.sweep::<Q, false, true, false>(q, &[]),
+                (Some(prior), false) => self.sweep::<Q, true, false, false>(q, prior),
+                (Some(prior), true) => self.sweep::<Q, true, true, false>(q, prior),
+            }
         }
     }
 }
 
 /// One chunk of a [`RoundPass`]: the accumulators after it, and its outputs (C', w, L').
+/// With `TWIN`, L' is C' (the chunk's `totals` are not read).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
+fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool, const TWIN: bool>(
     q: Q,
     constants: &ExpConstants<Q::V>,
     charging: F,
@@ -650,33 +717,48 @@ fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool>(
 ) -> (Lanes<Q::V>, [Q::V; 3]) {
     let mixture = q.mul_add(chunk.weights, chunk.values, lanes.mixture);
     let (charge, own) = charging.split(q, chunk.values, chunk.aux);
-    let (lowest_charge, highest_charge) = if RANGE {
-        (
-            q.min(charge, lanes.lowest_charge),
-            q.max(charge, lanes.highest_charge),
-        )
+    let lowest_charge = if RANGE && !F::NONNEGATIVE {
+        q.min(charge, lanes.lowest_charge)
     } else {
-        (lanes.lowest_charge, lanes.highest_charge)
+        lanes.lowest_charge
+    };
+    let highest_charge = if RANGE {
+        q.max(charge, lanes.highest_charge)
+    } else {
+        lanes.highest_charge
     };
     let charged = q.add(chunk.charged, charge);
     let least_charged = q.min(charged, lanes.least_charged);
-    let w = weight_quad::<Q, PRIOR>(q, constants, charged, chunk.prior, minus_eta, shift);
+    let w = weight_quad::<Q, PRIOR, false>(q, constants, charged, chunk.prior, minus_eta, shift);
     let total = q.add(lanes.total, w);
-    let totals = q.add(chunk.totals, own);
+    let (totals, least_total) = if TWIN {
+        (charged, least_charged)
+    } else {
+        let totals = q.add(chunk.totals, own);
+        (totals, q.min(totals, lanes.least_total))
+    };
     let lanes = Lanes {
         mixture,
         lowest_charge,
         highest_charge,
         least_charged,
         total,
-        least_total: q.min(totals, lanes.least_total),
+        least_total,
     };
     (lanes, [charged, w, totals])
 }
 
+/// The least lane (the lanes hold no NaN that matters: a round with one is refused).
+#[inline(always)]
+fn least_lane(lanes: [f64; QUAD]) -> f64 {
+    lanes
+        .iter()
+        .fold(f64::INFINITY, |least, &l| if l < least { l } else { least })
+}
+
 impl<F: Charging> RoundPass<'_, F> {
     #[inline(always)]
-    fn sweep<Q: Quad, const PRIOR: bool, const RANGE: bool>(
+    fn sweep<Q: Quad, const PRIOR: bool, const RANGE: bool, const TWIN: bool>(
         &mut self,
         q: Q,
         log_prior: &[f64],
@@ -697,6 +779,14 @@ impl<F: Charging> RoundPass<'_, F> {
                 && totals_next.len() == n
                 && (!PRIOR || log_prior.len() == n)
         );
+        debug_assert!(!F::NONNEGATIVE || self.range.is_none_or(|(lower, _)| lower <= 0.0));
+        debug_assert!(
+            !TWIN
+                || charged
+                    .iter()
+                    .zip(totals)
+                    .all(|(c, t)| c.to_bits() == t.to_bits())
+        );
         let (minus_eta, shift) = (q.splat(-self.eta), q.splat(self.shift));
         let mut lanes = Lanes {
             mixture: q.splat(0.0),
@@ -708,15 +798,17 @@ impl<F: Charging> RoundPass<'_, F> {
         };
         let constants = ExpConstants::new(q);
         let full = n - n % QUAD;
-        // Without a prior, the prior's chunks are read from `charged` and ignored.
+        // Without a prior, the prior's chunks are read from `charged` and ignored; in a twin
+        // pass, so are the ledger's.
         let priors = if PRIOR { log_prior } else { charged };
+        let ledger = if TWIN { charged } else { totals };
         // Chunk iterators rather than indices: no bounds check per chunk.
         let inputs = values[..full]
             .chunks_exact(QUAD)
             .zip(aux[..full].chunks_exact(QUAD))
             .zip(charged[..full].chunks_exact(QUAD))
             .zip(priors[..full].chunks_exact(QUAD))
-            .zip(totals[..full].chunks_exact(QUAD));
+            .zip(ledger[..full].chunks_exact(QUAD));
         let outputs = weights[..full]
             .chunks_exact_mut(QUAD)
             .zip(charged_next[..full].chunks_exact_mut(QUAD))
@@ -732,10 +824,14 @@ impl<F: Charging> RoundPass<'_, F> {
                 } else {
                     q.splat(0.0)
                 },
-                totals: q.load(as_quad(t)),
+                totals: if TWIN {
+                    q.splat(0.0)
+                } else {
+                    q.load(as_quad(t))
+                },
             };
             let written;
-            (lanes, written) = round_step::<Q, F, PRIOR, RANGE>(
+            (lanes, written) = round_step::<Q, F, PRIOR, RANGE, TWIN>(
                 q, &constants, charging, lanes, chunk, minus_eta, shift,
             );
             q.store(as_quad_mut(c_next), written[0]);
@@ -756,9 +852,9 @@ impl<F: Charging> RoundPass<'_, F> {
                 weights: load(weights),
                 charged: load(charged),
                 prior: if PRIOR { load(log_prior) } else { q.splat(0.0) },
-                totals: load(totals),
+                totals: if TWIN { q.splat(0.0) } else { load(totals) },
             };
-            let (moved, outputs) = round_step::<Q, F, PRIOR, RANGE>(
+            let (moved, outputs) = round_step::<Q, F, PRIOR, RANGE, TWIN>(
                 q, &constants, charging, lanes, chunk, minus_eta, shift,
             );
             let keep = |new, old| q.select(valid, new, old);
@@ -779,23 +875,37 @@ impl<F: Charging> RoundPass<'_, F> {
         // The least L' by lanes, then its first position by a search of what the pass
         // wrote (a branch-free test of sixteen values at a time, from the start): cheaper
         // than carrying the index of each lane's least through the pass.
-        let least_total = q
-            .to_array(lanes.least_total)
-            .iter()
-            .fold(f64::INFINITY, |least, &l| if l < least { l } else { least });
+        let least_total = least_lane(q.to_array(lanes.least_total));
         let least_total_at = kernels::first_position(totals_next, least_total);
-        let lowest = q.to_array(lanes.lowest_charge);
-        let highest = q.to_array(lanes.highest_charge);
-        let (lower, upper) = self.range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+        let (lowest_charge, highest_charge) = if RANGE {
+            let highest =
+                q.to_array(lanes.highest_charge)
+                    .iter()
+                    .fold(
+                        f64::NEG_INFINITY,
+                        |high, &h| if h > high { h } else { high },
+                    );
+            let lowest = if F::NONNEGATIVE {
+                0.0
+            } else {
+                least_lane(q.to_array(lanes.lowest_charge))
+            };
+            (lowest, highest)
+        } else {
+            (f64::INFINITY, f64::NEG_INFINITY)
+        };
+        let outside = RANGE
+            && self
+                .range
+                .is_some_and(|(lower, upper)| lowest_charge < lower || highest_charge > upper);
         let mixture = kernels::sum_quad(q.to_array(lanes.mixture));
         RoundTotals {
             finite: mixture.is_finite(),
-            outside: RANGE && (0..QUAD).any(|lane| lowest[lane] < lower || highest[lane] > upper),
+            outside,
+            lowest_charge,
+            highest_charge,
             mixture,
-            least_charged: q
-                .to_array(lanes.least_charged)
-                .iter()
-                .fold(f64::INFINITY, |least, &c| if c < least { c } else { least }),
+            least_charged: least_lane(q.to_array(lanes.least_charged)),
             weight_total: kernels::sum_quad(q.to_array(lanes.total)),
             least_total,
             least_total_at,
@@ -941,6 +1051,7 @@ mod tests {
         prior: bool,
         range: Option<(f64, f64)>,
         eta: f64,
+        twin: bool,
     ) -> Vec<Vec<u64>> {
         let [values, weights, charged, totals, log_prior] = inputs;
         let n = values.len();
@@ -954,6 +1065,7 @@ mod tests {
             range,
             eta,
             shift: -40.0,
+            twin,
             outputs: [vec![0.0; n], vec![0.0; n]],
         });
         let paths: Vec<Vec<u64>> = results
@@ -967,6 +1079,8 @@ mod tests {
                     totals.weight_total.to_bits(),
                     totals.least_total.to_bits(),
                     totals.least_total_at as u64,
+                    totals.lowest_charge.to_bits(),
+                    totals.highest_charge.to_bits(),
                 ];
                 bits.extend(written.iter().map(|v| v.to_bits()));
                 bits
@@ -986,6 +1100,7 @@ mod tests {
         range: Option<(f64, f64)>,
         eta: f64,
         shift: f64,
+        twin: bool,
         outputs: [Vec<f64>; 2],
     }
 
@@ -1006,6 +1121,8 @@ mod tests {
                 eta: self.eta,
                 shift: self.shift,
                 range: self.range,
+                track_range: false,
+                twin: self.twin,
             })
                 .run(q);
             let mut written = self.weights;
@@ -1024,8 +1141,8 @@ mod tests {
             for prior in [false, true] {
                 for range in [None, Some((-0.2, 1.0))] {
                     let inputs = pass_inputs(n, n as u64);
-                    let own = run_pass(&inputs, OwnLoss, prior, range, 0.7);
-                    let given = run_pass(&inputs, GivenCharges, prior, range, 0.7);
+                    let own = run_pass(&inputs, OwnLoss, prior, range, 0.7, false);
+                    let given = run_pass(&inputs, GivenCharges, prior, range, 0.7, false);
                     for paths in [&own, &given] {
                         assert!(paths.windows(2).all(|w| w[0] == w[1]), "n = {n}");
                     }
@@ -1046,9 +1163,9 @@ mod tests {
                             -0.7 * (c + 40.0)
                         };
                         let w = argument.exp();
-                        let w_bits = f64::from_bits(bits[7 + i]);
-                        assert_eq!(f64::from_bits(bits[7 + n + i]), c);
-                        assert_eq!(f64::from_bits(bits[7 + 2 * n + i]), totals[i] + values[i]);
+                        let w_bits = f64::from_bits(bits[9 + i]);
+                        assert_eq!(f64::from_bits(bits[9 + n + i]), c);
+                        assert_eq!(f64::from_bits(bits[9 + 2 * n + i]), totals[i] + values[i]);
                         assert!((w_bits - w).abs() <= 1e-13 * w, "{w_bits} vs {w}");
                     }
                     let least = (0..n)
@@ -1056,6 +1173,58 @@ mod tests {
                         .fold(f64::INFINITY, f64::min);
                     let at = (0..n).position(|i| totals[i] + values[i] == least).unwrap();
                     assert_eq!((f64::from_bits(bits[5]), bits[6] as usize), (least, at));
+                }
+            }
+        }
+    }
+
+    /// v² charged and recorded: nonnegative, whether the pass is told so or not.
+    #[derive(Clone, Copy)]
+    struct Squared<const NONNEGATIVE: bool>;
+
+    impl<const NONNEGATIVE: bool> Charging for Squared<NONNEGATIVE> {
+        const TWIN: bool = true;
+        const NONNEGATIVE: bool = NONNEGATIVE;
+        fn split<Q: Quad>(self, q: Q, value: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
+            let square = q.mul(value, value);
+            (square, square)
+        }
+    }
+
+    /// A twin pass (C = L bit for bit, the charge recorded) computes C' once and writes it
+    /// to both buffers: every output and every total is the bits of the full pass, on every
+    /// path; and a pass told that the charges are nonnegative counts the same rounds out of
+    /// range (a range below 0 is never left by them).
+    #[test]
+    fn twin_and_nonnegative_passes_keep_the_bits() {
+        for n in [1, 3, 4, 7, 10, 33, 1000] {
+            for prior in [false, true] {
+                for range in [None, Some((-0.2, 1.0)), Some((0.0, 0.5)), Some((0.0, 4.0))] {
+                    let mut inputs = pass_inputs(n, 3 * n as u64);
+                    inputs[3] = inputs[2].clone();
+                    let full = run_pass(&inputs, OwnLoss, prior, range, 0.7, false);
+                    let twin = run_pass(&inputs, OwnLoss, prior, range, 0.7, true);
+                    assert!(twin.windows(2).all(|w| w[0] == w[1]), "n = {n}");
+                    assert_eq!(full[0], twin[0], "n = {n}");
+                    // The range: the least and the largest charge.
+                    let values = &inputs[0];
+                    if range.is_some() {
+                        let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+                        let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                        assert_eq!(f64::from_bits(twin[0][7]), low);
+                        assert_eq!(f64::from_bits(twin[0][8]), high);
+                    }
+                    let plain = run_pass(&inputs, Squared::<false>, prior, range, 0.7, true);
+                    let signed = run_pass(&inputs, Squared::<true>, prior, range, 0.7, true);
+                    for path in &signed {
+                        // Everything but the least charge (reported as 0, a bound).
+                        assert_eq!(path[..7], plain[0][..7], "n = {n}, {range:?}");
+                        assert_eq!(path[8..], plain[0][8..], "n = {n}, {range:?}");
+                    }
+                    let outside = range.is_some_and(|(lo, hi)| {
+                        values.iter().any(|v| !(lo..=hi).contains(&(v * v)))
+                    });
+                    assert_eq!(signed[0][1], u64::from(outside), "n = {n}, {range:?}");
                 }
             }
         }
@@ -1070,7 +1239,7 @@ mod tests {
                     let mut inputs = pass_inputs(n, 7);
                     inputs[0][at] = bad;
                     inputs[1][at] = 0.0;
-                    for path in run_pass(&inputs, OwnLoss, false, None, 0.5) {
+                    for path in run_pass(&inputs, OwnLoss, false, None, 0.5, false) {
                         assert_eq!(path[0], 0, "n = {n}, {bad} at {at}");
                     }
                 }
