@@ -335,10 +335,40 @@ fn measured_rounds(learner: &mut Paco, points: &[f64], dim: usize) -> usize {
 
 /// `profile --t T --dims D --rounds M`: the set-up of `rounds` for one case, then M rounds
 /// in [`measured_rounds`] (for instruction counts under callgrind).
+///
+/// With `--state FILE`, the rounds are those of `long` instead (seed 77, default settings,
+/// every round played, so the stored ℓ̂_s and their variance weights are the run's own):
+/// if FILE does not exist, the run is played to t and its learner written there (JSON);
+/// otherwise the learner is read from FILE and plays the next M rounds of the same stream.
 fn profile(args: &[String]) {
     let t: usize = option(args, "--t").map_or(10_000, |s| s.parse().expect("a number"));
     let dim: usize = option(args, "--dims").map_or(5, |s| s.parse().expect("a number"));
     let measured: usize = option(args, "--rounds").map_or(5, |s| s.parse().expect("a number"));
+    if let Some(path) = option(args, "--state") {
+        let points = mixture(t + measured, 4, dim, 77);
+        let (head, tail) = points.split_at(t * dim);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let mut learner: Paco = serde_json::from_str(&text).expect("a saved learner");
+                let accepted = measured_rounds(&mut learner, tail, dim);
+                println!(
+                    "{measured} rounds of the long run after t = {t}, d = {dim}: {accepted} moves accepted"
+                );
+            }
+            Err(_) => {
+                let mut learner = PacoParams::new()
+                    .seed(77)
+                    .check()
+                    .expect("valid settings")
+                    .build();
+                measured_rounds(&mut learner, head, dim);
+                let text = serde_json::to_string(&learner).expect("a serialisable learner");
+                std::fs::write(&path, text).expect("a writable state file");
+                println!("the long run played to t = {t}, d = {dim}; its learner is in {path}");
+            }
+        }
+        return;
+    }
     let points = mixture(t + measured, 4, dim, dim as u64);
     let mut learner = PacoParams::new()
         .warmup(t - 8)

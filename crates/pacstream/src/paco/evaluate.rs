@@ -302,8 +302,10 @@ impl crate::kernels::Kernel for IndexWalk<'_> {
             Some(cover) => {
                 // The slots' aggregated units in closed form, then the walk of the rest.
                 let mut rejected = false;
-                'slots: for (j, &prefixes) in plan.prefixes.iter().enumerate() {
-                    let centre = &walker.centres[j * dim..(j + 1) * dim];
+                'slots: for (j, (&prefixes, &home)) in
+                    plan.prefixes.iter().zip(&plan.homes).enumerate()
+                {
+                    let centre = &walker.centres[home * dim..(home + 1) * dim];
                     for (sum, points) in cover.slot_sums(j, prefixes, centre) {
                         if points > 0 {
                             walker.sum += sum;
@@ -1133,6 +1135,85 @@ mod index_tests {
                 }
             }
         }
+    }
+
+    /// A far slot (its centre out in the prior's ball, holding no point) has its units
+    /// summed at the centre nearest its mean when the ball test allows it: exact whether
+    /// that centre owns the whole cluster (one surplus centre inside it: the slot's units
+    /// are aggregated there) or shares it (two surplus centres splitting it: the test must
+    /// cut the prefix and walk the units); and a far centre inside another slot's cluster
+    /// takes from that slot only what the bisector test leaves to the walk.
+    #[test]
+    fn a_far_slot_is_summed_at_the_centre_nearest_its_mean() {
+        let means = vec![
+            vec![0.0, 0.0, 0.0],
+            vec![12.0, 0.0, 3.0],
+            vec![-4.0, 11.0, 0.0],
+            vec![3.0, -9.0, 8.0],
+        ];
+        let memory = clustered(&means, 1200, 1.0, 7);
+        let flat: Vec<f64> = means.iter().flatten().copied().collect();
+        let cover = cover_for(&memory, &flat, 0.05);
+        let mut rng = StreamRng::seed_from(23);
+        let mut rehomed = 0;
+        for trial in 0..60 {
+            let mut centres: Vec<f64> = flat
+                .iter()
+                .map(|m| m + 0.02 * rng.standard_normal())
+                .collect();
+            // Slot 2's centre far from every point.
+            centres[6..9].copy_from_slice(&[-30.0, 30.0, -20.0 + rng.next_f64()]);
+            let near = |offset: f64, rng: &mut StreamRng| -> Vec<f64> {
+                vec![
+                    means[2][0] + offset + 0.1 * rng.standard_normal(),
+                    means[2][1] + 0.1 * rng.standard_normal(),
+                    means[2][2] + 0.1 * rng.standard_normal(),
+                ]
+            };
+            match trial % 3 {
+                // One surplus centre owns cluster 2.
+                0 => centres.extend(near(0.3, &mut rng)),
+                // Two surplus centres split cluster 2.
+                1 => {
+                    centres.extend(near(0.6, &mut rng));
+                    centres.extend(near(-0.9, &mut rng));
+                }
+                // One surplus centre inside cluster 2, and slot 0's centre moved into
+                // cluster 1 (far from m_0, near slot 1's centre).
+                _ => {
+                    centres.extend(near(0.0, &mut rng));
+                    for i in 0..3 {
+                        centres[i] = means[1][i] + 1.5 + 0.3 * rng.standard_normal();
+                    }
+                }
+            }
+            let mut scratch = PlanScratch::default();
+            cover.plan(&centres, &mut scratch);
+            if scratch.homes[2] != 2 && scratch.prefixes[2] != (0, 0) {
+                rehomed += 1;
+            }
+            let exact = reference(&memory, &centres);
+            let mut prepared = PreparedCentres::new(3);
+            prepared.set(&centres);
+            let value = memory
+                .evaluate(&mut prepared, f64::INFINITY, Some(&cover))
+                .value;
+            assert!(
+                (value - exact).abs() <= 1e-12 * exact,
+                "trial {trial}: {value} against {exact}"
+            );
+            for fraction in [0.5, 0.99, 0.999_999] {
+                let early = memory.evaluate(&mut prepared, fraction * exact, Some(&cover));
+                assert!(!early.complete, "trial {trial}, {fraction}");
+            }
+            let above = memory.evaluate(&mut prepared, exact * (1.0 + 1e-9), Some(&cover));
+            assert!(above.complete, "trial {trial}");
+        }
+        // The re-homing path is exercised (the one-owner trials, at least).
+        assert!(
+            rehomed >= 20,
+            "{rehomed} of 60 trials summed slot 2 elsewhere"
+        );
     }
 
     /// The decision at the threshold itself: S(c) < thr rejects at thr = S(c) and accepts at
