@@ -70,7 +70,9 @@ pub(crate) fn nearest<const D: usize>(point: &[f64], centres: &[f64], dim: usize
     (best_index, best)
 }
 
-/// [`nearest`], and also the second smallest squared distance (∞ when k = 1).
+/// [`nearest`], and also the second smallest squared distance (∞ when k = 1): the reference
+/// the grouped and the blocked kernels of Hamerly's pass are tested against.
+#[cfg_attr(not(test), allow(dead_code, reason = "the reference of the tests"))]
 #[inline(always)]
 pub(crate) fn nearest_two<const D: usize>(
     point: &[f64],
