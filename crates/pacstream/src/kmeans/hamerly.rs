@@ -409,7 +409,7 @@ fn half_gaps(centres: &[f64], dim: usize, slack: f64) -> Vec<f64> {
 mod tests {
     use super::*;
     use crate::data::Weights;
-    use crate::kmeans::assign::PlainLloyd;
+    use crate::kmeans::assign::{PlainLloyd, nearest_two};
     use crate::rng::StreamRng;
 
     /// Drives both kernels through centres that move arbitrarily between passes (small
@@ -468,6 +468,78 @@ mod tests {
                 hamerly.centres_moved(&old, &centres);
             }
             assert!(stable_labels_seen);
+        }
+    }
+
+    /// At d > 16 the recomputations go through expanded distances. Far from the origin
+    /// (‖x‖ ≈ 1e4·√d against a spread of 1) with points near the midpoint of two centres, the expanded values misorder some of them (checked here, so that the data
+    /// can catch a kernel that trusts them); the labels and sums must still be plain
+    /// Lloyd's, bit for bit, on every pass.
+    #[test]
+    fn blocked_recomputations_give_plain_labels_through_cancellation() {
+        for dim in [17, 20, 64] {
+            let mut rng = StreamRng::seed_from(40 + dim as u64);
+            let (n, offset) = (1500, 1e4);
+            // Four centres in random directions around the offset; every other point sits
+            // at the midpoint of centres 0 and 1, moved along their difference by at most
+            // 1e-7 of it (a gap of up to about 14 ulps of ‖x‖² between the two distances).
+            let mut centres: Vec<f64> = (0..4 * dim)
+                .map(|_| offset + rng.standard_normal())
+                .collect();
+            let mut values = Vec::with_capacity(n * dim);
+            for i in 0..n {
+                let shift = 2e-7 * (rng.next_f64() - 0.5);
+                for f in 0..dim {
+                    let (a, b) = (centres[f], centres[dim + f]);
+                    values.push(if i % 2 == 0 {
+                        0.5 * (a + b) + shift * (a - b)
+                    } else {
+                        offset + rng.standard_normal()
+                    });
+                }
+            }
+            let points = WeightedPoints {
+                values: &values,
+                dim,
+                weights: Weights::Unit,
+            };
+            let products = expanded::products(&values, &centres, dim);
+            let misordered = values
+                .chunks_exact(dim)
+                .enumerate()
+                .filter(|(i, x)| {
+                    let expanded: Vec<f64> = centres
+                        .chunks_exact(dim)
+                        .enumerate()
+                        .map(|(j, c)| squared_norm(x) + squared_norm(c) - 2.0 * products[[*i, j]])
+                        .collect();
+                    // Strictly: some other centre's expanded value is below the nearest's.
+                    let nearest = nearest_two::<0>(x, &centres, dim).0;
+                    expanded.iter().any(|&a| a < expanded[nearest])
+                })
+                .count();
+            assert!(
+                misordered > 0,
+                "d = {dim}: the data must defeat the expansion"
+            );
+            let mut hamerly = Hamerly::new(n, 4, dim);
+            let mut plain = PlainLloyd::new(n);
+            let (mut from_hamerly, mut from_plain) =
+                (ClusterSums::new(4, dim), ClusterSums::new(4, dim));
+            for pass in 0..6 {
+                hamerly.assign(&points, &centres, &mut from_hamerly);
+                plain.assign(&points, &centres, &mut from_plain);
+                for i in 0..n {
+                    assert_eq!(hamerly.label(i), plain.label(i), "d = {dim}, pass {pass}");
+                }
+                assert_eq!(from_hamerly.sums, from_plain.sums);
+                assert_eq!(from_hamerly.n_changed, from_plain.n_changed);
+                let old = centres.clone();
+                for c in &mut centres {
+                    *c += 1e-3 * rng.standard_normal();
+                }
+                hamerly.centres_moved(&old, &centres);
+            }
         }
     }
 
