@@ -15,13 +15,8 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// A reproducible stream of 2-d points around four centres, with a key column in which
 /// one key ("hot") holds half of the rows.
 fn write_data(path: &Path, n: usize) {
-    let mut state: u64 = 12_345;
-    let mut uniform = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = pacstream::StreamRng::seed_from(12_345);
+    let mut uniform = move || rng.next_f64();
     let centres = [[0.0, 0.0], [5.0, 1.0], [1.0, 6.0], [7.0, 7.0]];
     let mut text = String::from("key,x,y\n");
     for i in 0..n {
@@ -600,13 +595,8 @@ fn online_kmeans_by_chunks_is_the_same_on_one_process_and_on_a_cluster() {
 /// A keyed stream of three experts' forecasts and the outcome, one key ("hot") holding
 /// half of the rows.
 fn write_expert_data(path: &Path, n: usize) {
-    let mut state: u64 = 987_654_321;
-    let mut uniform = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = pacstream::StreamRng::seed_from(987_654_321);
+    let mut uniform = move || rng.next_f64();
     // The key is not the first column, so that a reader taking column 1 as the key fails.
     let mut text = String::from("a,site,b,c,y\n");
     for i in 0..n {

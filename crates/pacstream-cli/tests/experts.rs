@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{data, run, write};
+use common::{data, refused, run, run_line, run_ok, write};
 use serde_json::Value;
 
 #[path = "../examples/eustock_experts.rs"]
@@ -35,76 +35,21 @@ fn shipped_example_files_are_regenerated_exactly() {
 #[test]
 fn every_rule_on_the_dax_examples() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let forecasts = data("eustock-forecasts.csv");
-    let updown = data("eustock-updown.csv");
-    let forecasts = forecasts.to_str().expect("a UTF-8 path");
-    let updown = updown.to_str().expect("a UTF-8 path");
     // The largest error of a forecaster on these data is 615.59 index points.
-    let cases: Vec<Vec<&str>> = vec![
-        vec!["--rule", "wm", "--beta", "0.7", "--outcome", "up", updown],
-        vec!["--rule", "rwm", "--doubling", "--outcome", "up", updown],
-        vec![
-            "--rule",
-            "rwm",
-            "--horizon",
-            "1839",
-            "--outcome",
-            "up",
-            updown,
-        ],
-        vec!["--rule", "ewa", "--adahedge", "--outcome", "DAX", forecasts],
-        vec![
-            "--rule",
-            "ewa",
-            "--anytime",
-            "--loss",
-            "absolute",
-            "--loss-bound",
-            "650",
-            "--outcome",
-            "DAX",
-            forecasts,
-        ],
-        vec![
-            "--rule",
-            "hedge",
-            "--doubling",
-            "--loss",
-            "square",
-            "--loss-bound",
-            "400000",
-            "--outcome",
-            "DAX",
-            forecasts,
-        ],
-        vec![
-            "--rule",
-            "fpl",
-            "--horizon",
-            "1839",
-            "--loss",
-            "absolute",
-            "--loss-bound",
-            "650",
-            "--outcome",
-            "DAX",
-            forecasts,
-        ],
+    let cases = [
+        "--rule wm --beta 0.7 --outcome up @eustock-updown.csv",
+        "--rule rwm --doubling --outcome up @eustock-updown.csv",
+        "--rule rwm --horizon 1839 --outcome up @eustock-updown.csv",
+        "--rule ewa --adahedge --outcome DAX @eustock-forecasts.csv",
+        "--rule ewa --anytime --loss absolute --loss-bound 650 --outcome DAX @eustock-forecasts.csv",
+        "--rule hedge --doubling --loss square --loss-bound 400000 --outcome DAX @eustock-forecasts.csv",
+        "--rule fpl --horizon 1839 --loss absolute --loss-bound 650 --outcome DAX @eustock-forecasts.csv",
     ];
     for case in cases {
-        let mut args = vec!["experts"];
-        args.extend(&case);
-        args.extend([
-            "-q",
-            "--summary",
-            "s.json",
-            "-o",
-            "r.csv",
-            "--plot",
-            "f.svg",
-        ]);
-        let outcome = run(dir.path(), &args);
-        assert_eq!(outcome.code, 0, "{case:?}: {outcome:?}");
+        run_ok(
+            dir.path(),
+            &format!("experts {case} -q --summary s.json -o r.csv --plot f.svg"),
+        );
         let summary = summary(dir.path(), "s.json");
         assert_eq!(summary["rounds"], 1839, "{case:?}");
         assert_eq!(summary["out_of_range_rounds"], 0, "{case:?}");
@@ -212,113 +157,28 @@ fn bad_settings_and_input_exit_2_with_a_reason() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     write(dir.path(), "a.csv", "y,e1,e2\n1,1,0\n0,1,0\n");
     write(dir.path(), "missing.csv", "y,e1,e2\n1,1,0\n,1,0\n");
-    let cases: &[(&[&str], &str)] = &[
-        (&["--rule", "ewa", "a.csv"], "--outcome"),
-        (&["--rule", "ewa", "--outcome", "nope", "a.csv"], "nope"),
+    let cases = [
+        ("--rule ewa a.csv", "--outcome"),
+        ("--rule ewa --outcome nope a.csv", "nope"),
+        ("--rule ewa --horizon 10 --outcome y a.csv", "--loss-bound"),
+        ("--rule fpl --outcome y --loss-bound 1 a.csv", "--eta"),
+        ("--rule wm --loss square --outcome y a.csv", "zero-one"),
+        ("--rule hedge --beta 0.5 --outcome y a.csv", "--beta"),
+        ("--rule wm --beta 1.5 --outcome y a.csv", "beta"),
+        ("--rule ewa --loss pinball:2 --outcome y a.csv", "pinball"),
+        ("--rule ewa --outcome y missing.csv", "outcome is missing"),
         (
-            &[
-                "--rule",
-                "ewa",
-                "--horizon",
-                "10",
-                "--outcome",
-                "y",
-                "a.csv",
-            ],
-            "--loss-bound",
-        ),
-        (
-            &[
-                "--rule",
-                "fpl",
-                "--outcome",
-                "y",
-                "--loss-bound",
-                "1",
-                "a.csv",
-            ],
-            "--eta",
-        ),
-        (
-            &[
-                "--rule",
-                "wm",
-                "--loss",
-                "square",
-                "--outcome",
-                "y",
-                "a.csv",
-            ],
-            "zero-one",
-        ),
-        (
-            &[
-                "--rule",
-                "hedge",
-                "--beta",
-                "0.5",
-                "--outcome",
-                "y",
-                "a.csv",
-            ],
-            "--beta",
-        ),
-        (
-            &["--rule", "wm", "--beta", "1.5", "--outcome", "y", "a.csv"],
-            "beta",
-        ),
-        (
-            &[
-                "--rule",
-                "ewa",
-                "--loss",
-                "pinball:2",
-                "--outcome",
-                "y",
-                "a.csv",
-            ],
-            "pinball",
-        ),
-        (
-            &["--rule", "ewa", "--outcome", "y", "missing.csv"],
-            "outcome is missing",
-        ),
-        (
-            &[
-                "--rule",
-                "ewa",
-                "--anytime",
-                "--doubling",
-                "--outcome",
-                "y",
-                "a.csv",
-            ],
+            "--rule ewa --anytime --doubling --outcome y a.csv",
             "cannot be used",
         ),
+        // experts picks its columns with --outcome and --experts: it has no --columns.
         (
-            &[
-                "--rule",
-                "ewa",
-                "--columns",
-                "1,2",
-                "--outcome",
-                "y",
-                "a.csv",
-            ],
-            // experts picks its columns with --outcome and --experts: it has no --columns.
+            "--rule ewa --columns 1,2 --outcome y a.csv",
             "unexpected argument '--columns'",
         ),
     ];
     for (case, reason) in cases {
-        let mut args = vec!["experts"];
-        args.extend_from_slice(case);
-        let outcome = run(dir.path(), &args);
-        assert_eq!(outcome.code, 2, "{case:?}: {outcome:?}");
-        assert!(
-            outcome.stderr.contains(reason),
-            "{case:?}: expected {reason:?} in {}",
-            outcome.stderr
-        );
+        refused(&run_line(dir.path(), &format!("experts {case}")), reason);
     }
 }
 
@@ -427,6 +287,9 @@ fn regrets_and_bounds(path: &std::path::Path) -> Vec<(f64, Option<f64>)> {
 /// adversarial to the run that reads it.
 mod adversary {
     use pacstream::OnlineLearner;
+    use pacstream::experts::testing::{
+        against_the_majority, against_weighted_majority, halves_losses,
+    };
     use pacstream::experts::{
         AdviceRound, HedgeParams, LearningRate, LossRound, RandomizedWeightedMajorityParams,
         WeightedMajorityParams,
@@ -454,17 +317,7 @@ mod adversary {
             let losses: Vec<f64> = if one_right {
                 (0..n).map(|i| if i == 0 { 0.0 } else { 1.0 }).collect()
             } else {
-                let mut order: Vec<usize> = (0..n).collect();
-                order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b)));
-                let mut losses = vec![0.0; n];
-                let mut mass = 0.0;
-                for i in order {
-                    if mass < 0.5 {
-                        losses[i] = 1.0;
-                        mass += weights[i];
-                    }
-                }
-                losses
+                halves_losses(&weights, 1.0)
             };
             hedge.learn_one(LossRound::new(&losses)).unwrap();
             let cells: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
@@ -499,16 +352,9 @@ mod adversary {
                 })
                 .collect();
             let y = if randomized {
-                let on_one: f64 = rwm.weights().iter().zip(&advice).map(|(w, a)| w * a).sum();
-                if on_one >= 0.5 { 0.0 } else { 1.0 }
+                against_the_majority(&rwm.weights(), &advice)
             } else {
-                let prediction = wm
-                    .clone()
-                    .learn_one(AdviceRound::new(&advice, 0.0))
-                    .unwrap()
-                    .prediction
-                    .unwrap();
-                1.0 - prediction
+                against_weighted_majority(&wm, &advice)
             };
             wm.learn_one(AdviceRound::new(&advice, y)).unwrap();
             rwm.learn_one(AdviceRound::new(&advice, y)).unwrap();
@@ -673,41 +519,22 @@ fn printed_bounds_hold_on_adversarial_runs_with_priors() {
     write(dir.path(), "zero-one.csv", zero_one);
     write(dir.path(), "sleeping.csv", sleeping);
     write(dir.path(), "beyond.csv", "e0,e1\n0,2\n0,1\n");
-    let none: [(&[&str], &str); 3] = [
+    let none = [
         (
-            &[
-                "--rule",
-                "ewa",
-                "--loss",
-                "zero-one",
-                "--outcome",
-                "y",
-                "zero-one.csv",
-            ],
+            "--rule ewa --loss zero-one --outcome y zero-one.csv",
             "zero-one loss",
         ),
+        ("--rule hedge --losses --adahedge sleeping.csv", "sleeping"),
         (
-            &["--rule", "hedge", "--losses", "--adahedge", "sleeping.csv"],
-            "sleeping",
-        ),
-        (
-            &[
-                "--rule",
-                "hedge",
-                "--losses",
-                "--loss-bound",
-                "1",
-                "--anytime",
-                "beyond.csv",
-            ],
+            "--rule hedge --losses --loss-bound 1 --anytime beyond.csv",
             "outside the range",
         ),
     ];
     for (args, reason) in none {
-        let mut command = vec!["experts"];
-        command.extend(args);
-        command.extend(["-o", "r.csv", "--summary", "s.json"]);
-        let outcome = run(dir.path(), &command);
+        let outcome = run_line(
+            dir.path(),
+            &format!("experts {args} -o r.csv --summary s.json"),
+        );
         assert_eq!(outcome.code, 0, "{args:?}: {outcome:?}");
         assert!(
             outcome.stdout.contains("bound              none: "),

@@ -15,6 +15,18 @@ fn assert_svg(path: &Path, at_least_circles: usize) {
     assert!(circles >= at_least_circles, "{circles} circles");
 }
 
+/// The cluster sizes of a batch summary, smallest first.
+fn sorted_cluster_sizes(summary: &Value) -> Vec<u64> {
+    let mut sizes: Vec<u64> = summary["cluster_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    sizes.sort_unstable();
+    sizes
+}
+
 #[test]
 fn batch_kmeans_finds_the_two_eruption_types_of_old_faithful() {
     let dir = tempfile::tempdir().unwrap();
@@ -50,13 +62,7 @@ fn batch_kmeans_finds_the_two_eruption_types_of_old_faithful() {
         (centres[1].0 - 4.30).abs() < 0.05 && (centres[1].1 - 80.28).abs() < 0.5,
         "{centres:?}"
     );
-    let mut sizes: Vec<u64> = summary["cluster_sizes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_u64().unwrap())
-        .collect();
-    sizes.sort_unstable();
+    let sizes = sorted_cluster_sizes(&summary);
     assert_eq!(sizes, [100, 172]);
     let inertia = summary["report"]["inertia"].as_f64().unwrap();
 
@@ -85,13 +91,7 @@ fn batch_output_as_json_lines_and_summary_to_stdout() {
     // The report moved to stderr, so stdout is exactly the summary.
     assert!(outcome.stderr.contains("inertia"));
     let summary: Value = serde_json::from_str(&outcome.stdout).unwrap();
-    let mut sizes: Vec<u64> = summary["cluster_sizes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_u64().unwrap())
-        .collect();
-    sizes.sort_unstable();
+    let sizes = sorted_cluster_sizes(&summary);
     assert_eq!(sizes.iter().sum::<u64>(), 3000);
     assert!(
         sizes[0] > 800,

@@ -111,6 +111,14 @@ fn thread_cpu_seconds() -> Option<f64> {
     Some(nanos / 1e9)
 }
 
+/// A run's speed-up over the 1-worker run of its pattern, whose seconds `base` keeps.
+fn ratio_to_one_worker(workers: usize, seconds: f64, base: &mut f64) -> f64 {
+    if workers == 1 {
+        *base = seconds;
+    }
+    *base / seconds
+}
+
 /// Wall-clock seconds of a run, and the CPU seconds of each worker thread.
 fn timed(
     workers: usize,
@@ -167,13 +175,10 @@ fn main() {
             };
             run_kmeans(worker, &job, &mut source, &RunFiles::default()).unwrap();
         });
-        if workers == 1 {
-            base = seconds;
-        }
         println!(
             "data-parallel k-means (k = 8, d = 5) | {workers} | {rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",
             rows as f64 / seconds,
-            base / seconds
+            ratio_to_one_worker(workers, seconds, &mut base)
         );
     }
     let keyed_rows = rows / 10;
@@ -196,13 +201,10 @@ fn main() {
             };
             run_keyed(worker, &*family, 65_536, &mut source, &RunFiles::default()).unwrap();
         });
-        if workers == 1 {
-            base = seconds;
-        }
         println!(
             "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",
             keyed_rows as f64 / seconds,
-            base / seconds
+            ratio_to_one_worker(workers, seconds, &mut base)
         );
     }
     for (n_experts, rounds) in [(10_000_000u64, 20usize), (100_000_000, 3)] {
@@ -225,13 +227,10 @@ fn main() {
                 };
                 run_sharded_hedge(worker, &settings, &grid, &outcomes).unwrap();
             });
-            if workers == 1 {
-                base = seconds;
-            }
             println!(
                 "sharded Hedge (N = {n_experts}) | {workers} | {rounds} | {seconds:.2} | {:.1} ns per expert-round | {:.2} | {cpu}",
                 seconds * 1e9 / (n_experts as f64 * rounds as f64),
-                base / seconds
+                ratio_to_one_worker(workers, seconds, &mut base)
             );
         }
     }

@@ -2,29 +2,25 @@
 //! one thread.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use ndarray::Array2;
-use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
 use pacstream::eval::Prequential;
 use pacstream::experts::{AggregatorParams, LearningRate, Rule};
 use pacstream::kmeans::{SequentialKMeans, SequentialKMeansConfig, SequentialKMeansParams};
+use pacstream::{OnlineLearner, StreamRng};
 use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, KeyedRow, PointFamily, run_keyed};
 use pacstream_dataflow::kmeans::{KMeansJob, reference, run_kmeans};
 use pacstream_dataflow::{RunFiles, VecSource};
 use timely::Config;
 
-/// A reproducible stream of 2-d points around four centres (a small LCG, so the test needs
-/// no data file).
+/// A reproducible stream of 2-d points around four centres (seeded, so the test needs no
+/// data file).
 fn points(n: usize, seed: u64) -> Vec<Vec<f64>> {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-    let mut uniform = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = StreamRng::seed_from(seed);
+    let mut uniform = move || rng.next_f64();
     let centres = [[0.0, 0.0], [5.0, 1.0], [1.0, 6.0], [7.0, 7.0]];
     (0..n)
         .map(|_| {
@@ -32,6 +28,24 @@ fn points(n: usize, seed: u64) -> Vec<Vec<f64>> {
             vec![c[0] + uniform() - 0.5, c[1] + uniform() - 0.5]
         })
         .collect()
+}
+
+/// Run files that write the records to `records.jsonl` in a fresh temporary directory (kept
+/// while the returned guard lives) and no checkpoints.
+fn records_only() -> (tempfile::TempDir, PathBuf, RunFiles) {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.jsonl");
+    let files = RunFiles {
+        records: Some(records.clone()),
+        checkpoints: None,
+    };
+    (dir, records, files)
+}
+
+/// 2-d points as the rows of a matrix, for `learn_batch`.
+fn as_matrix(points: &[Vec<f64>]) -> Array2<f64> {
+    let flat: Vec<f64> = points.iter().flatten().copied().collect();
+    Array2::from_shape_vec((points.len(), 2), flat).unwrap()
 }
 
 fn kmeans_config() -> SequentialKMeansConfig {
@@ -50,12 +64,7 @@ fn kmeans_on(
     batch: usize,
     chunk: usize,
 ) -> (SequentialKMeans, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let records = dir.path().join("records.jsonl");
-    let files = RunFiles {
-        records: Some(records.clone()),
-        checkpoints: None,
-    };
+    let (_dir, records, files) = records_only();
     let rows = Arc::clone(rows);
     let job = KMeansJob {
         config: kmeans_config(),
@@ -99,15 +108,7 @@ fn data_parallel_kmeans_is_the_same_bits_for_any_number_of_workers() {
     // The chunked sums differ from the one-pass sums of learn_batch only by rounding.
     let mut batch = kmeans_config().build();
     for chunk in rows.chunks(256) {
-        let flat: Vec<f64> = chunk.iter().flatten().copied().collect();
-        batch
-            .learn_batch(
-                Array2::from_shape_vec((chunk.len(), 2), flat)
-                    .unwrap()
-                    .view(),
-                None,
-            )
-            .unwrap();
+        batch.learn_batch(as_matrix(chunk).view(), None).unwrap();
     }
     let (a, b) = (batch.centres().unwrap(), expected.centres().unwrap());
     let mut largest = 0.0f64;
@@ -126,15 +127,7 @@ fn data_parallel_kmeans_with_one_chunk_per_batch_is_learn_batch() {
     let mut totals = Prequential::new();
     let mut expected_records = String::new();
     for chunk in rows.chunks(100) {
-        let flat: Vec<f64> = chunk.iter().flatten().copied().collect();
-        let steps = batch
-            .learn_batch(
-                Array2::from_shape_vec((chunk.len(), 2), flat)
-                    .unwrap()
-                    .view(),
-                None,
-            )
-            .unwrap();
+        let steps = batch.learn_batch(as_matrix(chunk).view(), None).unwrap();
         for step in &steps {
             let round = totals.record(step);
             expected_records += &serde_json::to_string(&batch.record(step, &round)).unwrap();
@@ -169,12 +162,7 @@ fn keyed_on<F: KeyedFamily + Send + Sync + 'static>(
     rows: &Arc<Vec<KeyedRow>>,
     family: F,
 ) -> (BTreeMap<String, serde_json::Value>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let records = dir.path().join("records.jsonl");
-    let files = RunFiles {
-        records: Some(records.clone()),
-        checkpoints: None,
-    };
+    let (_dir, records, files) = records_only();
     let rows = Arc::clone(rows);
     let family = Arc::new(family);
     let summaries = Arc::new(Mutex::new(BTreeMap::new()));

@@ -21,7 +21,9 @@
 //! For learners of points, [`InvalidPoints::around`] generates the invalid inputs every such
 //! learner must refuse from one valid point (as River's checks generate theirs): the wrong
 //! dimension, no coordinate at all, NaN, +∞ and −∞ at the first and at the last coordinate,
-//! and coordinates beyond ±[`crate::data::MAX_COORDINATE`].
+//! and coordinates beyond ±[`crate::data::MAX_COORDINATE`]. For the expert rules,
+//! [`invalid_advice`], [`invalid_binary_advice`] and [`invalid_losses`] generate the rounds
+//! every rule over N experts must refuse.
 //!
 //! States and steps are compared through their JSON serialisation: `serde_json` writes the
 //! shortest text that reads back to the same `f64`, so equal text means equal bits (and it
@@ -47,6 +49,7 @@ use std::fmt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::experts::{AdviceRoundBuf, LossRoundBuf};
 use crate::online::OnlineLearner;
 
 /// A failed conformance check.
@@ -141,6 +144,76 @@ impl InvalidPoints {
             always,
         }
     }
+}
+
+/// The advice rounds every aggregation rule over `n_experts` must refuse, whatever its
+/// state: one advice too few, NaN advice, an infinite outcome, every expert asleep, and an
+/// awake list one expert short.
+///
+/// ```
+/// use pacstream::conformance::invalid_advice;
+///
+/// assert!(invalid_advice(3).iter().any(|round| round.advice.len() != 3));
+/// ```
+pub fn invalid_advice(n_experts: usize) -> Vec<AdviceRoundBuf> {
+    let round = |advice: Vec<f64>, outcome: f64, awake: Option<Vec<bool>>| AdviceRoundBuf {
+        advice,
+        outcome,
+        awake,
+    };
+    vec![
+        round(vec![0.0; n_experts.saturating_sub(1)], 0.0, None),
+        round(vec![f64::NAN; n_experts], 0.0, None),
+        round(vec![0.0; n_experts], f64::INFINITY, None),
+        round(vec![0.0; n_experts], 0.0, Some(vec![false; n_experts])),
+        round(
+            vec![0.0; n_experts],
+            0.0,
+            Some(vec![true; n_experts.saturating_sub(1)]),
+        ),
+    ]
+}
+
+/// What the rules on binary advice (weighted majority and its randomised form) must refuse
+/// besides [`invalid_advice`]: advice or an outcome outside {0, 1}, and any awake list
+/// (they have no sleeping experts).
+pub fn invalid_binary_advice(n_experts: usize) -> Vec<AdviceRoundBuf> {
+    let mut invalid = invalid_advice(n_experts);
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.5; n_experts],
+        outcome: 0.0,
+        awake: None,
+    });
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.0; n_experts],
+        outcome: 2.0,
+        awake: None,
+    });
+    invalid.push(AdviceRoundBuf {
+        advice: vec![0.0; n_experts],
+        outcome: 0.0,
+        awake: Some(vec![true; n_experts]),
+    });
+    invalid
+}
+
+/// The loss rounds every rule that learns from losses (Hedge, FPL) must refuse: one loss too
+/// many, a loss of −∞, every expert asleep.
+pub fn invalid_losses(n_experts: usize) -> Vec<LossRoundBuf> {
+    vec![
+        LossRoundBuf {
+            losses: vec![0.0; n_experts + 1],
+            awake: None,
+        },
+        LossRoundBuf {
+            losses: vec![f64::NEG_INFINITY; n_experts],
+            awake: None,
+        },
+        LossRoundBuf {
+            losses: vec![0.0; n_experts],
+            awake: Some(vec![false; n_experts]),
+        },
+    ]
 }
 
 /// The suite, set up for one learner and one stream.

@@ -1,13 +1,16 @@
 //! Every expert aggregator passes the conformance suite, with and without sleeping experts,
 //! under each learning-rate schedule.
 
-use pacstream::conformance::{Conformance, OwnedInput, assert_send_sync};
+use pacstream::conformance::{
+    Conformance, OwnedInput, assert_send_sync, invalid_advice, invalid_binary_advice,
+    invalid_losses,
+};
 use pacstream::experts::{
-    AdviceRoundBuf, BoaParams, Ewa, EwaParams, FixedShareParams, FollowThePerturbedLeader,
-    FplParams, FtrlParams, Hedge, HedgeParams, LearningRate, Loss, LossRoundBuf, MlEwaParams,
-    MlPolyParams, MlProdParams, OnlineGradientDescentParams, OnlineRidge, OnlineRidgeParams,
-    RandomizedWeightedMajority, RandomizedWeightedMajorityParams, Regulariser, WeightedMajority,
-    WeightedMajorityParams,
+    AdviceRound, AdviceRoundBuf, BoaParams, Ewa, EwaParams, FixedShareParams,
+    FollowThePerturbedLeader, FplParams, FtrlParams, Hedge, HedgeParams, LearningRate, Loss,
+    LossRoundBuf, MlEwaParams, MlPolyParams, MlProdParams, OnlineGradientDescentParams,
+    OnlineRidge, OnlineRidgeParams, RandomizedWeightedMajority, RandomizedWeightedMajorityParams,
+    Regulariser, WeightedMajority, WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, StreamRng};
 use serde::Serialize;
@@ -63,74 +66,6 @@ fn loss_rounds(n_rounds: usize, seed: u64, sleeping: bool) -> Vec<LossRoundBuf> 
         .collect()
 }
 
-fn invalid_advice() -> Vec<AdviceRoundBuf> {
-    vec![
-        AdviceRoundBuf {
-            advice: vec![0.0; N - 1],
-            outcome: 0.0,
-            awake: None,
-        },
-        AdviceRoundBuf {
-            advice: vec![f64::NAN; N],
-            outcome: 0.0,
-            awake: None,
-        },
-        AdviceRoundBuf {
-            advice: vec![0.0; N],
-            outcome: f64::INFINITY,
-            awake: None,
-        },
-        AdviceRoundBuf {
-            advice: vec![0.0; N],
-            outcome: 0.0,
-            awake: Some(vec![false; N]),
-        },
-        AdviceRoundBuf {
-            advice: vec![0.0; N],
-            outcome: 0.0,
-            awake: Some(vec![true; N - 1]),
-        },
-    ]
-}
-
-fn invalid_binary() -> Vec<AdviceRoundBuf> {
-    let mut invalid = invalid_advice();
-    invalid.push(AdviceRoundBuf {
-        advice: vec![0.5; N],
-        outcome: 0.0,
-        awake: None,
-    });
-    invalid.push(AdviceRoundBuf {
-        advice: vec![0.0; N],
-        outcome: 2.0,
-        awake: None,
-    });
-    // Weighted majority has no sleeping experts.
-    invalid.push(AdviceRoundBuf {
-        advice: vec![0.0; N],
-        outcome: 0.0,
-        awake: Some(vec![true; N]),
-    });
-    invalid
-}
-
-fn invalid_losses() -> Vec<LossRoundBuf> {
-    vec![
-        LossRoundBuf {
-            losses: vec![0.0; N + 1],
-            awake: None,
-        },
-        LossRoundBuf {
-            losses: vec![f64::NEG_INFINITY; N],
-            awake: None,
-        },
-        LossRoundBuf {
-            losses: vec![0.0; N],
-            awake: Some(vec![false; N]),
-        },
-    ]
-}
-
 #[test]
 fn weighted_majority() {
     assert_send_sync::<WeightedMajority>();
@@ -143,7 +78,7 @@ fn weighted_majority() {
             .build()
     };
     Conformance::new(make, &stream)
-        .invalid_first_inputs(&invalid_binary())
+        .invalid_first_inputs(&invalid_binary_advice(N))
         .check_all()
         .unwrap();
 }
@@ -162,7 +97,7 @@ fn randomized_weighted_majority() {
                 .build()
         };
         Conformance::new(make, &stream)
-            .invalid_first_inputs(&invalid_binary())
+            .invalid_first_inputs(&invalid_binary_advice(N))
             .check_all()
             .unwrap();
     }
@@ -192,7 +127,7 @@ fn hedge_every_schedule_with_and_without_sleep() {
                     .build()
             };
             Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_losses())
+                .invalid_first_inputs(&invalid_losses(N))
                 .cuts(&[0, 1, 2, 4, 63, 64, 65, 129])
                 .check_all()
                 .unwrap_or_else(|v| panic!("{rate:?} sleeping={sleeping}: {v}"));
@@ -222,7 +157,7 @@ fn ewa_losses_gradient_and_sleep() {
                     .build()
             };
             Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
+                .invalid_first_inputs(&invalid_advice(N))
                 .check_all()
                 .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
         }
@@ -245,7 +180,7 @@ fn follow_the_perturbed_leader() {
                     .build()
             };
             Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_losses())
+                .invalid_first_inputs(&invalid_losses(N))
                 .check_all()
                 .unwrap_or_else(|v| panic!("expected={expected} sleeping={sleeping}: {v}"));
         }
@@ -267,7 +202,7 @@ where
         for &case in cases {
             let make = |_seed| build(case);
             Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice())
+                .invalid_first_inputs(&invalid_advice(N))
                 .check_all()
                 .unwrap_or_else(|v| panic!("{case:?} sleeping={sleeping}: {v}"));
         }
@@ -395,7 +330,7 @@ fn ftrl_regularisers_losses_and_sleep() {
 fn online_ridge_and_its_refusal_of_sleepers() {
     assert_send_sync::<OnlineRidge>();
     let stream = real_rounds(120, 10, false);
-    let mut invalid = invalid_advice();
+    let mut invalid = invalid_advice(N);
     // A round with an asleep expert is refused: the regression needs every advice.
     let mut asleep = vec![true; N];
     asleep[2] = false;
@@ -411,4 +346,112 @@ fn online_ridge_and_its_refusal_of_sleepers() {
             .check_all()
             .unwrap_or_else(|v| panic!("lambda {lambda}: {v}"));
     }
+}
+
+/// Plays `stream` and returns the learner, for a snapshot that is not the initial one.
+fn played<L>(mut learner: L, stream: &[AdviceRoundBuf]) -> L
+where
+    L: for<'a> OnlineLearner<Input<'a> = AdviceRound<'a>>,
+{
+    for round in stream {
+        learner.learn_one(round.as_round()).unwrap();
+    }
+    learner
+}
+
+/// Asserts that `learner`'s snapshot is read back, and that the same snapshot with one value
+/// fewer in `field` (a per-expert list) is refused as inconsistent.
+fn check_refuses_short_snapshot<L>(learner: &L, field: &str)
+where
+    L: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let mut value = serde_json::to_value(learner).unwrap();
+    assert_eq!(
+        &serde_json::from_value::<L>(value.clone()).unwrap(),
+        learner
+    );
+    let list = value[field]
+        .as_array_mut()
+        .unwrap_or_else(|| panic!("{field} is not a list"));
+    list.pop();
+    let error = serde_json::from_value::<L>(value)
+        .err()
+        .unwrap_or_else(|| panic!("a snapshot short of one {field} was read"));
+    assert!(
+        error.to_string().contains("inconsistent"),
+        "{field}: {error}"
+    );
+}
+
+/// The forecasting rules check a snapshot when they read it: one that has lost an expert's
+/// state is refused, not resumed into a learner with broken invariants.
+#[test]
+fn snapshots_short_of_an_expert_are_refused() {
+    let stream = real_rounds(20, 11, false);
+    let loss = Loss::Square;
+    check_refuses_short_snapshot(
+        &played(
+            BoaParams::new(N).loss(loss).check().unwrap().build(),
+            &stream,
+        ),
+        "regularised",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            FixedShareParams::new(N, 0.7, 0.05)
+                .loss(loss)
+                .loss_bound(4.0)
+                .check()
+                .unwrap()
+                .build(),
+            &stream,
+        ),
+        "log_weights",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            FtrlParams::new(N, 0.4).loss(loss).check().unwrap().build(),
+            &stream,
+        ),
+        "gradient_sums",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            MlEwaParams::new(N).loss(loss).check().unwrap().build(),
+            &stream,
+        ),
+        "regrets",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            OnlineGradientDescentParams::new(N, 0.3)
+                .loss(loss)
+                .check()
+                .unwrap()
+                .build(),
+            &stream,
+        ),
+        "weights",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            MlPolyParams::new(N).loss(loss).check().unwrap().build(),
+            &stream,
+        ),
+        "regrets",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            MlProdParams::new(N).loss(loss).check().unwrap().build(),
+            &stream,
+        ),
+        "scaled_log_weights",
+    );
+    check_refuses_short_snapshot(
+        &played(
+            OnlineRidgeParams::new(N, 1.0).check().unwrap().build(),
+            &stream,
+        ),
+        "inverse",
+    );
 }

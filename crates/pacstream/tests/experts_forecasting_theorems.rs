@@ -10,6 +10,9 @@ use pacstream::experts::{
     AdviceRound, ConvexCombinationOracle, FixedShareParams, Loss, MlPolyParams, ShiftingOracle,
     bounds,
 };
+mod common;
+
+use common::{BOUND_CASES, checked_fraction_of_bound, play_spread_advice};
 use pacstream::{OnlineLearner, StreamRng};
 
 /// Fixed share's bound against a sequence with one switch is nearly reached: expert 0 is
@@ -140,51 +143,16 @@ fn fixed_share_reports_no_bound_out_of_range() {
 fn ml_poly_bound_holds_and_is_approached() {
     let mut rng = StreamRng::seed_from(12);
     let mut largest_fraction = 0.0f64;
-    for (n, loss, gradient, sleeping, adversarial) in [
-        (2, Loss::Absolute, false, false, true),
-        (2, Loss::Absolute, true, false, true),
-        (4, Loss::Square, false, false, true),
-        (3, Loss::Pinball { tau: 0.8 }, true, true, false),
-        (6, Loss::Square, true, false, false),
-        (5, Loss::Absolute, false, true, false),
-    ] {
+    for (n, loss, gradient, sleeping, adversarial) in BOUND_CASES {
         let mut learner = MlPolyParams::new(n)
             .loss(loss)
             .gradient(gradient)
             .check()
             .unwrap()
             .build();
-        for t in 0..3000 {
-            let advice: Vec<f64> = (0..n).map(|i| (i as f64) / (n as f64 - 1.0)).collect();
-            let weights = learner.weights();
-            let prediction: f64 = weights.iter().zip(&advice).map(|(w, a)| w * a).sum();
-            let outcome = if adversarial {
-                if prediction < 0.5 { 1.0 } else { 0.0 }
-            } else {
-                rng.next_f64()
-            };
-            let awake: Vec<bool> = (0..n).map(|i| i == t % n || rng.next_f64() < 0.7).collect();
-            let round = AdviceRound {
-                advice: &advice,
-                outcome,
-                awake: sleeping.then_some(&awake[..]),
-            };
-            learner.learn_one(round).unwrap();
-        }
-        for k in 0..n {
-            let regret = learner.ledger().regret_against(k);
-            let bound = learner.regret_bound_against(k).value().unwrap();
-            assert!(
-                regret <= bound,
-                "n {n} {loss:?} expert {k}: {regret} > {bound}"
-            );
-            largest_fraction = largest_fraction.max(regret / bound);
-        }
-        let regret = learner.ledger().regret();
-        let bound = learner.regret_bound().value().unwrap();
-        eprintln!(
-            "ML-Poly n {n} {loss:?} gradient {gradient}: regret {regret:.3}, bound {bound:.3}"
-        );
+        play_spread_advice(&mut learner, loss, 3000, (adversarial, sleeping), &mut rng);
+        let case = format!("ML-Poly n {n} {loss:?} gradient {gradient} sleeping {sleeping}");
+        largest_fraction = largest_fraction.max(checked_fraction_of_bound(&learner, &case));
     }
     eprintln!("ML-Poly: largest regret / bound {largest_fraction:.3}");
     assert!(

@@ -9,68 +9,37 @@
 #![allow(clippy::print_stderr)]
 
 use pacstream::experts::{
-    AdviceRound, Aggregator, AggregatorParams, BoaParams, Loss, MlEwaParams, MlProdParams, Rule,
+    AdviceRound, Aggregator, AggregatorParams, Boa, BoaParams, Loss, MlEwaParams, MlProdParams,
+    Rule,
 };
+mod common;
+
+use common::{BOUND_CASES, checked_fraction_of_bound, play_spread_advice};
 use pacstream::{OnlineLearner, StreamRng};
 
-/// The largest regret / bound of `rule` (ML-Prod or BOA, with a loss range) over every
+/// Checks that the bound of `rule` (ML-Prod or BOA, with a loss range) holds against every
 /// expert of adversarial and random sequences, with each loss, the gradient trick and
-/// sleeping experts, checking that the bound holds for each.
-fn multi_rate_bound_fraction(rule: Rule) -> f64 {
+/// sleeping experts, and that the largest regret / bound over them exceeds `reached`.
+fn check_multi_rate_bound(rule: Rule, reached: f64) {
     let mut rng = StreamRng::seed_from(21);
     let mut largest_fraction = 0.0f64;
-    for (n, loss, gradient, sleeping, adversarial) in [
-        (2, Loss::Absolute, false, false, true),
-        (2, Loss::Absolute, true, false, true),
-        (4, Loss::Square, false, false, true),
-        (3, Loss::Pinball { tau: 0.8 }, true, true, false),
-        (6, Loss::Square, true, false, false),
-        (5, Loss::Absolute, false, true, false),
-        (8, Loss::Absolute, false, false, true),
-    ] {
+    for (n, loss, gradient, sleeping, adversarial) in BOUND_CASES {
         // Advice in [0, 1], outcomes in {0, 1} or [0, 1]: every loss and every linearised
         // loss of a round spreads over at most 2 (square with gradient: |ℓ'| ≤ 2).
         let range = if gradient { 2.0 } else { 1.0 };
         let mut params = AggregatorParams::new(rule, n).loss(loss).loss_bound(range);
         params.gradient = gradient;
         let mut learner = params.check().unwrap().build().unwrap();
-        for t in 0..4000 {
-            let advice: Vec<f64> = (0..n).map(|i| (i as f64) / (n as f64 - 1.0)).collect();
-            let weights = learner.weights();
-            let prediction: f64 = weights.iter().zip(&advice).map(|(w, a)| w * a).sum();
-            let outcome = if adversarial {
-                if prediction < 0.5 { 1.0 } else { 0.0 }
-            } else {
-                rng.next_f64()
-            };
-            let awake: Vec<bool> = (0..n).map(|i| i == t % n || rng.next_f64() < 0.7).collect();
-            let round = AdviceRound {
-                advice: &advice,
-                outcome,
-                awake: sleeping.then_some(&awake[..]),
-            };
-            learner.learn_advice(round, loss).unwrap();
-        }
+        play_spread_advice(&mut learner, loss, 4000, (adversarial, sleeping), &mut rng);
         assert_eq!(learner.out_of_range_rounds(), 0);
-        for k in 0..n {
-            let regret = learner.ledger().regret_against(k);
-            let bound = learner.regret_bound_against(k).value().unwrap();
-            assert!(
-                regret <= bound,
-                "{rule:?} n {n} {loss:?} gradient {gradient} expert {k}: {regret} > {bound}"
-            );
-            largest_fraction = largest_fraction.max(regret / bound);
-        }
-        let regret = learner.ledger().regret();
-        let bound = learner.regret_bound().value().unwrap();
-        eprintln!(
-            "{rule:?} n {n} {loss:?} gradient {gradient} sleeping {sleeping}: regret \
-             {regret:.3}, bound {bound:.3}, {:.3}",
-            regret / bound
-        );
+        let case = format!("{rule:?} n {n} {loss:?} gradient {gradient} sleeping {sleeping}");
+        largest_fraction = largest_fraction.max(checked_fraction_of_bound(&learner, &case));
     }
     eprintln!("{rule:?}: largest regret / bound {largest_fraction:.3}");
-    largest_fraction
+    assert!(
+        largest_fraction > reached,
+        "{rule:?}: largest regret / bound {largest_fraction}"
+    );
 }
 
 /// ML-Prod's bound ln N/η_0 + Σ η_{t−1} r² + ln(1 + D_T/e)/η_T holds against every expert,
@@ -78,11 +47,7 @@ fn multi_rate_bound_fraction(rule: Rule) -> f64 {
 /// stated fraction of it.
 #[test]
 fn ml_prod_bound_holds_and_is_approached() {
-    let largest_fraction = multi_rate_bound_fraction(Rule::Mlprod);
-    assert!(
-        largest_fraction > 0.4,
-        "largest regret / bound {largest_fraction}"
-    );
+    check_multi_rate_bound(Rule::Mlprod, 0.4);
 }
 
 /// BOA's bound with a range B, Σ η_{t−1} r² + (ln N + ln(1 + D_T/e))/η_T, holds against every
@@ -90,11 +55,27 @@ fn ml_prod_bound_holds_and_is_approached() {
 #[test]
 fn boa_bound_holds_and_is_approached() {
     // Measured 0.388 (seeded, deterministic; the opposite-answer adversary, N = 2).
-    let largest_fraction = multi_rate_bound_fraction(Rule::Boa);
-    assert!(
-        largest_fraction > 0.35,
-        "largest regret / bound {largest_fraction}"
-    );
+    check_multi_rate_bound(Rule::Boa, 0.35);
+}
+
+/// Plays a round of the absolute loss, checks that BOA predicts the mixture of `advice` by
+/// the hand-computed `weights`, and returns each expert's regret r_i = |p − y| − |x_i − y|.
+fn play_absolute_round(
+    learner: &mut Boa,
+    weights: &[f64],
+    advice: &[f64],
+    outcome: f64,
+) -> Vec<f64> {
+    let prediction: f64 = weights.iter().zip(advice).map(|(w, a)| w * a).sum();
+    let step = learner
+        .learn_one(AdviceRound::new(advice, outcome))
+        .unwrap();
+    assert!((step.prediction.unwrap() - prediction).abs() < 1e-12);
+    let learner_loss = (prediction - outcome).abs();
+    advice
+        .iter()
+        .map(|a| learner_loss - (a - outcome).abs())
+        .collect()
 }
 
 /// BOA with a range B on hand-computed rounds: η = min(1/(2B), √(ln N/V)), R̃ = Σ (r − η_{t−1}
@@ -118,14 +99,9 @@ fn boa_with_a_range_matches_hand_computed_rounds() {
     let mut moved = false;
     for t in 0..40 {
         let outcome = [0.0, 1.0, 0.2, 1.0][t % 4];
-        let prediction: f64 = weights.iter().zip(&advice).map(|(w, a)| w * a).sum();
-        let step = learner
-            .learn_one(AdviceRound::new(&advice, outcome))
-            .unwrap();
-        assert!((step.prediction.unwrap() - prediction).abs() < 1e-12);
-        let learner_loss = (prediction - outcome).abs();
+        let regrets = play_absolute_round(&mut learner, &weights, &advice, outcome);
         for i in 0..3 {
-            let r = learner_loss - (advice[i] - outcome).abs();
+            let r = regrets[i];
             let before = rate(squared[i]);
             squared[i] += r * r;
             let after = rate(squared[i]);
@@ -153,23 +129,6 @@ fn boa_with_a_range_matches_hand_computed_rounds() {
             "{bound} vs {expected}"
         );
     }
-}
-
-/// A round whose regret falls below −1/(2η) (a loss beyond B) voids BOA's bound.
-#[test]
-fn boa_reports_no_bound_out_of_range() {
-    let mut learner = BoaParams::new(2)
-        .loss(Loss::Absolute)
-        .loss_bound(1.0)
-        .check()
-        .unwrap()
-        .build();
-    learner
-        .learn_one(AdviceRound::new(&[0.0, 5.0], 0.0))
-        .unwrap();
-    assert_eq!(learner.out_of_range_rounds(), 1);
-    assert!(learner.regret_bound().value().is_none());
-    assert!(learner.weights().iter().all(|w| w.is_finite()));
 }
 
 /// ML-Prod on a hand-computed round of the paper's form: w_0 = 1/N, η_0 = min(1/(2B),
@@ -253,21 +212,25 @@ fn ml_prod_without_a_range_is_operas_and_has_no_bound() {
     assert!(learner.regret_bound().value().is_none());
 }
 
-/// A round whose regret falls below −1/(2η) (a loss beyond B) voids ML-Prod's bound.
+/// A round whose regret falls below −1/(2η) (a loss beyond B) voids the bound of ML-Prod and
+/// of BOA, and leaves their weights finite.
 #[test]
-fn ml_prod_reports_no_bound_out_of_range() {
-    let mut learner = MlProdParams::new(2)
-        .loss(Loss::Absolute)
-        .loss_bound(1.0)
-        .check()
-        .unwrap()
-        .build();
-    learner
-        .learn_one(AdviceRound::new(&[0.0, 5.0], 0.0))
-        .unwrap();
-    assert_eq!(learner.out_of_range_rounds(), 1);
-    assert!(learner.regret_bound().value().is_none());
-    assert!(learner.weights().iter().all(|w| w.is_finite()));
+fn ml_prod_and_boa_report_no_bound_out_of_range() {
+    for rule in [Rule::Mlprod, Rule::Boa] {
+        let mut learner = AggregatorParams::new(rule, 2)
+            .loss(Loss::Absolute)
+            .loss_bound(1.0)
+            .check()
+            .unwrap()
+            .build()
+            .unwrap();
+        learner
+            .learn_advice(AdviceRound::new(&[0.0, 5.0], 0.0), Loss::Absolute)
+            .unwrap();
+        assert_eq!(learner.out_of_range_rounds(), 1, "{rule:?}");
+        assert!(learner.regret_bound().value().is_none(), "{rule:?}");
+        assert!(learner.weights().iter().all(|w| w.is_finite()), "{rule:?}");
+    }
 }
 
 /// ML-EWA on two hand-computed rounds: p ∝ exp(η R), η = √(ln N/V) per expert.
@@ -352,14 +315,9 @@ fn boa_matches_hand_computed_rounds() {
     };
     let mut weights = vec![1.0 / 3.0; 3];
     for outcome in [0.0, 1.0, 0.2] {
-        let prediction: f64 = weights.iter().zip(&advice).map(|(w, a)| w * a).sum();
-        let step = learner
-            .learn_one(AdviceRound::new(&advice, outcome))
-            .unwrap();
-        assert!((step.prediction.unwrap() - prediction).abs() < 1e-12);
-        let learner_loss = (prediction - outcome).abs();
+        let regrets = play_absolute_round(&mut learner, &weights, &advice, outcome);
         for i in 0..3 {
-            let r = learner_loss - (advice[i] - outcome).abs();
+            let r = regrets[i];
             squared[i] += r * r;
             if squared[i] > 0.0 {
                 regularised[i] += r - r * r / (2.2 * squared[i]).sqrt();

@@ -9,11 +9,31 @@
 #![allow(clippy::print_stderr)]
 
 use pacstream::experts::bounds::{self, Guarantee};
+use pacstream::experts::testing::{against_the_majority, against_weighted_majority, halves_losses};
 use pacstream::experts::{
-    AdviceRound, ConvexCombinationOracle, EwaParams, FplParams, HedgeParams, LearningRate, Loss,
-    LossRound, RandomizedWeightedMajorityParams, WeightedMajorityParams,
+    AdviceRound, ConvexCombinationOracle, EwaParams, ExpertLedger, FplParams, Hedge, HedgeParams,
+    LearningRate, Loss, LossRound, RandomizedWeightedMajorityParams, WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, StreamRng};
+
+/// The cumulative loss of the best expert in hindsight.
+fn best_loss(ledger: &ExpertLedger) -> f64 {
+    ledger
+        .expert_losses()
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Hedge on `n` experts with the learning rate `rate` on losses in [0, `loss_bound`].
+fn hedge_with(n: usize, rate: LearningRate, loss_bound: f64) -> Hedge {
+    HedgeParams::new(n)
+        .learning_rate(rate)
+        .loss_bound(loss_bound)
+        .check()
+        .unwrap()
+        .build()
+}
 
 fn random_bits(rng: &mut StreamRng, n: usize, p: f64) -> Vec<f64> {
     (0..n)
@@ -38,25 +58,13 @@ fn weighted_majority_mistake_bound() {
                 for _ in 0..t_max {
                     let advice = random_bits(&mut rng, n, 0.5);
                     let outcome = if adversarial {
-                        // WM's prediction is deterministic: ask a copy.
-                        let prediction = wm
-                            .clone()
-                            .learn_one(AdviceRound::new(&advice, 0.0))
-                            .unwrap()
-                            .prediction
-                            .unwrap();
-                        1.0 - prediction
+                        against_weighted_majority(&wm, &advice)
                     } else {
                         f64::from(u8::from(rng.next_f64() < 0.5))
                     };
                     wm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
                 }
-                let best = wm
-                    .ledger()
-                    .expert_losses()
-                    .iter()
-                    .copied()
-                    .fold(f64::INFINITY, f64::min);
+                let best = best_loss(wm.ledger());
                 let bound = bounds::weighted_majority(n, beta, best);
                 if adversarial {
                     assert_eq!(
@@ -92,14 +100,8 @@ fn weighted_majority_bound_is_nearly_tight() {
         .build();
     let advice = [0.0, 1.0];
     for _ in 0..20_000 {
-        let prediction = wm
-            .clone()
-            .learn_one(AdviceRound::new(&advice, 0.0))
-            .unwrap()
-            .prediction
-            .unwrap();
-        wm.learn_one(AdviceRound::new(&advice, 1.0 - prediction))
-            .unwrap();
+        let outcome = against_weighted_majority(&wm, &advice);
+        wm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
     }
     let best = wm.ledger().expert_losses()[0].min(wm.ledger().expert_losses()[1]);
     let bound = bounds::weighted_majority(2, beta, best);
@@ -118,13 +120,6 @@ fn the_lecture_notes_denominator_is_negative() {
         assert!(((1.0 + beta) / 2.0f64).ln() < 0.0);
         assert!(bounds::weighted_majority(4, beta, 3.0) > 0.0);
     }
-}
-
-/// The adversary of a randomised learner: answer the opposite of the side holding most
-/// weight, so that the expected mistake max(p, 1 − p) is at least ½ every round.
-fn against_the_majority(weights: &[f64], advice: &[f64]) -> f64 {
-    let on_one: f64 = weights.iter().zip(advice).map(|(w, a)| w * a).sum();
-    if on_one >= 0.5 { 0.0 } else { 1.0 }
 }
 
 #[test]
@@ -156,11 +151,7 @@ fn randomized_weighted_majority_bounds() {
                         rwm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
                     }
                     let ledger = rwm.ledger();
-                    let best = ledger
-                        .expert_losses()
-                        .iter()
-                        .copied()
-                        .fold(f64::INFINITY, f64::min);
+                    let best = best_loss(ledger);
                     let expected = ledger.learner_loss();
                     let mut checks: Vec<(&str, f64)> = Vec::new();
                     match (rate, beta) {
@@ -274,19 +265,7 @@ fn losses_for(
         Stream::Random => (0..n)
             .map(|i| bound * (rng.next_f64() * (0.5 + i as f64 / (2 * n) as f64)))
             .collect(),
-        Stream::Halves => {
-            let mut order: Vec<usize> = (0..n).collect();
-            order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b)));
-            let mut losses = vec![0.0; n];
-            let mut mass = 0.0;
-            for i in order {
-                if mass < 0.5 {
-                    losses[i] = bound;
-                    mass += weights[i];
-                }
-            }
-            losses
-        }
+        Stream::Halves => halves_losses(weights, bound),
         Stream::Catching => (0..n)
             .map(|i| {
                 if i == 0 {
@@ -376,12 +355,7 @@ fn hedge_regret_bounds_every_schedule() {
                             }
                             // The uniform closed forms of the spec, where they apply.
                             if prior.is_none() && rate != LearningRate::AdaHedge {
-                                let best = hedge
-                                    .ledger()
-                                    .expert_losses()
-                                    .iter()
-                                    .copied()
-                                    .fold(f64::INFINITY, f64::min);
+                                let best = best_loss(hedge.ledger());
                                 let closed = match rate {
                                     LearningRate::Horizon(h) => {
                                         bounds::hedge_tuned(h, n, loss_bound, best)
@@ -616,12 +590,7 @@ fn anytime_doubling_and_adahedge_bounds_are_reached_to_a_stated_fraction() {
 fn hedge_fixed_rate_bound_is_nearly_tight() {
     let eta = 0.01;
     let t_max = 2000;
-    let mut hedge = HedgeParams::new(2)
-        .learning_rate(LearningRate::Fixed(eta))
-        .loss_bound(1.0)
-        .check()
-        .unwrap()
-        .build();
+    let mut hedge = hedge_with(2, LearningRate::Fixed(eta), 1.0);
     for _ in 0..t_max {
         hedge.learn_one(LossRound::new(&[0.0, 1.0])).unwrap();
     }
@@ -668,12 +637,7 @@ fn sleeping_experts_regret_on_awake_rounds() {
     let mut rng = StreamRng::seed_from(5);
     for n in [3, 10] {
         let t_max = 1500;
-        let mut hedge = HedgeParams::new(n)
-            .learning_rate(LearningRate::Horizon(t_max))
-            .loss_bound(1.0)
-            .check()
-            .unwrap()
-            .build();
+        let mut hedge = hedge_with(n, LearningRate::Horizon(t_max), 1.0);
         for t in 0..t_max {
             let awake: Vec<bool> = (0..n)
                 .map(|i| i == t as usize % n || rng.next_f64() < 0.5)
@@ -760,12 +724,7 @@ fn ewa_bounds_against_experts_and_combinations() {
     }
     assert_eq!(plain.out_of_range_rounds(), 0);
     assert_eq!(gradient.out_of_range_rounds(), 0);
-    let best = plain
-        .ledger()
-        .expert_losses()
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min);
+    let best = best_loss(plain.ledger());
     assert!(plain.ledger().learner_loss() <= bounds::hedge_tuned(t_max as u64, n, 1.0, best));
     // The learners' own reports: against every expert, plain and linearised.
     for i in 0..n {
@@ -810,11 +769,7 @@ fn fpl_expected_loss_bound() {
                     fpl.learn_one(LossRound::new(&losses)).unwrap();
                 }
                 let ledger = fpl.ledger();
-                let best = ledger
-                    .expert_losses()
-                    .iter()
-                    .copied()
-                    .fold(f64::INFINITY, f64::min);
+                let best = best_loss(ledger);
                 let bound = bounds::fpl_expected(n, eta, 1.0, best);
                 assert!(
                     ledger.learner_loss() <= bound,
@@ -949,12 +904,7 @@ fn huge_losses_keep_the_weights_finite() {
             );
             assert!(weights.iter().all(|w| w.is_finite() && *w >= 0.0));
         }
-        let mut hedge = HedgeParams::new(2)
-            .learning_rate(LearningRate::Fixed(1.0))
-            .loss_bound(1e6)
-            .check()
-            .unwrap()
-            .build();
+        let mut hedge = hedge_with(2, LearningRate::Fixed(1.0), 1e6);
         for _ in 0..20 {
             let step = hedge.learn_one(LossRound::new(&[1e6, 0.0])).unwrap();
             assert!(step.loss.is_finite());

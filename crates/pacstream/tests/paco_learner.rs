@@ -34,47 +34,35 @@ fn three_groups(n: usize, seed: u64) -> Vec<Vec<f64>> {
     mixture(&means, n, 1.0, seed)
 }
 
-#[test]
-fn conformance_with_warmup() {
-    assert_send_sync::<Paco>();
-    let stream = three_groups(70, 1);
-    let make = |seed| {
-        PacoParams::new()
-            .warmup(10)
-            .iterations(40)
-            .max_k(6)
-            .seed(seed)
-            .check()
-            .unwrap()
-            .build()
-    };
-    Conformance::new(make, &stream)
+/// The conformance suite for learners with `params` and each seed, cutting `stream` at
+/// `cuts` for the snapshot checks.
+fn check_conformance(params: &PacoParams, stream: &[Vec<f64>], cuts: &[usize]) {
+    let make = |seed| params.clone().seed(seed).check().unwrap().build();
+    Conformance::new(make, stream)
         .invalid_points(&InvalidPoints::around(&stream[0]))
-        .cuts(&[0, 1, 5, 9, 10, 11, 40, 69])
+        .cuts(cuts)
         .check_all()
         .unwrap();
 }
 
 #[test]
+fn conformance_with_warmup() {
+    assert_send_sync::<Paco>();
+    let stream = three_groups(70, 1);
+    let params = PacoParams::new().warmup(10).iterations(40).max_k(6);
+    check_conformance(&params, &stream, &[0, 1, 5, 9, 10, 11, 40, 69]);
+}
+
+#[test]
 fn conformance_with_given_radius_window_and_paper_proposal() {
     let stream = three_groups(70, 2);
-    let make = |seed| {
-        PacoParams::new()
-            .radius(Radius::Given(15.0))
-            .memory(Memory::Window(25))
-            .proposal(ProposalScale::Paper)
-            .iterations(40)
-            .max_k(6)
-            .seed(seed)
-            .check()
-            .unwrap()
-            .build()
-    };
-    Conformance::new(make, &stream)
-        .invalid_points(&InvalidPoints::around(&stream[0]))
-        .cuts(&[0, 1, 2, 24, 25, 26, 50, 69])
-        .check_all()
-        .unwrap();
+    let params = PacoParams::new()
+        .radius(Radius::Given(15.0))
+        .memory(Memory::Window(25))
+        .proposal(ProposalScale::Paper)
+        .iterations(40)
+        .max_k(6);
+    check_conformance(&params, &stream, &[0, 1, 2, 24, 25, 26, 50, 69]);
 }
 
 /// With restarts, over a few thousand points (the k-means passes of the proposal means run
@@ -84,22 +72,12 @@ fn conformance_with_given_radius_window_and_paper_proposal() {
 fn conformance_with_restart_and_parallel_evaluation() {
     let mut stream = three_groups(4200, 3);
     stream.truncate(4200);
-    let make = |seed| {
-        PacoParams::new()
-            .warmup(4100)
-            .restart(true)
-            .iterations(30)
-            .max_k(5)
-            .seed(seed)
-            .check()
-            .unwrap()
-            .build()
-    };
-    Conformance::new(make, &stream)
-        .invalid_points(&InvalidPoints::around(&stream[0]))
-        .cuts(&[0, 4099, 4100, 4150, 4199])
-        .check_all()
-        .unwrap();
+    let params = PacoParams::new()
+        .warmup(4100)
+        .restart(true)
+        .iterations(30)
+        .max_k(5);
+    check_conformance(&params, &stream, &[0, 4099, 4100, 4150, 4199]);
 }
 
 #[test]

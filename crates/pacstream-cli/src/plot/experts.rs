@@ -74,6 +74,46 @@ fn panel<'a, 'b>(
 
 /// One line per expert: `per_round[k][expert]` at the k-th kept round, `stroke` pixels
 /// wide, each named in the legend when there are few.
+/// The line of `values` over `rounds` in `style`, with its entry in the legend.
+fn draw_labelled_line<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    (rounds, values): (&[f64], &[f64]),
+    style: ShapeStyle,
+    label: impl Into<String>,
+) -> anyhow::Result<()> {
+    chart
+        .draw_series(LineSeries::new(
+            rounds.iter().copied().zip(values.iter().copied()),
+            style,
+        ))
+        .map_err(draw_error)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+    Ok(())
+}
+
+/// The filled band inside `outline` in `colour`, with its entry in the legend when it is
+/// `name`d (not when there are too many experts to list).
+fn draw_band<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    outline: Vec<(f64, f64)>,
+    colour: RGBColor,
+    name: Option<&str>,
+) -> anyhow::Result<()> {
+    let drawn = chart
+        .draw_series(std::iter::once(Polygon::new(
+            outline,
+            colour.mix(0.75).filled(),
+        )))
+        .map_err(draw_error)?;
+    if let Some(name) = name {
+        drawn
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+    }
+    Ok(())
+}
+
 fn draw_expert_lines<'a, 'b: 'a>(
     chart: &mut Chart<'a, 'b>,
     figure: &ExpertsFigure,
@@ -154,19 +194,8 @@ fn draw_weights(
                     .rev(),
             )
             .collect();
-        let drawn = chart
-            .draw_series(std::iter::once(Polygon::new(
-                outline,
-                colour.mix(0.75).filled(),
-            )))
-            .map_err(draw_error)?;
-        if n <= LEGEND_LIMIT {
-            drawn
-                .label(figure.names[expert].clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
-                });
-        }
+        let name = (n <= LEGEND_LIMIT).then(|| figure.names[expert].as_str());
+        draw_band(&mut chart, outline, colour, name)?;
         lower = upper;
     }
     if n <= LEGEND_LIMIT {
@@ -225,18 +254,12 @@ fn draw_regret(
     };
     let y_axis = (y_range, figure.regret_name.as_str(), 80);
     let mut chart = panel(area, figure, &caption, y_axis)?;
-    chart
-        .draw_series(LineSeries::new(
-            figure
-                .rounds
-                .iter()
-                .copied()
-                .zip(figure.regret.iter().copied()),
-            BLACK.stroke_width(2),
-        ))
-        .map_err(draw_error)?
-        .label(figure.regret_name.as_str())
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+    draw_labelled_line(
+        &mut chart,
+        (&figure.rounds, &figure.regret),
+        BLACK.stroke_width(2),
+        figure.regret_name.as_str(),
+    )?;
     if !bounds.is_empty() {
         let red = RGBColor(214, 39, 40);
         chart
@@ -265,18 +288,12 @@ fn draw_losses(
     let caption = "running average loss per round";
     let mut chart = panel(area, figure, caption, (y_range, "average loss", 80))?;
     draw_expert_lines(&mut chart, figure, &figure.expert_means, 1)?;
-    chart
-        .draw_series(LineSeries::new(
-            figure
-                .rounds
-                .iter()
-                .copied()
-                .zip(figure.learner_mean.iter().copied()),
-            BLACK.stroke_width(3),
-        ))
-        .map_err(draw_error)?
-        .label("learner")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(3)));
+    draw_labelled_line(
+        &mut chart,
+        (&figure.rounds, &figure.learner_mean),
+        BLACK.stroke_width(3),
+        "learner",
+    )?;
     draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
@@ -353,32 +370,15 @@ pub fn draw_contributions(figure: &ContributionsFigure) -> anyhow::Result<String
                 .zip(high.iter().copied())
                 .chain(figure.rounds.iter().copied().zip(low.iter().copied()).rev())
                 .collect();
-            let drawn = chart
-                .draw_series(std::iter::once(Polygon::new(
-                    outline,
-                    colour.mix(0.75).filled(),
-                )))
-                .map_err(draw_error)?;
-            if n <= LEGEND_LIMIT {
-                drawn
-                    .label(figure.names[expert].clone())
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
-                    });
-            }
+            let name = (n <= LEGEND_LIMIT).then(|| figure.names[expert].as_str());
+            draw_band(&mut chart, outline, colour, name)?;
         }
-        chart
-            .draw_series(LineSeries::new(
-                figure
-                    .rounds
-                    .iter()
-                    .copied()
-                    .zip(figure.outcomes.iter().copied()),
-                BLACK.stroke_width(2),
-            ))
-            .map_err(draw_error)?
-            .label("outcome")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+        draw_labelled_line(
+            &mut chart,
+            (&figure.rounds, &figure.outcomes),
+            BLACK.stroke_width(2),
+            "outcome",
+        )?;
         let predictions: Vec<(f64, f64)> = figure
             .rounds
             .iter()

@@ -151,7 +151,7 @@ struct PaperRun {
 
 /// BOA; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "BoaState")]
+#[serde(remote = "Self")]
 pub struct Boa {
     params: Checked<BoaParams>,
     /// R̃_{t,i} = Σ_s (r_{s,i} − η_{s,i} r²_{s,i}).
@@ -164,27 +164,16 @@ pub struct Boa {
     ledger: ExpertLedger,
 }
 
-#[derive(Deserialize)]
-struct BoaState {
-    params: Checked<BoaParams>,
-    regularised: Vec<f64>,
-    squared: Vec<f64>,
-    #[serde(default)]
-    paper: Option<PaperRun>,
-    ledger: ExpertLedger,
-}
-
-impl TryFrom<BoaState> for Boa {
-    type Error = Error;
-    fn try_from(state: BoaState) -> Result<Self> {
-        let n = state.params.n_experts;
+impl Boa {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
         let finite = |v: &[f64]| finite_of_len(v, n);
-        if !finite(&state.regularised)
-            || !finite(&state.squared)
-            || state.squared.iter().any(|&v| v < 0.0)
-            || state.ledger.expert_losses().len() != n
-            || state.paper.is_some() != state.params.loss_bound.is_some()
-            || state.paper.as_ref().is_some_and(|paper| {
+        if !finite(&self.regularised)
+            || !finite(&self.squared)
+            || self.squared.iter().any(|&v| v < 0.0)
+            || self.ledger.expert_losses().len() != n
+            || self.paper.is_some() != self.params.loss_bound.is_some()
+            || self.paper.as_ref().is_some_and(|paper| {
                 !(paper.second_order.is_empty() || finite(&paper.second_order))
                     || paper.second_order.iter().any(|&v| v < 0.0)
                     || !(paper.rate_drift >= 0.0 && paper.rate_drift.is_finite())
@@ -192,15 +181,11 @@ impl TryFrom<BoaState> for Boa {
         {
             return Err(Error::InvalidSnapshot("BOA: inconsistent".into()));
         }
-        Ok(Boa {
-            params: state.params,
-            regularised: state.regularised,
-            squared: state.squared,
-            paper: state.paper,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(Boa);
 
 /// opera's η = 1/√(2.2 V), for V > 0.
 fn rate(squared: f64) -> f64 {

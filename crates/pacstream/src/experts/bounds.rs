@@ -84,29 +84,51 @@ fn ln_n(n_experts: usize) -> f64 {
     (n_experts as f64).ln()
 }
 
+/// `bound(ln N)`, or `one_expert` when there is a single expert: the learner then copies it,
+/// so its loss is that expert's and no regret is possible.
+fn beyond_one_expert(n_experts: usize, one_expert: f64, bound: impl FnOnce(f64) -> f64) -> f64 {
+    if n_experts <= 1 {
+        one_expert
+    } else {
+        bound(ln_n(n_experts))
+    }
+}
+
+/// The same for a bound against an expert of prior weight π: with π = 1 the learner follows
+/// that expert alone, so its loss is `best_loss` too.
+fn beyond_one_expert_or_whole_prior(
+    n_experts: usize,
+    prior_weight: f64,
+    best_loss: f64,
+    bound: impl FnOnce(f64) -> f64,
+) -> f64 {
+    if prior_weight >= 1.0 {
+        best_loss
+    } else {
+        beyond_one_expert(n_experts, best_loss, bound)
+    }
+}
+
 /// Weighted Majority: L_T ≤ (ln(1/β)·m* + ln N) / ln(2/(1+β)).
 pub fn weighted_majority(n_experts: usize, beta: f64, best_mistakes: f64) -> f64 {
-    if n_experts <= 1 {
-        return best_mistakes;
-    }
-    ((1.0 / beta).ln() * best_mistakes + ln_n(n_experts)) / (2.0 / (1.0 + beta)).ln()
+    beyond_one_expert(n_experts, best_mistakes, |log_n| {
+        ((1.0 / beta).ln() * best_mistakes + log_n) / (2.0 / (1.0 + beta)).ln()
+    })
 }
 
 /// Randomized Weighted Majority: E L_T ≤ (ln(1/β)·m* + ln N) / (1 − β).
 pub fn randomized_weighted_majority(n_experts: usize, beta: f64, best_mistakes: f64) -> f64 {
-    if n_experts <= 1 {
-        return best_mistakes;
-    }
-    ((1.0 / beta).ln() * best_mistakes + ln_n(n_experts)) / (1.0 - beta)
+    beyond_one_expert(n_experts, best_mistakes, |log_n| {
+        ((1.0 / beta).ln() * best_mistakes + log_n) / (1.0 - beta)
+    })
 }
 
 /// The lecture notes' simplified form for β ≥ ½: E L_T ≤ (2 − β)·m* + ln N / (1 − β)
 /// (from −ln(1 − x) ≤ x + x² for x ≤ ½).
 pub fn randomized_weighted_majority_simple(n_experts: usize, beta: f64, best_mistakes: f64) -> f64 {
-    if n_experts <= 1 {
-        return best_mistakes;
-    }
-    (2.0 - beta) * best_mistakes + ln_n(n_experts) / (1.0 - beta)
+    beyond_one_expert(n_experts, best_mistakes, |log_n| {
+        (2.0 - beta) * best_mistakes + log_n / (1.0 - beta)
+    })
 }
 
 /// RWM with β = 1 − √(ln N / T) for a known horizon T ≥ 4 ln N:
@@ -116,10 +138,9 @@ pub fn randomized_weighted_majority_tuned(
     n_experts: usize,
     best_mistakes: f64,
 ) -> f64 {
-    if n_experts <= 1 {
-        return best_mistakes;
-    }
-    best_mistakes + 2.0 * (horizon as f64 * ln_n(n_experts)).sqrt()
+    beyond_one_expert(n_experts, best_mistakes, |log_n| {
+        best_mistakes + 2.0 * (horizon as f64 * log_n).sqrt()
+    })
 }
 
 /// RWM with the doubling trick (β_m = max(½, 1 − √(ln N / 2^m)) restarted at rounds 2^m),
@@ -129,11 +150,10 @@ pub fn randomized_weighted_majority_doubling(
     n_experts: usize,
     best_mistakes: f64,
 ) -> f64 {
-    if n_experts <= 1 {
-        return best_mistakes;
-    }
-    let sqrt2 = std::f64::consts::SQRT_2;
-    best_mistakes + 2.0 * sqrt2 / (sqrt2 - 1.0) * (rounds as f64 * ln_n(n_experts)).sqrt()
+    beyond_one_expert(n_experts, best_mistakes, |log_n| {
+        let sqrt2 = std::f64::consts::SQRT_2;
+        best_mistakes + 2.0 * sqrt2 / (sqrt2 - 1.0) * (rounds as f64 * log_n).sqrt()
+    })
 }
 
 /// The sharper doubling-trick bound, epoch by epoch:
@@ -146,21 +166,19 @@ pub fn randomized_weighted_majority_doubling_sum(
     n_experts: usize,
     best_mistakes: f64,
 ) -> f64 {
-    if n_experts <= 1 {
-        return best_mistakes;
-    }
-    let log_n = ln_n(n_experts);
-    let mut total = 0.0;
-    let mut start = 1u64;
-    while start <= rounds {
-        let length = epoch_length(start);
-        let rounds_in_epoch = (rounds - start + 1).min(length) as f64;
-        let beta = (1.0 - (log_n / length as f64).sqrt()).max(0.5);
-        let c = (1.0 / beta).ln() / (1.0 - beta);
-        total += rounds_in_epoch.min((c - 1.0) * rounds_in_epoch + log_n / (1.0 - beta));
-        start += length;
-    }
-    best_mistakes + total
+    beyond_one_expert(n_experts, best_mistakes, |log_n| {
+        let mut total = 0.0;
+        let mut start = 1u64;
+        while start <= rounds {
+            let length = epoch_length(start);
+            let rounds_in_epoch = (rounds - start + 1).min(length) as f64;
+            let beta = (1.0 - (log_n / length as f64).sqrt()).max(0.5);
+            let c = (1.0 / beta).ln() / (1.0 - beta);
+            total += rounds_in_epoch.min((c - 1.0) * rounds_in_epoch + log_n / (1.0 - beta));
+            start += length;
+        }
+        best_mistakes + total
+    })
 }
 
 /// Hedge with a fixed η on losses in [0, B], against an expert of prior weight π:
@@ -182,10 +200,9 @@ pub fn hedge_fixed(
 
 /// Hedge with η = √(8 ln N / T) / B for a known horizon: L̂_T ≤ L* + B √(T ln N / 2).
 pub fn hedge_tuned(horizon: u64, n_experts: usize, loss_bound: f64, best_loss: f64) -> f64 {
-    if n_experts <= 1 {
-        return best_loss;
-    }
-    best_loss + loss_bound * (horizon as f64 * ln_n(n_experts) / 2.0).sqrt()
+    beyond_one_expert(n_experts, best_loss, |log_n| {
+        best_loss + loss_bound * (horizon as f64 * log_n / 2.0).sqrt()
+    })
 }
 
 /// Hedge with the doubling trick (η_m = √(8 ln N / 2^m) / B in epoch m, the weights restarted
@@ -201,21 +218,20 @@ pub fn hedge_doubling(
     prior_weight: f64,
     best_loss: f64,
 ) -> f64 {
-    if n_experts <= 1 || prior_weight >= 1.0 {
-        return best_loss;
-    }
-    let log_n = ln_n(n_experts);
-    let log_inverse_prior = (1.0 / prior_weight).ln();
-    let mut total = 0.0;
-    let mut start = 1u64;
-    while start <= rounds {
-        let length = epoch_length(start);
-        let rounds_in_epoch = (rounds - start + 1).min(length) as f64;
-        let eta = (8.0 * log_n / length as f64).sqrt() / loss_bound;
-        total += log_inverse_prior / eta + eta * loss_bound * loss_bound * rounds_in_epoch / 8.0;
-        start += length;
-    }
-    best_loss + total
+    beyond_one_expert_or_whole_prior(n_experts, prior_weight, best_loss, |log_n| {
+        let log_inverse_prior = (1.0 / prior_weight).ln();
+        let mut total = 0.0;
+        let mut start = 1u64;
+        while start <= rounds {
+            let length = epoch_length(start);
+            let rounds_in_epoch = (rounds - start + 1).min(length) as f64;
+            let eta = (8.0 * log_n / length as f64).sqrt() / loss_bound;
+            total +=
+                log_inverse_prior / eta + eta * loss_bound * loss_bound * rounds_in_epoch / 8.0;
+            start += length;
+        }
+        best_loss + total
+    })
 }
 
 /// The closed form of the doubling trick for the uniform prior:
@@ -226,11 +242,9 @@ pub fn hedge_doubling_closed_form(
     loss_bound: f64,
     best_loss: f64,
 ) -> f64 {
-    if n_experts <= 1 {
-        return best_loss;
-    }
-    best_loss
-        + loss_bound * (rounds as f64 * ln_n(n_experts)).sqrt() / (std::f64::consts::SQRT_2 - 1.0)
+    beyond_one_expert(n_experts, best_loss, |log_n| {
+        best_loss + loss_bound * (rounds as f64 * log_n).sqrt() / (std::f64::consts::SQRT_2 - 1.0)
+    })
 }
 
 /// Anytime Hedge (η_t = √(8 ln N / t) / B, no restart), against an expert of prior weight π:
@@ -265,11 +279,10 @@ pub fn hedge_horizon(
     prior_weight: f64,
     best_loss: f64,
 ) -> f64 {
-    if n_experts <= 1 || prior_weight >= 1.0 {
-        return best_loss;
-    }
-    let eta = (8.0 * ln_n(n_experts) / horizon as f64).sqrt() / loss_bound;
-    hedge_fixed(rounds, eta, loss_bound, prior_weight, best_loss)
+    beyond_one_expert_or_whole_prior(n_experts, prior_weight, best_loss, |log_n| {
+        let eta = (8.0 * log_n / horizon as f64).sqrt() / loss_bound;
+        hedge_fixed(rounds, eta, loss_bound, prior_weight, best_loss)
+    })
 }
 
 /// What AdaHedge's bound needs from a run: the largest range S = max_t s_t of a round's
@@ -310,13 +323,11 @@ pub fn adahedge_ranges(
     ranges: LossRanges,
     best_loss: f64,
 ) -> f64 {
-    if n_experts <= 1 || prior_weight >= 1.0 {
-        return best_loss;
-    }
-    let log_n = ln_n(n_experts);
-    let s = ranges.largest;
-    let gap = 0.5 * s + (0.25 * s * s + 0.25 * log_n * ranges.sum_of_squares).sqrt();
-    best_loss + (1.0 + (1.0 / prior_weight).ln() / log_n) * gap
+    beyond_one_expert_or_whole_prior(n_experts, prior_weight, best_loss, |log_n| {
+        let s = ranges.largest;
+        let gap = 0.5 * s + (0.25 * s * s + 0.25 * log_n * ranges.sum_of_squares).sqrt();
+        best_loss + (1.0 + (1.0 / prior_weight).ln() / log_n) * gap
+    })
 }
 
 /// AdaHedge (de Rooij, van Erven, Grünwald & Koolen, JMLR 2014, Theorem 8), uniform prior,
@@ -336,20 +347,18 @@ pub fn adahedge(rounds: u64, n_experts: usize, loss_bound: f64, best_loss: f64) 
 /// Follow the perturbed leader with exponential perturbations at rate η on losses in [0, B]:
 /// E L_T ≤ (η' L* + B ln N) / (1 − e^{−η'}), η' = ηB (the rate on losses rescaled to [0, 1]).
 pub fn fpl_expected(n_experts: usize, eta: f64, loss_bound: f64, best_loss: f64) -> f64 {
-    if n_experts <= 1 {
-        return best_loss;
-    }
-    let scaled_eta = eta * loss_bound;
-    (scaled_eta * best_loss + loss_bound * ln_n(n_experts)) / (1.0 - (-scaled_eta).exp())
+    beyond_one_expert(n_experts, best_loss, |log_n| {
+        let scaled_eta = eta * loss_bound;
+        (scaled_eta * best_loss + loss_bound * log_n) / (1.0 - (-scaled_eta).exp())
+    })
 }
 
 /// FPL's simplified form for 0 < η' = ηB ≤ 1: E L_T ≤ (1 + η') L* + (1 + 1/η') B ln N.
 pub fn fpl_expected_simple(n_experts: usize, eta: f64, loss_bound: f64, best_loss: f64) -> f64 {
-    if n_experts <= 1 {
-        return best_loss;
-    }
-    let scaled_eta = eta * loss_bound;
-    (1.0 + scaled_eta) * best_loss + (1.0 + 1.0 / scaled_eta) * loss_bound * ln_n(n_experts)
+    beyond_one_expert(n_experts, best_loss, |log_n| {
+        let scaled_eta = eta * loss_bound;
+        (1.0 + scaled_eta) * best_loss + (1.0 + 1.0 / scaled_eta) * loss_bound * log_n
+    })
 }
 
 /// Fixed share with rate η and share α (Cesa-Bianchi & Lugosi 2006, *Prediction, Learning,
@@ -451,10 +460,9 @@ pub fn ml_prod(
 /// assert!((value - (2.0 + 4.0 * 2f64.ln())).abs() < 1e-12);
 /// ```
 pub fn boa(n_experts: usize, second_order: f64, final_rate: f64, rate_drift: f64) -> f64 {
-    if n_experts <= 1 {
-        return 0.0;
-    }
-    second_order + (ln_n(n_experts) + (rate_drift / std::f64::consts::E).ln_1p()) / final_rate
+    beyond_one_expert(n_experts, 0.0, |log_n| {
+        second_order + (log_n + (rate_drift / std::f64::consts::E).ln_1p()) / final_rate
+    })
 }
 
 /// Online gradient descent over the simplex with steps η_t = η/√t (Zinkevich 2003,
@@ -470,10 +478,9 @@ pub fn boa(n_experts: usize, second_order: f64, final_rate: f64, rate_drift: f64
 /// assert_eq!(bounds::online_gradient_descent(100, 1, 0.5, 4.0), 0.0);
 /// ```
 pub fn online_gradient_descent(rounds: u64, n_experts: usize, eta: f64, step_sum: f64) -> f64 {
-    if n_experts <= 1 {
-        return 0.0;
-    }
-    (rounds as f64).sqrt() / eta + 0.5 * step_sum
+    beyond_one_expert(n_experts, 0.0, |_| {
+        (rounds as f64).sqrt() / eta + 0.5 * step_sum
+    })
 }
 
 /// Follow the regularised leader over the simplex with R(p) = ½‖p‖² and a fixed η
@@ -486,10 +493,9 @@ pub fn online_gradient_descent(rounds: u64, n_experts: usize, eta: f64, step_sum
 /// assert_eq!(bounds::ftrl_quadratic(2, 0.25, 8.0), 1.0 + 2.0);
 /// ```
 pub fn ftrl_quadratic(n_experts: usize, eta: f64, square_sum: f64) -> f64 {
-    if n_experts <= 1 {
-        return 0.0;
-    }
-    (1.0 - 1.0 / n_experts as f64) / (2.0 * eta) + eta * square_sum
+    beyond_one_expert(n_experts, 0.0, |_| {
+        (1.0 - 1.0 / n_experts as f64) / (2.0 * eta) + eta * square_sum
+    })
 }
 
 /// Follow the regularised leader over the simplex with the entropy and a fixed η, that is
@@ -503,10 +509,7 @@ pub fn ftrl_quadratic(n_experts: usize, eta: f64, square_sum: f64) -> f64 {
 /// assert!((b - (4f64.ln() / 0.5 + 1.0)).abs() < 1e-12);
 /// ```
 pub fn ftrl_entropic(n_experts: usize, eta: f64, range_sum: f64) -> f64 {
-    if n_experts <= 1 {
-        return 0.0;
-    }
-    ln_n(n_experts) / eta + eta * range_sum / 8.0
+    beyond_one_expert(n_experts, 0.0, |log_n| log_n / eta + eta * range_sum / 8.0)
 }
 
 /// The Vovk–Azoury–Warmuth forecaster (online ridge regression; Cesa-Bianchi & Lugosi 2006,

@@ -150,7 +150,7 @@ impl Checked<FixedShareParams> {
 
 /// Fixed share; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "FixedShareState")]
+#[serde(remote = "Self")]
 pub struct FixedShare {
     params: Checked<FixedShareParams>,
     /// ln w_{t,i}, normalised (log-sum-exp 0).
@@ -160,32 +160,20 @@ pub struct FixedShare {
 }
 
 /// A snapshot as read, checked before it becomes a learner.
-#[derive(Deserialize)]
-struct FixedShareState {
-    params: Checked<FixedShareParams>,
-    log_weights: Vec<f64>,
-    ledger: ExpertLedger,
-    out_of_range_rounds: u64,
-}
-
-impl TryFrom<FixedShareState> for FixedShare {
-    type Error = Error;
-    fn try_from(state: FixedShareState) -> Result<Self> {
-        let n = state.params.n_experts;
-        if state.log_weights.len() != n
-            || state.ledger.expert_losses().len() != n
-            || !state.log_weights.iter().all(|l| l.is_finite())
+impl FixedShare {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
+        if self.log_weights.len() != n
+            || self.ledger.expert_losses().len() != n
+            || !self.log_weights.iter().all(|l| l.is_finite())
         {
             return Err(Error::InvalidSnapshot("fixed share: inconsistent".into()));
         }
-        Ok(FixedShare {
-            params: state.params,
-            log_weights: state.log_weights,
-            ledger: state.ledger,
-            out_of_range_rounds: state.out_of_range_rounds,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(FixedShare);
 
 impl FixedShare {
     /// The normalised weights of the next round (every expert awake).

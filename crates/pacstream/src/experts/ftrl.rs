@@ -133,7 +133,7 @@ impl Checked<FtrlParams> {
 
 /// Follow the regularised leader; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "FtrlState")]
+#[serde(remote = "Self")]
 pub struct Ftrl {
     params: Checked<FtrlParams>,
     /// G_t, the sum of the centred gradients.
@@ -143,34 +143,22 @@ pub struct Ftrl {
     ledger: ExpertLedger,
 }
 
-#[derive(Deserialize)]
-struct FtrlState {
-    params: Checked<FtrlParams>,
-    gradient_sums: Vec<f64>,
-    square_sum: f64,
-    ledger: ExpertLedger,
-}
-
-impl TryFrom<FtrlState> for Ftrl {
-    type Error = Error;
-    fn try_from(state: FtrlState) -> Result<Self> {
-        let n = state.params.n_experts;
-        let consistent = state.gradient_sums.len() == n
-            && state.gradient_sums.iter().all(|g| g.is_finite())
-            && state.ledger.expert_losses().len() == n
-            && state.square_sum >= 0.0
-            && state.square_sum.is_finite();
+impl Ftrl {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
+        let consistent = self.gradient_sums.len() == n
+            && self.gradient_sums.iter().all(|g| g.is_finite())
+            && self.ledger.expert_losses().len() == n
+            && self.square_sum >= 0.0
+            && self.square_sum.is_finite();
         if !consistent {
             return Err(Error::InvalidSnapshot("FTRL: inconsistent".into()));
         }
-        Ok(Ftrl {
-            params: state.params,
-            gradient_sums: state.gradient_sums,
-            square_sum: state.square_sum,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(Ftrl);
 
 impl Ftrl {
     /// The weights of the next round (every expert awake): the regularised leader.

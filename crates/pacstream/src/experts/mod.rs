@@ -47,6 +47,9 @@ mod ridge;
 mod round;
 mod schedule;
 mod shifting;
+#[doc(hidden)]
+#[cfg(feature = "testing")]
+pub mod testing;
 mod weights;
 
 pub use aggregator::{

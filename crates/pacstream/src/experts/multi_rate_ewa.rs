@@ -86,7 +86,7 @@ impl Checked<MlEwaParams> {
 
 /// ML-EWA; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "MlEwaState")]
+#[serde(remote = "Self")]
 pub struct MlEwa {
     params: Checked<MlEwaParams>,
     /// R_{t,i}.
@@ -96,34 +96,22 @@ pub struct MlEwa {
     ledger: ExpertLedger,
 }
 
-#[derive(Deserialize)]
-struct MlEwaState {
-    params: Checked<MlEwaParams>,
-    regrets: Vec<f64>,
-    squared: Vec<f64>,
-    ledger: ExpertLedger,
-}
-
-impl TryFrom<MlEwaState> for MlEwa {
-    type Error = Error;
-    fn try_from(state: MlEwaState) -> Result<Self> {
-        let n = state.params.n_experts;
+impl MlEwa {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
         let finite = |v: &[f64]| finite_of_len(v, n);
-        if !finite(&state.regrets)
-            || !finite(&state.squared)
-            || state.squared.iter().any(|&v| v < 0.0)
-            || state.ledger.expert_losses().len() != n
+        if !finite(&self.regrets)
+            || !finite(&self.squared)
+            || self.squared.iter().any(|&v| v < 0.0)
+            || self.ledger.expert_losses().len() != n
         {
             return Err(Error::InvalidSnapshot("ML-EWA: inconsistent".into()));
         }
-        Ok(MlEwa {
-            params: state.params,
-            regrets: state.regrets,
-            squared: state.squared,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(MlEwa);
 
 impl MlEwa {
     /// The normalised weights of the next round (every expert awake).

@@ -113,20 +113,12 @@ impl Checked<OnlineGradientDescentParams> {
 
 /// Online gradient descent over the simplex; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "OgdState")]
+#[serde(remote = "Self")]
 pub struct OnlineGradientDescent {
     params: Checked<OnlineGradientDescentParams>,
     /// p_t, on the simplex (asleep experts included).
     weights: Vec<f64>,
     /// Σ_t η_t ‖g_t − ḡ_t 1‖².
-    step_sum: f64,
-    ledger: ExpertLedger,
-}
-
-#[derive(Deserialize)]
-struct OgdState {
-    params: Checked<OnlineGradientDescentParams>,
-    weights: Vec<f64>,
     step_sum: f64,
     ledger: ExpertLedger,
 }
@@ -138,27 +130,23 @@ pub(crate) fn on_simplex(weights: &[f64], n: usize) -> bool {
         && (weights.iter().sum::<f64>() - 1.0).abs() <= 1e-9
 }
 
-impl TryFrom<OgdState> for OnlineGradientDescent {
-    type Error = Error;
-    fn try_from(state: OgdState) -> Result<Self> {
-        let n = state.params.n_experts;
-        let consistent = on_simplex(&state.weights, n)
-            && state.ledger.expert_losses().len() == n
-            && state.step_sum >= 0.0
-            && state.step_sum.is_finite();
+impl OnlineGradientDescent {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
+        let consistent = on_simplex(&self.weights, n)
+            && self.ledger.expert_losses().len() == n
+            && self.step_sum >= 0.0
+            && self.step_sum.is_finite();
         if !consistent {
             return Err(Error::InvalidSnapshot(
                 "online gradient descent: inconsistent".into(),
             ));
         }
-        Ok(OnlineGradientDescent {
-            params: state.params,
-            weights: state.weights,
-            step_sum: state.step_sum,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(OnlineGradientDescent);
 
 /// The mean of `values` and Σ (v − mean)².
 pub(crate) fn centred(values: &[f64]) -> (f64, f64) {

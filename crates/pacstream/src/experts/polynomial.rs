@@ -94,7 +94,7 @@ impl Checked<MlPolyParams> {
 
 /// ML-Poly; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "MlPolyState")]
+#[serde(remote = "Self")]
 pub struct MlPoly {
     params: Checked<MlPolyParams>,
     /// R_{t,i}.
@@ -108,45 +108,29 @@ pub struct MlPoly {
     ledger: ExpertLedger,
 }
 
-#[derive(Deserialize)]
-struct MlPolyState {
-    params: Checked<MlPolyParams>,
-    regrets: Vec<f64>,
-    squared: Vec<f64>,
-    largest_square: f64,
-    potential_growth: f64,
-    ledger: ExpertLedger,
-}
-
-impl TryFrom<MlPolyState> for MlPoly {
-    type Error = Error;
-    fn try_from(state: MlPolyState) -> Result<Self> {
-        let n = state.params.n_experts;
+impl MlPoly {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
-        if state.regrets.len() != n
-            || state.squared.len() != n
-            || state.ledger.expert_losses().len() != n
-            || !finite(&state.regrets)
-            || !finite(&state.squared)
-            || state
+        if self.regrets.len() != n
+            || self.squared.len() != n
+            || self.ledger.expert_losses().len() != n
+            || !finite(&self.regrets)
+            || !finite(&self.squared)
+            || self
                 .squared
                 .iter()
-                .any(|&v| v < 0.0 || v > 0.0 && state.largest_square == 0.0)
-            || !(state.largest_square >= 0.0 && state.largest_square.is_finite())
-            || !(state.potential_growth >= 0.0 && state.potential_growth.is_finite())
+                .any(|&v| v < 0.0 || v > 0.0 && self.largest_square == 0.0)
+            || !(self.largest_square >= 0.0 && self.largest_square.is_finite())
+            || !(self.potential_growth >= 0.0 && self.potential_growth.is_finite())
         {
             return Err(Error::InvalidSnapshot("ML-Poly: inconsistent".into()));
         }
-        Ok(MlPoly {
-            params: state.params,
-            regrets: state.regrets,
-            squared: state.squared,
-            largest_square: state.largest_square,
-            potential_growth: state.potential_growth,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(MlPoly);
 
 impl MlPoly {
     /// The normalised weights of the next round (every expert awake).

@@ -148,7 +148,7 @@ impl Checked<MlProdParams> {
 
 /// ML-Prod; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "MlProdState")]
+#[serde(remote = "Self")]
 pub struct MlProd {
     params: Checked<MlProdParams>,
     /// G_{t,i} = ln w_{t,i} / η_{t,i}.
@@ -168,52 +168,30 @@ pub struct MlProd {
     ledger: ExpertLedger,
 }
 
-#[derive(Deserialize)]
-struct MlProdState {
-    params: Checked<MlProdParams>,
-    scaled_log_weights: Vec<f64>,
-    rates: Vec<f64>,
-    squared: Vec<f64>,
-    largest: Vec<f64>,
-    second_order: Vec<f64>,
-    rate_drift: f64,
-    out_of_range_rounds: u64,
-    ledger: ExpertLedger,
-}
-
-impl TryFrom<MlProdState> for MlProd {
-    type Error = Error;
-    fn try_from(state: MlProdState) -> Result<Self> {
-        let n = state.params.n_experts;
+impl MlProd {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
         let finite = |v: &[f64]| finite_of_len(v, n);
         let non_negative = |v: &[f64]| v.iter().all(|&x| x >= 0.0);
-        if !finite(&state.scaled_log_weights)
-            || !finite(&state.rates)
-            || !finite(&state.squared)
-            || !finite(&state.largest)
-            || !finite(&state.second_order)
-            || !non_negative(&state.rates)
-            || !non_negative(&state.squared)
-            || !non_negative(&state.largest)
-            || !non_negative(&state.second_order)
-            || !(state.rate_drift >= 0.0 && state.rate_drift.is_finite())
-            || state.ledger.expert_losses().len() != n
+        if !finite(&self.scaled_log_weights)
+            || !finite(&self.rates)
+            || !finite(&self.squared)
+            || !finite(&self.largest)
+            || !finite(&self.second_order)
+            || !non_negative(&self.rates)
+            || !non_negative(&self.squared)
+            || !non_negative(&self.largest)
+            || !non_negative(&self.second_order)
+            || !(self.rate_drift >= 0.0 && self.rate_drift.is_finite())
+            || self.ledger.expert_losses().len() != n
         {
             return Err(Error::InvalidSnapshot("ML-Prod: inconsistent".into()));
         }
-        Ok(MlProd {
-            params: state.params,
-            scaled_log_weights: state.scaled_log_weights,
-            rates: state.rates,
-            squared: state.squared,
-            largest: state.largest,
-            second_order: state.second_order,
-            rate_drift: state.rate_drift,
-            out_of_range_rounds: state.out_of_range_rounds,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(MlProd);
 
 impl MlProd {
     /// The normalised weights of the next round (every expert awake).

@@ -129,7 +129,7 @@ impl Checked<OnlineRidgeParams> {
 
 /// The Vovk–Azoury–Warmuth forecaster; see the [module documentation](self).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RidgeState")]
+#[serde(remote = "Self")]
 pub struct OnlineRidge {
     params: Checked<OnlineRidgeParams>,
     /// A_t⁻¹, row-major, symmetric.
@@ -143,47 +143,31 @@ pub struct OnlineRidge {
     ledger: ExpertLedger,
 }
 
-#[derive(Deserialize)]
-struct RidgeState {
-    params: Checked<OnlineRidgeParams>,
-    inverse: Vec<f64>,
-    targets: Vec<f64>,
-    log_det: f64,
-    largest_residual: f64,
-    ledger: ExpertLedger,
-}
-
-impl TryFrom<RidgeState> for OnlineRidge {
-    type Error = Error;
-    fn try_from(state: RidgeState) -> Result<Self> {
-        let n = state.params.n_experts;
-        let symmetric = state.inverse.len() == n * n
+impl OnlineRidge {
+    fn validate_snapshot(&self) -> Result<()> {
+        let n = self.params.n_experts;
+        let symmetric = self.inverse.len() == n * n
             && (0..n).all(|i| {
-                state.inverse[i * n + i] > 0.0
-                    && (0..i).all(|j| state.inverse[i * n + j] == state.inverse[j * n + i])
+                self.inverse[i * n + i] > 0.0
+                    && (0..i).all(|j| self.inverse[i * n + j] == self.inverse[j * n + i])
             });
         let consistent = symmetric
-            && state.inverse.iter().all(|v| v.is_finite())
-            && state.targets.len() == n
-            && state.targets.iter().all(|v| v.is_finite())
-            && state.ledger.expert_losses().len() == n
-            && state.log_det >= 0.0
-            && state.log_det.is_finite()
-            && state.largest_residual >= 0.0
-            && state.largest_residual.is_finite();
+            && self.inverse.iter().all(|v| v.is_finite())
+            && self.targets.len() == n
+            && self.targets.iter().all(|v| v.is_finite())
+            && self.ledger.expert_losses().len() == n
+            && self.log_det >= 0.0
+            && self.log_det.is_finite()
+            && self.largest_residual >= 0.0
+            && self.largest_residual.is_finite();
         if !consistent {
             return Err(Error::InvalidSnapshot("ridge: inconsistent".into()));
         }
-        Ok(OnlineRidge {
-            params: state.params,
-            inverse: state.inverse,
-            targets: state.targets,
-            log_det: state.log_det,
-            largest_residual: state.largest_residual,
-            ledger: state.ledger,
-        })
+        Ok(())
     }
 }
+
+validated_snapshot!(OnlineRidge);
 
 impl OnlineRidge {
     /// The ridge weights w₀ + A_t⁻¹ b_t: any sign, not summing to 1 (the next round's
