@@ -12,9 +12,9 @@
 //! puts four consecutive points in the lanes and scans the centres in order (each lane keeps
 //! its own running minimum: no reduction across lanes), and Hamerly's per-point
 //! recomputations put four centres in the lanes. On the 1,000,000 × 2 benchmark (k = 8)
-//! this cut plain Lloyd's pass from 179 to 99 instructions per point (callgrind). Distance
-//! blocks as matrix products (‖x‖² − 2x·c + ‖c‖² through a matrix-multiply crate), which
-//! would pay where d is large, are not built.
+//! this cut plain Lloyd's pass from 179 to 99 instructions per point (callgrind). Above
+//! d = 16 Hamerly's recomputations take their distances from small matrix products (see
+//! [`super::expanded`]), with the same labels.
 
 use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, quad_dispatched, with_const_dim};
 use crate::data::Weights;
@@ -70,7 +70,9 @@ pub(crate) fn nearest<const D: usize>(point: &[f64], centres: &[f64], dim: usize
     (best_index, best)
 }
 
-/// [`nearest`], and also the second smallest squared distance (∞ when k = 1).
+/// [`nearest`], and also the second smallest squared distance (∞ when k = 1): the reference
+/// the grouped and the blocked kernels of Hamerly's pass are tested against.
+#[cfg_attr(not(test), allow(dead_code, reason = "the reference of the tests"))]
 #[inline(always)]
 pub(crate) fn nearest_two<const D: usize>(
     point: &[f64],

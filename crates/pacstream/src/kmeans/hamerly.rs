@@ -23,9 +23,10 @@
 //! each other. When a point is recomputed it uses the same distance function as plain
 //! Lloyd, and gets the same label.
 
-use super::assign::{Assigner, CentreGroups, MAX_GROUPED_DIM, nearest_two, nearest_two_grouped};
+use super::assign::{Assigner, CentreGroups, MAX_GROUPED_DIM, nearest_two_grouped};
 use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, quad_dispatched, with_const_dim};
-use crate::geometry::squared_distance;
+use super::expanded;
+use crate::geometry::{squared_distance, squared_norm};
 use crate::kernels::Quad;
 
 /// A point's label and its distance bounds.
@@ -85,6 +86,11 @@ struct CentreInfo<'a> {
     farthest_moved: usize,
     largest_move: f64,
     second_largest_move: f64,
+    /// ‖c_j‖² and (widened) max_j ‖c_j‖², for the expanded distances at large d.
+    squared_norms: Vec<f64>,
+    largest_squared_norm: f64,
+    /// E / (‖x‖ + max‖c‖)², the bound on the error of an expanded distance.
+    expansion_error: f64,
     /// Whether the bounds are meaningful (false on the first pass).
     assigned: bool,
     slack: f64,
@@ -119,7 +125,11 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
     states: &mut [Bounded],
     partial: &mut ClusterSums,
 ) {
-    let dim = if D == 0 { points.dim } else { D };
+    if D == 0 {
+        hamerly_chunk_blocked(points, info, first, states, partial);
+        return;
+    }
+    let dim = D;
     let centre = |j: usize| &info.centres[j * dim..(j + 1) * dim];
     partial.clear();
     for (offset, state) in states.iter_mut().enumerate() {
@@ -142,11 +152,7 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
             }
         }
         if recompute {
-            let best = if D == 0 {
-                nearest_two::<D>(point, info.centres, dim)
-            } else {
-                nearest_two_grouped::<Q, D>(quad, point, &info.groups)
-            };
+            let best = nearest_two_grouped::<Q, D>(quad, point, &info.groups);
             state.label = best.0;
             state.upper = info.up(best.1.sqrt());
             state.lower = info.down(best.2.sqrt());
@@ -157,6 +163,131 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
             partial.changed_mass += weight;
         }
         partial.add(state.label, point, weight);
+    }
+}
+
+/// Hamerly's pass over one chunk at d > [`MAX_GROUPED_DIM`]: the points whose bounds fail
+/// are gathered and their distances to every centre computed at once in the expanded form
+/// (see [`super::expanded`], which bounds its error |a_j − s_j| ≤ E against the value s_j
+/// that [`squared_distance`] returns). With a₁ the smallest a_j, a centre with
+/// a_j > a₁ + 2E has s_j > a₁ + E ≥ s of the centre of a₁: it is neither the nearest nor tied
+/// with it. So the nearest under `squared_distance` (ties: the lowest index), the label plain
+/// Lloyd gives, is among the candidates a_j ≤ a₁ + 2E; when there is one, it is that one,
+/// and when there are several (a near tie) their s_j are computed and compared as
+/// [`super::assign::nearest_two`] compares them.
+///
+/// The bounds are then u = √(s of the winner) when it was computed, else √(a₁ + E), and
+/// l = √ of the smallest of the other candidates' s_j and of a_j − E outside them: valid
+/// bounds, widened by the slack as everywhere else. The labels are plain Lloyd's whatever
+/// the instruction set or the number of threads; only which points the bounds let skip
+/// later may differ, which changes the time, not the run (a skipped point's label is the
+/// exact nearest by a margin wider than rounding, so plain Lloyd gives it too).
+///
+/// Inlined into the dispatched kernel so that the distances and sums around the product are
+/// compiled for the same instruction set.
+#[inline(always)]
+fn hamerly_chunk_blocked(
+    points: &WeightedPoints<'_>,
+    info: &CentreInfo<'_>,
+    first: usize,
+    states: &mut [Bounded],
+    partial: &mut ClusterSums,
+) {
+    let dim = points.dim;
+    let n_clusters = info.centres.len() / dim;
+    let centre = |j: usize| &info.centres[j * dim..(j + 1) * dim];
+    partial.clear();
+    let mut pending = Vec::new();
+    for (offset, state) in states.iter_mut().enumerate() {
+        let previous = state.label;
+        if !info.assigned || previous == usize::MAX {
+            pending.push(offset);
+            continue;
+        }
+        state.upper = info.up(state.upper + info.movement[previous]);
+        let others_moved = if previous == info.farthest_moved {
+            info.second_largest_move
+        } else {
+            info.largest_move
+        };
+        state.lower = info.down(state.lower - others_moved).max(0.0);
+        let bound = info.half_gap[previous].max(state.lower);
+        if state.upper >= bound {
+            let point = points.row(first + offset);
+            state.upper = info.up(squared_distance(point, centre(previous)).sqrt());
+            if state.upper >= bound {
+                pending.push(offset);
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let mut rows = Vec::with_capacity(pending.len() * dim);
+        for &offset in &pending {
+            rows.extend_from_slice(points.row(first + offset));
+        }
+        let products = expanded::products(&rows, info.centres, dim);
+        let mut approximate = vec![0.0; n_clusters];
+        for ((&offset, point), products) in pending
+            .iter()
+            .zip(rows.chunks_exact(dim))
+            .zip(products.rows())
+        {
+            let state = &mut states[offset];
+            let previous = state.label;
+            let norm = squared_norm(point);
+            let (mut smallest, mut next) = (f64::INFINITY, f64::INFINITY);
+            for ((a, &product), &centre_norm) in approximate
+                .iter_mut()
+                .zip(&products)
+                .zip(&info.squared_norms)
+            {
+                *a = norm + centre_norm - 2.0 * product;
+                let larger = if *a < smallest { smallest } else { *a };
+                next = if larger < next { larger } else { next };
+                smallest = if *a < smallest { *a } else { smallest };
+            }
+            let error =
+                expanded::error_bound(norm, info.largest_squared_norm, info.expansion_error);
+            let within = smallest + 2.0 * error;
+            let (label, upper, lower) = if next > within {
+                // One candidate: the argument above settles the label without s_j.
+                let label = approximate
+                    .iter()
+                    .position(|&a| a == smallest)
+                    .expect("invariant: the smallest value is one of them");
+                (label, smallest + error, next - error)
+            } else {
+                // Exact distances for the candidates, compared in index order as
+                // `nearest_two` compares them; the rest bound the second from below.
+                let (mut label, mut best, mut second) = (0, f64::INFINITY, f64::INFINITY);
+                let mut outside = f64::INFINITY;
+                for (j, &a) in approximate.iter().enumerate() {
+                    if a > within {
+                        outside = outside.min(a - error);
+                        continue;
+                    }
+                    let distance = squared_distance(point, centre(j));
+                    let larger = if distance < best { best } else { distance };
+                    second = if larger < second { larger } else { second };
+                    let closer = distance < best;
+                    best = if closer { distance } else { best };
+                    label = if closer { j } else { label };
+                }
+                (label, best, second.min(outside))
+            };
+            state.label = label;
+            state.upper = info.up(upper.sqrt());
+            state.lower = info.down(lower.max(0.0).sqrt());
+            if label != previous {
+                partial.n_changed += 1;
+                partial.changed_mass += points.weight(first + offset);
+            }
+        }
+    }
+    // The sums in index order, as in every other kernel: the same bits.
+    for (offset, state) in states.iter().enumerate() {
+        let i = first + offset;
+        partial.add(state.label, points.row(i), points.weight(i));
     }
 }
 
@@ -172,6 +303,17 @@ impl Assigner for Hamerly {
                 CentreGroups::default()
             },
             half_gap: half_gaps(centres, dim, self.slack),
+            squared_norms: if dim > MAX_GROUPED_DIM {
+                centres.chunks_exact(dim).map(squared_norm).collect()
+            } else {
+                Vec::new()
+            },
+            largest_squared_norm: centres
+                .chunks_exact(dim)
+                .map(squared_norm)
+                .fold(0.0, f64::max)
+                * (1.0 + self.slack),
+            expansion_error: expanded::error_scale(dim),
             movement: &self.movement,
             farthest_moved,
             largest_move,
@@ -267,7 +409,7 @@ fn half_gaps(centres: &[f64], dim: usize, slack: f64) -> Vec<f64> {
 mod tests {
     use super::*;
     use crate::data::Weights;
-    use crate::kmeans::assign::PlainLloyd;
+    use crate::kmeans::assign::{PlainLloyd, nearest_two};
     use crate::rng::StreamRng;
 
     /// Drives both kernels through centres that move arbitrarily between passes (small
@@ -326,6 +468,78 @@ mod tests {
                 hamerly.centres_moved(&old, &centres);
             }
             assert!(stable_labels_seen);
+        }
+    }
+
+    /// At d > 16 the recomputations go through expanded distances. Far from the origin
+    /// (‖x‖ ≈ 1e4·√d against a spread of 1) with points near the midpoint of two centres, the expanded values misorder some of them (checked here, so that the data
+    /// can catch a kernel that trusts them); the labels and sums must still be plain
+    /// Lloyd's, bit for bit, on every pass.
+    #[test]
+    fn blocked_recomputations_give_plain_labels_through_cancellation() {
+        for dim in [17, 20, 64] {
+            let mut rng = StreamRng::seed_from(40 + dim as u64);
+            let (n, offset) = (1500, 1e4);
+            // Four centres in random directions around the offset; every other point sits
+            // at the midpoint of centres 0 and 1, moved along their difference by at most
+            // 1e-7 of it (a gap of up to about 14 ulps of ‖x‖² between the two distances).
+            let mut centres: Vec<f64> = (0..4 * dim)
+                .map(|_| offset + rng.standard_normal())
+                .collect();
+            let mut values = Vec::with_capacity(n * dim);
+            for i in 0..n {
+                let shift = 2e-7 * (rng.next_f64() - 0.5);
+                for f in 0..dim {
+                    let (a, b) = (centres[f], centres[dim + f]);
+                    values.push(if i % 2 == 0 {
+                        0.5 * (a + b) + shift * (a - b)
+                    } else {
+                        offset + rng.standard_normal()
+                    });
+                }
+            }
+            let points = WeightedPoints {
+                values: &values,
+                dim,
+                weights: Weights::Unit,
+            };
+            let products = expanded::products(&values, &centres, dim);
+            let misordered = values
+                .chunks_exact(dim)
+                .enumerate()
+                .filter(|(i, x)| {
+                    let expanded: Vec<f64> = centres
+                        .chunks_exact(dim)
+                        .enumerate()
+                        .map(|(j, c)| squared_norm(x) + squared_norm(c) - 2.0 * products[[*i, j]])
+                        .collect();
+                    // Strictly: some other centre's expanded value is below the nearest's.
+                    let nearest = nearest_two::<0>(x, &centres, dim).0;
+                    expanded.iter().any(|&a| a < expanded[nearest])
+                })
+                .count();
+            assert!(
+                misordered > 0,
+                "d = {dim}: the data must defeat the expansion"
+            );
+            let mut hamerly = Hamerly::new(n, 4, dim);
+            let mut plain = PlainLloyd::new(n);
+            let (mut from_hamerly, mut from_plain) =
+                (ClusterSums::new(4, dim), ClusterSums::new(4, dim));
+            for pass in 0..6 {
+                hamerly.assign(&points, &centres, &mut from_hamerly);
+                plain.assign(&points, &centres, &mut from_plain);
+                for i in 0..n {
+                    assert_eq!(hamerly.label(i), plain.label(i), "d = {dim}, pass {pass}");
+                }
+                assert_eq!(from_hamerly.sums, from_plain.sums);
+                assert_eq!(from_hamerly.n_changed, from_plain.n_changed);
+                let old = centres.clone();
+                for c in &mut centres {
+                    *c += 1e-3 * rng.standard_normal();
+                }
+                hamerly.centres_moved(&old, &centres);
+            }
         }
     }
 

@@ -564,6 +564,27 @@ mod tests {
         );
     }
 
+    /// A move never takes the last point of a cluster. Here it would pay if it could: the
+    /// first point leaves a two-point cluster in the first sweep, and the incremental update
+    /// leaves the centre 3e-17 away from the point that stays (0.1 + 0.2 is not 0.3 in
+    /// floating point), so that point's leaving factor W/(W − w) = 1/0 makes any move look
+    /// infinitely good. Taken, it would empty the cluster and divide its centre by zero.
+    #[test]
+    fn the_last_point_of_a_cluster_stays() {
+        let values = [0.2, 0.1, 0.25, 0.26, 0.27];
+        let data = points(&values, &[], 1, false);
+        let labels = vec![0, 0, 1, 1, 1];
+        // The premise: after the first point leaves, the centre is not the second point.
+        let mean = (0.2 + 0.1) / 2.0;
+        let after: f64 = mean + (mean - 0.2) / 1.0;
+        assert_ne!(after, 0.1);
+        let refined = hartigan(&data, vec![0.0, 0.0], labels, None, 10);
+        assert_eq!(refined.labels[0], 1, "the first point moves");
+        assert_eq!(refined.labels[1], 0, "the last point stays");
+        assert!(refined.centres.iter().all(|c| c.is_finite()));
+        assert_eq!(refined.centres[0], 0.1);
+    }
+
     /// The inertia falls by exactly the gains the moves were made for: Lloyd's inertia minus
     /// the summed gains is the inertia of the result, computed from scratch.
     #[test]

@@ -27,6 +27,7 @@ mod batch;
 mod centres;
 mod chunked;
 mod describe;
+mod expanded;
 mod hamerly;
 mod hartigan;
 mod init;
