@@ -935,9 +935,14 @@ impl AggregatorConfig {
 /// let record = AggregatorRecord::new(&ewa, &step);
 /// assert_eq!(record.t, 1);
 /// assert_eq!(record.cumulative_loss, ewa.ledger().learner_loss());
-/// let json = serde_json::to_value(&record).unwrap();
-/// let names: Vec<&str> = json.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-/// assert_eq!(names, AggregatorRecord::FIELDS);
+/// // FIELDS names every field, in the order they are written.
+/// let json = serde_json::to_string(&record).unwrap();
+/// let at: Vec<usize> = AggregatorRecord::FIELDS
+///     .iter()
+///     .map(|name| json.find(&format!("\"{name}\":")).unwrap())
+///     .collect();
+/// assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{json}");
+/// assert_eq!(json.matches("\":").count(), AggregatorRecord::FIELDS.len());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct AggregatorRecord {
