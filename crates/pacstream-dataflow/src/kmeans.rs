@@ -210,13 +210,17 @@ pub fn run_kmeans(
                 match stats.add(&centres, row, 1.0) {
                     Ok((label, loss)) => {
                         losses.push(loss);
-                        steps.push(SequentialKMeansStep {
-                            round: position + 1,
-                            label: Some(label),
-                            loss: Some(loss),
-                            initialised: false,
-                            reassigned: 0,
-                        });
+                        // A step is kept only to format its record: without a records
+                        // file it would be one more allocation per row for nothing.
+                        if want_records {
+                            steps.push(SequentialKMeansStep {
+                                round: position + 1,
+                                label: Some(label),
+                                loss: Some(loss),
+                                initialised: false,
+                                reassigned: 0,
+                            });
+                        }
                     }
                     Err(e) => {
                         failure = Some(row_error(e, position));
