@@ -266,142 +266,6 @@ pub(crate) struct Table {
     n_single: usize,
     /// With merged points: the spread terms of rows `n_single..` (see [`Spreads`]).
     spreads: Option<Spreads>,
-    /// Where the rows lie, block by block, to tell which blocks a new part can change.
-    blocks: Blocks,
-    /// For each pool point p, the blocks a new vertex at p can change (`blocks.words`
-    /// words each).
-    vertex_masks: Vec<u64>,
-    /// For each segment column (in the slots of `segment_slot`), the blocks its segment can
-    /// change: the rows outside them hold ∞ in the column.
-    segment_masks: Vec<u64>,
-    /// Scratch: the blocks a candidate can change.
-    selected: Vec<u64>,
-    /// Scratch: the row ranges of the selected blocks.
-    ranges: Vec<std::ops::Range<usize>>,
-}
-
-/// The rows of a table by blocks of [`BLOCK`] (the lanes of the scoring sums): the rows
-/// `0..n_single` from 0, the rows `n_single..` from `n_single`, so that a block is a run of
-/// lanes 0, 1, … of one kernel. The rows come grid cell by grid cell
-/// ([`CurveState::for_each_reachable`]), so a block's atoms lie close together, and a
-/// bounding box of their means with the largest √d_cur among them shows which new parts of
-/// a candidate can come nearer to them than the current curve:
-///
-/// a part inside the ball B(c, ρ) is at least ‖m − c‖ − ρ ≥ gap − ρ from a mean m of the box
-/// (gap: the distance from c to the box). If (gap − ρ)² exceeds every d_cur of the block
-/// (by a margin far above the rounding of the distances compared), no candidate's part in
-/// B(c, ρ) changes a row of the block: each row keeps d_cur, its reward and loss change by
-/// exactly 0, and the sums skip it without a change of a bit (each lane adds the same
-/// terms in the same order, less some +0). Blocks holding an atom of a modified cell
-/// (`fixed`) are always scored: their distance without the removed parts is not d_cur.
-#[derive(Debug, Default)]
-struct Blocks {
-    /// The row range of each block.
-    rows: Vec<std::ops::Range<usize>>,
-    /// Per block, per axis: the lowest and highest coordinate of the means.
-    low: Vec<f64>,
-    high: Vec<f64>,
-    /// Per block: the largest √d_cur of its rows.
-    reach: Vec<f64>,
-    /// The blocks always scored.
-    fixed: Vec<u64>,
-    /// u64 words per bit set.
-    words: usize,
-    /// The first row of the second half.
-    n_single: usize,
-}
-
-/// The rows of a candidate's kernel sums are taken this many at a time (the lanes).
-const BLOCK: usize = 16;
-
-impl Blocks {
-    fn new(state: &CurveState, rows: &[Row], n_single: usize, current: &[f64]) -> Self {
-        let dim = state.dim;
-        let mut blocks = Self {
-            n_single,
-            ..Self::default()
-        };
-        for half in [0..n_single, n_single..rows.len()] {
-            let mut start = half.start;
-            while start < half.end {
-                let end = (start + BLOCK).min(half.end);
-                blocks.rows.push(start..end);
-                start = end;
-            }
-        }
-        let n_blocks = blocks.rows.len();
-        blocks.words = n_blocks.div_ceil(64);
-        blocks.fixed = vec![0; blocks.words];
-        blocks.low = vec![f64::INFINITY; n_blocks * dim];
-        blocks.high = vec![f64::NEG_INFINITY; n_blocks * dim];
-        blocks.reach = vec![0.0; n_blocks];
-        for (b, range) in blocks.rows.iter().enumerate() {
-            for r in range.clone() {
-                if rows[r].rest.is_some() {
-                    blocks.fixed[b / 64] |= 1 << (b % 64);
-                }
-                let mean = state.atom_mean(rows[r].index);
-                for (axis, &v) in mean.iter().enumerate() {
-                    let (low, high) = (&mut blocks.low[b * dim + axis], &mut blocks.high[b * dim + axis]);
-                    *low = low.min(v);
-                    *high = high.max(v);
-                }
-                blocks.reach[b] = blocks.reach[b].max(current[r].sqrt());
-            }
-        }
-        blocks
-    }
-
-    /// Sets in `mask` (zeroed first) the fixed blocks and those a part inside the ball
-    /// B(`centre`, `radius`) can change.
-    fn reached(&self, centre: &[f64], radius: f64, mask: &mut [u64]) {
-        let dim = centre.len();
-        mask.copy_from_slice(&self.fixed);
-        for b in 0..self.rows.len() {
-            let (low, high) = (&self.low[b * dim..(b + 1) * dim], &self.high[b * dim..(b + 1) * dim]);
-            let (mut gap2, mut diagonal2) = (0.0, 0.0);
-            for ((&c, &l), &h) in centre.iter().zip(low).zip(high) {
-                let gap = if c < l {
-                    l - c
-                } else if c > h {
-                    c - h
-                } else {
-                    0.0
-                };
-                gap2 += gap * gap;
-                diagonal2 += (h - l) * (h - l);
-            }
-            let gap = gap2.sqrt();
-            let clear = gap - radius;
-            let reach = self.reach[b];
-            // The margin: 1e-9 of the square of every length the compared distances are
-            // formed from, against roundings of about 1e-16 of it.
-            let scale = gap + diagonal2.sqrt() + 2.0 * radius + reach;
-            let far = clear > 0.0 && clear * clear > reach * reach * (1.0 + 1e-9) + 1e-9 * scale * scale;
-            if !far {
-                mask[b / 64] |= 1 << (b % 64);
-            }
-        }
-    }
-
-    /// The row ranges of the blocks set in `mask`, consecutive blocks of one half joined.
-    fn ranges(&self, mask: &[u64], ranges: &mut Vec<std::ops::Range<usize>>) {
-        ranges.clear();
-        for (w, &word) in mask.iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                let b = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let rows = self.rows[b].clone();
-                match ranges.last_mut() {
-                    Some(last) if last.end == rows.start && rows.start != self.n_single => {
-                        last.end = rows.end;
-                    }
-                    _ => ranges.push(rows),
-                }
-            }
-        }
-    }
 }
 
 /// The spread terms of the rows of a table that are atoms of several points: an atom's loss
@@ -508,13 +372,6 @@ impl Table {
                 nearest: vec![0.0; merged.len()],
             }
         });
-        let blocks = Blocks::new(state, &rows, n_single, &current);
-        let mut vertex_masks = vec![0; pool.len() * blocks.words];
-        if blocks.words > 0 {
-            for (p, mask) in vertex_masks.chunks_exact_mut(blocks.words).enumerate() {
-                blocks.reached(pool.point(p), 0.0, mask);
-            }
-        }
         Self {
             rows,
             mass,
@@ -526,56 +383,7 @@ impl Table {
             segment_slot: vec![NOT_COMPUTED; pool.len() * pool.len()],
             n_single,
             spreads,
-            selected: vec![0; blocks.words],
-            blocks,
-            vertex_masks,
-            segment_masks: Vec::new(),
-            ranges: Vec::new(),
         }
-    }
-
-    /// Scores every row for every candidate, as if no block could be skipped (tests: the
-    /// scores must be the same bits). Before any candidate is scored.
-    #[cfg(test)]
-    pub(crate) fn score_every_row(&mut self) {
-        assert!(self.segment_columns.is_empty());
-        let n_blocks = self.blocks.rows.len();
-        for b in 0..n_blocks {
-            self.blocks.fixed[b / 64] |= 1 << (b % 64);
-        }
-        for mask in self.vertex_masks.chunks_exact_mut(self.blocks.words.max(1)) {
-            mask.copy_from_slice(&self.blocks.fixed);
-        }
-    }
-
-    /// The number of rows and of the rows in the blocks a candidate with new parts
-    /// `pieces` is scored on (the segments' columns must be computed).
-    #[cfg(test)]
-    pub(crate) fn rows_scored(&mut self, pool: &Pool, pieces: &Pieces) -> (usize, usize) {
-        self.select(pool, pieces);
-        let scored = self.ranges.iter().map(|r| r.len()).sum();
-        (self.rows.len(), scored)
-    }
-
-    /// The blocks the candidate with new parts `pieces` can change, into `selected` and
-    /// `ranges`.
-    fn select(&mut self, pool: &Pool, pieces: &Pieces) {
-        let words = self.blocks.words;
-        let n_pool = pool.len();
-        self.selected.copy_from_slice(&self.blocks.fixed);
-        for (piece, _) in &pieces.pieces {
-            let mask = match *piece {
-                Piece::Vertex(a) => &self.vertex_masks[a * words..(a + 1) * words],
-                Piece::Segment(a, b) => {
-                    let slot = self.segment_slot[a * n_pool + b] as usize;
-                    &self.segment_masks[slot * words..(slot + 1) * words]
-                }
-            };
-            for (selected, &bits) in self.selected.iter_mut().zip(mask) {
-                *selected |= bits;
-            }
-        }
-        self.blocks.ranges(&self.selected, &mut self.ranges);
     }
 
     fn column(&self, p: usize) -> &[f64] {
@@ -612,42 +420,29 @@ impl Table {
         let n_pool = pool.len();
         let n_rows = self.rows.len();
         let dim = pool.dim;
-        let words = self.blocks.words;
         for (piece, _) in &pieces.pieces {
             if let Piece::Segment(a, b) = *piece {
                 if self.segment_slot[a * n_pool + b] == NOT_COMPUTED {
-                    let slot = self.segment_masks.len() / words.max(1);
+                    let slot = self.segment_columns.len() / n_rows.max(1);
                     self.segment_slot[a * n_pool + b] = slot as u32;
-                    let length2 = pool.lengths2[a * n_pool + b];
-                    let (pa, pb) = (pool.point(a), pool.point(b));
-                    // The segment lies in the ball on its midpoint of radius half its length
-                    // (widened by a hair for the rounding of the midpoint).
-                    let middle: Vec<f64> = pa.iter().zip(pb).map(|(x, y)| 0.5 * (x + y)).collect();
-                    let start = self.segment_masks.len();
-                    self.segment_masks.resize(start + words, 0);
-                    self.blocks.reached(
-                        &middle,
-                        0.5 * length2.sqrt() * (1.0 + 1e-12),
-                        &mut self.segment_masks[start..],
-                    );
-                    let mut ranges = std::mem::take(&mut self.ranges);
-                    self.blocks.ranges(&self.segment_masks[start..], &mut ranges);
-                    if self.segment_columns.is_empty() {
+                    let start = self.segment_columns.len();
+                    if start == 0 {
                         // Room for every segment between pool points, so that the columns
                         // are never copied as they come (only the pages written are used).
                         self.segment_columns.reserve(n_pool * n_pool * n_rows);
                     }
                     let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
+                    let length2 = pool.lengths2[a * n_pool + b];
                     crate::kernels::dispatch(SegmentColumn {
                         to_a: &columns[a * n_rows..(a + 1) * n_rows],
                         to_b: &columns[b * n_rows..(b + 1) * n_rows],
                         length2,
-                        ranges: &ranges,
                         out: segment_columns,
                     });
                     if let Some(spreads) = &mut self.spreads {
                         // tr C − (b − a)ᵀC(b − a)/‖b − a‖², the quadratic form as a fixed
                         // combination of the scatter's entries.
+                        let (pa, pb) = (pool.point(a), pool.point(b));
                         let mut weights = Vec::with_capacity(dim * (dim + 1) / 2);
                         for r in 0..dim {
                             let dr = pb[r] - pa[r];
@@ -661,33 +456,25 @@ impl Table {
                         if start == 0 {
                             spreads.segment_columns.reserve(n_pool * n_pool * n_merged);
                         }
-                        // Rows outside the segment's blocks keep 0: their column holds ∞,
-                        // so the segment is never their nearest part.
                         spreads.segment_columns.resize(start + n_merged, 0.0);
-                        let n_single = self.n_single;
                         crate::kernels::dispatch(SpreadColumn {
                             scatter: &spreads.scatter,
                             trace: &spreads.trace,
                             weights: &weights,
-                            ranges: &ranges,
-                            first_row: n_single,
                             out: &mut spreads.segment_columns[start..],
                         });
                     }
-                    self.ranges = ranges;
                 }
             }
         }
-        self.select(pool, pieces);
         let n_single = self.n_single;
-        let split = self.ranges.partition_point(|r| r.start < n_single);
         let mut nearest = std::mem::take(&mut self.nearest);
         let (mut reward, mut loss) = crate::kernels::dispatch(ScoreCandidate {
             table: self,
-            ranges: &self.ranges[..split],
+            rows: 0..n_single,
             pool,
             pieces,
-            nearest: &mut nearest,
+            nearest: &mut nearest[..n_single],
             loss_bound,
         });
         if let Some(mut spreads) = self.spreads.take() {
@@ -695,10 +482,10 @@ impl Table {
             let (r, l) = crate::kernels::dispatch(ScoreMerged {
                 table: self,
                 spreads: &spreads,
-                ranges: &self.ranges[split..],
+                rows: n_single..n_rows,
                 pool,
                 pieces,
-                nearest: &mut nearest,
+                nearest: &mut nearest[n_single..],
                 nearest_spread: &mut nearest_spread,
                 loss_bound,
             });
@@ -752,21 +539,16 @@ impl Table {
 
 /// Scores one candidate over a table: the distance from every row to the nearest new part,
 /// piece by piece over whole columns, then the sums of the mass-weighted changes of reward
-/// and loss over 16 lanes combined in a fixed order (the same bits on every CPU). Only the
-/// rows of the blocks the candidate can change are visited ([`Blocks`]); row r goes to lane
-/// (r − first row of its half) mod 16, as if every row were visited.
+/// and loss over 16 lanes combined in a fixed order (the same bits on every CPU).
 struct ScoreCandidate<'a> {
     table: &'a Table,
-    /// The rows scored: block-aligned ranges of the first half.
-    ranges: &'a [std::ops::Range<usize>],
+    /// The rows scored (a range of the table's).
+    rows: std::ops::Range<usize>,
     pool: &'a Pool,
     pieces: &'a Pieces,
-    /// Scratch, one entry per row of the table.
     nearest: &'a mut [f64],
     loss_bound: f64,
 }
-
-const LANES: usize = BLOCK;
 
 impl crate::kernels::Kernel for ScoreCandidate<'_> {
     type Output = (f64, f64);
@@ -774,8 +556,25 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
     #[inline(always)]
     fn run(self) -> (f64, f64) {
         let table = self.table;
+        let nearest = self.nearest;
+        nearest.fill(f64::INFINITY);
         let n_pool = self.pool.len();
         let n_rows = table.rows.len();
+        let rows = self.rows;
+        for (piece, _) in &self.pieces.pieces {
+            let column = match *piece {
+                Piece::Vertex(a) => &table.column(a)[rows.clone()],
+                Piece::Segment(a, b) => {
+                    let slot = table.segment_slot[a * n_pool + b] as usize;
+                    &table.segment_columns[slot * n_rows..(slot + 1) * n_rows][rows.clone()]
+                }
+            };
+            // Distances are never NaN (nor −0), so `min` is exact and order-free.
+            for (best, &d) in nearest.iter_mut().zip(column) {
+                *best = best.min(d);
+            }
+        }
+        const LANES: usize = 16;
         let bound = self.loss_bound;
         let mut reward = [0.0f64; LANES];
         let mut loss = [0.0f64; LANES];
@@ -786,44 +585,26 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
                 mass * (new - old),
             )
         };
-        for rows in self.ranges {
-            let nearest = &mut self.nearest[rows.clone()];
-            nearest.fill(f64::INFINITY);
-            for (piece, _) in &self.pieces.pieces {
-                let column = match *piece {
-                    Piece::Vertex(a) => &table.column(a)[rows.clone()],
-                    Piece::Segment(a, b) => {
-                        let slot = table.segment_slot[a * n_pool + b] as usize;
-                        &table.segment_columns[slot * n_rows..(slot + 1) * n_rows][rows.clone()]
-                    }
-                };
-                // Distances are never NaN (nor −0), so `min` is exact and order-free.
-                for (best, &d) in nearest.iter_mut().zip(column) {
-                    *best = best.min(d);
-                }
+        let base = &table.base[rows.clone()];
+        let current = &table.current[rows.clone()];
+        let mass = &table.mass[rows];
+        let mut chunks = nearest
+            .chunks_exact(LANES)
+            .zip(base.chunks_exact(LANES))
+            .zip(current.chunks_exact(LANES))
+            .zip(mass.chunks_exact(LANES));
+        for (((near, base), old), mass) in &mut chunks {
+            for lane in 0..LANES {
+                let (r, l) = change(near[lane], base[lane], old[lane], mass[lane]);
+                reward[lane] += r;
+                loss[lane] += l;
             }
-            let base = &table.base[rows.clone()];
-            let current = &table.current[rows.clone()];
-            let mass = &table.mass[rows.clone()];
-            let mut chunks = nearest
-                .chunks_exact(LANES)
-                .zip(base.chunks_exact(LANES))
-                .zip(current.chunks_exact(LANES))
-                .zip(mass.chunks_exact(LANES));
-            for (((near, base), old), mass) in &mut chunks {
-                for lane in 0..LANES {
-                    let (r, l) = change(near[lane], base[lane], old[lane], mass[lane]);
-                    reward[lane] += r;
-                    loss[lane] += l;
-                }
-            }
-            // Only the last block of a half is short.
-            let tail = nearest.len() - nearest.len() % LANES;
-            for (lane, r) in (tail..nearest.len()).enumerate() {
-                let (dr, dl) = change(nearest[r], base[r], current[r], mass[r]);
-                reward[lane] += dr;
-                loss[lane] += dl;
-            }
+        }
+        let tail = nearest.len() - nearest.len() % LANES;
+        for (lane, r) in (tail..nearest.len()).enumerate() {
+            let (dr, dl) = change(nearest[r], base[r], current[r], mass[r]);
+            reward[lane] += dr;
+            loss[lane] += dl;
         }
         (
             crate::kernels::tree_sum(reward),
@@ -840,13 +621,11 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
 struct ScoreMerged<'a> {
     table: &'a Table,
     spreads: &'a Spreads,
-    /// The rows scored: block-aligned ranges of the second half (the rows of the spreads).
-    ranges: &'a [std::ops::Range<usize>],
+    /// The rows scored: those of the spreads.
+    rows: std::ops::Range<usize>,
     pool: &'a Pool,
     pieces: &'a Pieces,
-    /// Scratch, one entry per row of the table.
     nearest: &'a mut [f64],
-    /// Scratch, one entry per row of the spreads.
     nearest_spread: &'a mut [f64],
     loss_bound: f64,
 }
@@ -858,13 +637,42 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
     fn run(self) -> (f64, f64) {
         let table = self.table;
         let spreads = self.spreads;
+        let nearest = self.nearest;
+        let nearest_spread = self.nearest_spread;
+        nearest.fill(f64::INFINITY);
+        nearest_spread.fill(0.0);
         let n_pool = self.pool.len();
         let n_table = table.rows.len();
-        let first = table.n_single;
-        let n_merged = n_table - first;
+        let rows = self.rows;
+        let n_rows = rows.len();
+        for (piece, _) in &self.pieces.pieces {
+            let (column, spread) = match *piece {
+                Piece::Vertex(a) => (&table.column(a)[rows.clone()], spreads.trace.as_slice()),
+                Piece::Segment(a, b) => {
+                    let slot = table.segment_slot[a * n_pool + b] as usize;
+                    (
+                        &table.segment_columns[slot * n_table..(slot + 1) * n_table][rows.clone()],
+                        &spreads.segment_columns[slot * n_rows..(slot + 1) * n_rows],
+                    )
+                }
+            };
+            for ((best, best_spread), (&d, &s)) in nearest
+                .iter_mut()
+                .zip(nearest_spread.iter_mut())
+                .zip(column.iter().zip(spread))
+            {
+                let closer = d < *best;
+                *best = if closer { d } else { *best };
+                *best_spread = if closer { s } else { *best_spread };
+            }
+        }
+        const LANES: usize = 16;
         let bound = self.loss_bound;
         let mut reward = [0.0f64; LANES];
         let mut loss = [0.0f64; LANES];
+        let base = &table.base[rows.clone()];
+        let current = &table.current[rows.clone()];
+        let mass = &table.mass[rows];
         #[inline(always)]
         fn change(
             bound: f64,
@@ -886,73 +694,35 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
                 mass * (d - old) + spread,
             )
         }
-        for rows in self.ranges {
-            // The same rows, counted from the first row of the spreads.
-            let local = rows.start - first..rows.end - first;
-            let nearest = &mut self.nearest[rows.clone()];
-            let nearest_spread = &mut self.nearest_spread[local.clone()];
-            nearest.fill(f64::INFINITY);
-            nearest_spread.fill(0.0);
-            for (piece, _) in &self.pieces.pieces {
-                let (column, spread) = match *piece {
-                    Piece::Vertex(a) => (&table.column(a)[rows.clone()], &spreads.trace[local.clone()]),
-                    Piece::Segment(a, b) => {
-                        let slot = table.segment_slot[a * n_pool + b] as usize;
-                        (
-                            &table.segment_columns[slot * n_table..(slot + 1) * n_table]
-                                [rows.clone()],
-                            &spreads.segment_columns[slot * n_merged..(slot + 1) * n_merged]
-                                [local.clone()],
-                        )
-                    }
-                };
-                for ((best, best_spread), (&d, &s)) in nearest
-                    .iter_mut()
-                    .zip(nearest_spread.iter_mut())
-                    .zip(column.iter().zip(spread))
-                {
-                    let closer = d < *best;
-                    *best = if closer { d } else { *best };
-                    *best_spread = if closer { s } else { *best_spread };
-                }
-            }
-            let base = &table.base[rows.clone()];
-            let base_s = &spreads.base[local.clone()];
-            let current = &table.current[rows.clone()];
-            let old_s = &spreads.current[local.clone()];
-            let mass = &table.mass[rows.clone()];
-            let n_rows = rows.len();
-            let whole = n_rows - n_rows % LANES;
-            for start in (0..whole).step_by(LANES) {
-                let r = start..start + LANES;
-                let (near, near_s) = (&nearest[r.clone()], &nearest_spread[r.clone()]);
-                let (base, base_s) = (&base[r.clone()], &base_s[r.clone()]);
-                let (old, old_s) = (&current[r.clone()], &old_s[r.clone()]);
-                let mass = &mass[r];
-                for lane in 0..LANES {
-                    let (dr, dl) = change(
-                        bound,
-                        (near[lane], near_s[lane]),
-                        (base[lane], base_s[lane]),
-                        (old[lane], old_s[lane]),
-                        mass[lane],
-                    );
-                    reward[lane] += dr;
-                    loss[lane] += dl;
-                }
-            }
-            // Only the last block of a half is short.
-            for (lane, r) in (whole..n_rows).enumerate() {
+        let whole = n_rows - n_rows % LANES;
+        for start in (0..whole).step_by(LANES) {
+            let r = start..start + LANES;
+            let (near, near_s) = (&nearest[r.clone()], &nearest_spread[r.clone()]);
+            let (base, base_s) = (&base[r.clone()], &spreads.base[r.clone()]);
+            let (old, old_s) = (&current[r.clone()], &spreads.current[r.clone()]);
+            let mass = &mass[r];
+            for lane in 0..LANES {
                 let (dr, dl) = change(
                     bound,
-                    (nearest[r], nearest_spread[r]),
-                    (base[r], base_s[r]),
-                    (current[r], old_s[r]),
-                    mass[r],
+                    (near[lane], near_s[lane]),
+                    (base[lane], base_s[lane]),
+                    (old[lane], old_s[lane]),
+                    mass[lane],
                 );
                 reward[lane] += dr;
                 loss[lane] += dl;
             }
+        }
+        for (lane, r) in (whole..n_rows).enumerate() {
+            let (dr, dl) = change(
+                bound,
+                (nearest[r], nearest_spread[r]),
+                (base[r], spreads.base[r]),
+                (current[r], spreads.current[r]),
+                mass[r],
+            );
+            reward[lane] += dr;
+            loss[lane] += dl;
         }
         (
             crate::kernels::tree_sum(reward),
@@ -963,14 +733,11 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
 
 /// The spread terms of the merged rows on one pool segment, tr C − uᵀCu (as
 /// [`segment_spread`], clamped at 0), as a weighted sum of the scatter's entry columns
-/// accumulated entry by entry (a fixed order), over the rows of `ranges` (table rows, the
-/// merged ones from `first_row`); `out` holds zeros.
+/// accumulated entry by entry (a fixed order).
 struct SpreadColumn<'a> {
     scatter: &'a [f64],
     trace: &'a [f64],
     weights: &'a [f64],
-    ranges: &'a [std::ops::Range<usize>],
-    first_row: usize,
     out: &'a mut [f64],
 }
 
@@ -980,33 +747,25 @@ impl crate::kernels::Kernel for SpreadColumn<'_> {
     #[inline(always)]
     fn run(self) {
         let n = self.out.len();
-        for rows in self.ranges {
-            if rows.start < self.first_row {
-                continue;
+        self.out.fill(0.0);
+        for (entries, &weight) in self.scatter.chunks_exact(n).zip(self.weights) {
+            for (out, &c) in self.out.iter_mut().zip(entries) {
+                *out += weight * c;
             }
-            let local = rows.start - self.first_row..rows.end - self.first_row;
-            let out = &mut self.out[local.clone()];
-            for (entries, &weight) in self.scatter.chunks_exact(n).zip(self.weights) {
-                for (out, &c) in out.iter_mut().zip(&entries[local.clone()]) {
-                    *out += weight * c;
-                }
-            }
-            for (out, &trace) in out.iter_mut().zip(&self.trace[local.clone()]) {
-                *out = (trace - *out).max(0.0);
-            }
+        }
+        for (out, &trace) in self.out.iter_mut().zip(self.trace) {
+            *out = (trace - *out).max(0.0);
         }
     }
 }
 
-/// The distances from the rows of `ranges` to the interior of one pool segment:
-/// [`interior`], branch-free, with ∞ where the nearest point of the segment is an end, and
-/// ∞ for the other rows (the segment cannot come nearer to them than the current curve);
-/// appended to `out` (written once: no zeros first, which cost as much as the column itself).
+/// The distances from the rows to the interior of one pool segment: [`interior`],
+/// branch-free, with ∞ where the nearest point of the segment is an end; appended to `out`
+/// (written once: no zeros first, which cost as much as the column itself).
 struct SegmentColumn<'a> {
     to_a: &'a [f64],
     to_b: &'a [f64],
     length2: f64,
-    ranges: &'a [std::ops::Range<usize>],
     out: &'a mut Vec<f64>,
 }
 
@@ -1017,26 +776,14 @@ impl crate::kernels::Kernel for SegmentColumn<'_> {
     fn run(self) {
         let length2 = self.length2;
         let twice = 2.0 * length2;
-        let mut done = 0;
-        for rows in self.ranges {
-            self.out
-                .extend(std::iter::repeat_n(f64::INFINITY, rows.start - done));
-            self.out.extend(
-                self.to_a[rows.clone()]
-                    .iter()
-                    .zip(&self.to_b[rows.clone()])
-                    .map(|(&to_a, &to_b)| {
-                        let along2 = to_a + length2 - to_b;
-                        let along = 0.5 * along2;
-                        let d = (to_a - along * along / length2).max(0.0);
-                        let inside = along2 > 0.0 && along2 < twice;
-                        if inside { d } else { f64::INFINITY }
-                    }),
-            );
-            done = rows.end;
-        }
         self.out
-            .extend(std::iter::repeat_n(f64::INFINITY, self.to_a.len() - done));
+            .extend(self.to_a.iter().zip(self.to_b).map(|(&to_a, &to_b)| {
+                let along2 = to_a + length2 - to_b;
+                let along = 0.5 * along2;
+                let d = (to_a - along * along / length2).max(0.0);
+                let inside = along2 > 0.0 && along2 < twice;
+                if inside { d } else { f64::INFINITY }
+            }));
     }
 }
 

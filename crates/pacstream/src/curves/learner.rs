@@ -1016,69 +1016,6 @@ mod tests {
         }
     }
 
-    /// A candidate is scored on the blocks of rows its new parts can reach (plus those of
-    /// the modified cells): its reward and loss changes are the same bits as over every row
-    /// of the window's table, with every kind of atom (points, merged atoms, bandit weights
-    /// of 0), every window of the curve, and the comparator's tables; and the blocks skipped
-    /// are a good part of the rows, so the comparison is not one of identical work.
-    #[test]
-    fn skipped_blocks_change_no_bit_of_a_score() {
-        let points = noisy_arc(6000, 5);
-        for (feedback, bin_side, max_atoms) in [
-            (Feedback::Full, 0.0, 0),
-            (Feedback::Bandit, 0.0, 0),
-            (Feedback::Full, 0.5, 0),
-            (Feedback::Full, 0.5, 300),
-        ] {
-            let learner = learner_after(
-                PrincipalCurveParams::new()
-                    .feedback(feedback)
-                    .bin_side(bin_side)
-                    .max_atoms(max_atoms)
-                    .seed(2),
-                &points,
-            );
-            let state = &learner.fitted.as_ref().unwrap().state;
-            assert!(state.n_segments() >= 4, "K = {}", state.n_segments());
-            let loss_bound = state.lattice.loss_bound();
-            let windows = Window::all(state.n_segments());
-            let rng = StreamRng::seed_from(7);
-            let round = round_candidates(state, &learner.config, &rng, &windows);
-            let counts = |a: usize| state.atom_mass(a) > 0.0;
-            let mut filtered: Vec<Option<Table>> = windows.iter().map(|_| None).collect();
-            let mut every: Vec<Option<Table>> = windows.iter().map(|_| None).collect();
-            let mut pieces = Pieces::default();
-            let (mut rows, mut scored, mut checked) = (0, 0, 0);
-            for candidate in &round.candidates {
-                let (pool, _) = round.pool_of(candidate);
-                let table = filtered[candidate.window]
-                    .get_or_insert_with(|| Table::new(state, pool, counts));
-                let reference = every[candidate.window].get_or_insert_with(|| {
-                    let mut table = Table::new(state, pool, counts);
-                    table.score_every_row();
-                    table
-                });
-                pool.pieces(candidate.order(), &mut pieces);
-                let change = table.change(pool, &pieces, loss_bound);
-                let expected = reference.change(pool, &pieces, loss_bound);
-                assert_eq!(
-                    (change.reward.to_bits(), change.loss.to_bits()),
-                    (expected.reward.to_bits(), expected.loss.to_bits()),
-                    "{feedback:?} b = {bin_side}: {change:?} against {expected:?}"
-                );
-                let (n, s) = table.rows_scored(pool, &pieces);
-                rows += n;
-                scored += s;
-                checked += 1;
-            }
-            assert!(checked > 100, "{checked}");
-            assert!(
-                (scored as f64) < 0.8 * rows as f64,
-                "{feedback:?} b = {bin_side}: {scored} of {rows} rows scored"
-            );
-        }
-    }
-
     /// Follow the perturbed leader picks each entry with the probability the `paper`
     /// estimator uses (`win_probability`): over 200,000 draws, every frequency is within
     /// 5 binomial standard errors of it (a false alarm has probability about 3.5e-6).
