@@ -12,7 +12,8 @@
  * experts per iteration; PIPELINED = the reduction of chunk j and the polynomial of chunk
  * j - 1 in the same iteration (the chain per iteration halved, the same operations);
  * ONESTORE = C' written once (the twin store of L' dropped); NOFLOOR = no compare-and-select
- * at the exponential's floor; NOMINMAX = no range or minimum tracking; NOMIX = no mixture.
+ * at the exponential's floor; NOMINMAX = no range or minimum tracking; NOMIX = no mixture;
+ * TABLE = the exponential from a table of 2^(j/4) and a degree-7 polynomial.
  * The variants that drop work are not correct rounds; they measure what that work costs.
  *
  * Run: benches/experts-loop/run.sh  (needs gcc; prints CPU ns per round, min and median).
@@ -46,7 +47,40 @@ INLINE struct Reduced reduce(const struct Constants *c, V x) {
   return o;
 }
 
+#ifdef TABLE
+/* 2^(j/4), j = 0..3, as eight floats (vpermps picks 32-bit halves), and the degree-5
+ * q(r) of 1 + r + r^2 q(r) on |r| <= ln 2 / 8 (Taylor coefficients: the timing is what this
+ * variant measures; a minimax fit would have the same operations). */
+static const double TABLE4[4] = {1.0, 1.189207115002721, 1.4142135623730951, 1.6817928305074290};
+static const double QT[6] = {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
+INLINE V finish_table(const struct Constants *c, V x) {
+  V shifted = _mm256_fmadd_pd(x, _mm256_set1_pd(4 * 1.4426950408889634), c->rounder);
+  V k = _mm256_sub_pd(shifted, c->rounder);
+  V r = _mm256_fnmadd_pd(k, _mm256_set1_pd(0.6931471805599453 / 4), x);
+  V r2 = _mm256_mul_pd(r, r), r4 = _mm256_mul_pd(r2, r2);
+  V p01 = _mm256_fmadd_pd(_mm256_set1_pd(QT[1]), r, _mm256_set1_pd(QT[0]));
+  V p23 = _mm256_fmadd_pd(_mm256_set1_pd(QT[3]), r, _mm256_set1_pd(QT[2]));
+  V p45 = _mm256_fmadd_pd(_mm256_set1_pd(QT[5]), r, _mm256_set1_pd(QT[4]));
+  V p03 = _mm256_fmadd_pd(p23, r2, p01);
+  V q = _mm256_fmadd_pd(p45, r4, p03);
+  V poly = _mm256_fmadd_pd(q, r2, _mm256_add_pd(r, c->one));
+  __m256i bits = _mm256_castpd_si256(shifted);
+  __m256i j = _mm256_and_si256(bits, _mm256_set1_epi64x(3));
+  __m256i index = _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi64(j, 1), _mm256_slli_epi64(j, 33)),
+                                  _mm256_set1_epi64x(1LL << 32));
+  V table = _mm256_loadu_pd(TABLE4);
+  V scale = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(table), index));
+  V scaled = _mm256_mul_pd(poly, scale);
+  __m256i e = _mm256_slli_epi64(_mm256_srli_epi64(bits, 2), 52);
+  V value = _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(scaled), e));
+  return _mm256_andnot_pd(_mm256_cmp_pd(x, c->floor, _CMP_LT_OQ), value);
+}
+#endif
+
 INLINE V finish(const struct Constants *c, struct Reduced d) {
+#ifdef TABLE
+  return finish_table(c, d.x);
+#endif
   V r = d.r, r2 = _mm256_mul_pd(r, r), poly;
 #ifdef HORNER
   V p = c->q[7];
