@@ -13,7 +13,8 @@
  * j - 1 in the same iteration (the chain per iteration halved, the same operations);
  * ONESTORE = C' written once (the twin store of L' dropped); NOFLOOR = no compare-and-select
  * at the exponential's floor; NOMINMAX = no range or minimum tracking; NOMIX = no mixture;
- * TABLE = the exponential from a table of 2^(j/4) and a degree-7 polynomial.
+ * TABLE = the exponential from a table of 2^(j/4) and a degree-7 polynomial; PAIRED = two
+ * chunks per step, each operation applied to both, each constant read once per step.
  * The variants that drop work are not correct rounds; they measure what that work costs.
  *
  * Run: benches/experts-loop/run.sh  (needs gcc; prints CPU ns per round, min and median).
@@ -135,6 +136,69 @@ INLINE void back(const struct Constants *c, struct Lanes *a, double *w, struct R
   _mm256_storeu_pd(w, weight);
 }
 
+#ifdef PAIRED
+/* Two chunks per step, each operation applied to both before the next, so that each
+ * constant is read from memory once per eight experts. */
+typedef struct { V a, b; } P;
+#define P2(expr_a, expr_b) ((P){(expr_a), (expr_b)})
+INLINE void step_pair(const struct Constants *cm, struct Lanes *l, const double *v,
+                      const double *ch, double *w, double *cn, double *tn, V minus_eta,
+                      V shift) {
+  /* Read the constants once for both chunks (the barrier keeps the compiler from
+   * re-reading them through memory operands per use). */
+  struct Constants c = *cm;
+  __asm__ volatile("" : "+x"(c.log2e), "+x"(c.rounder), "+x"(c.ln2));
+  P value = P2(_mm256_loadu_pd(v), _mm256_loadu_pd(v + 4));
+  P weight_old = P2(_mm256_loadu_pd(w), _mm256_loadu_pd(w + 4));
+  l->mixture = _mm256_fmadd_pd(weight_old.a, value.a, l->mixture);
+  l->mixture = _mm256_fmadd_pd(weight_old.b, value.b, l->mixture);
+  P charged = P2(_mm256_add_pd(_mm256_loadu_pd(ch), value.a), _mm256_add_pd(_mm256_loadu_pd(ch + 4), value.b));
+  l->lowest = _mm256_min_pd(value.a, l->lowest);
+  l->lowest = _mm256_min_pd(value.b, l->lowest);
+  l->highest = _mm256_max_pd(value.a, l->highest);
+  l->highest = _mm256_max_pd(value.b, l->highest);
+  l->least = _mm256_min_pd(charged.a, l->least);
+  l->least = _mm256_min_pd(charged.b, l->least);
+  P x = P2(_mm256_mul_pd(minus_eta, _mm256_sub_pd(charged.a, shift)),
+           _mm256_mul_pd(minus_eta, _mm256_sub_pd(charged.b, shift)));
+  P shifted = P2(_mm256_fmadd_pd(x.a, c.log2e, c.rounder), _mm256_fmadd_pd(x.b, c.log2e, c.rounder));
+  P k = P2(_mm256_sub_pd(shifted.a, c.rounder), _mm256_sub_pd(shifted.b, c.rounder));
+  P r = P2(_mm256_fnmadd_pd(k.a, c.ln2, x.a), _mm256_fnmadd_pd(k.b, c.ln2, x.b));
+  P r2 = P2(_mm256_mul_pd(r.a, r.a), _mm256_mul_pd(r.b, r.b));
+  V q0 = c.q[0], q1 = c.q[1];
+  __asm__ volatile("" : "+x"(q0), "+x"(q1));
+  P p01 = P2(_mm256_fmadd_pd(q1, r.a, q0), _mm256_fmadd_pd(q1, r.b, q0));
+  V q2 = c.q[2], q3 = c.q[3];
+  __asm__ volatile("" : "+x"(q2), "+x"(q3));
+  P p23 = P2(_mm256_fmadd_pd(q3, r.a, q2), _mm256_fmadd_pd(q3, r.b, q2));
+  V q4 = c.q[4], q5 = c.q[5];
+  __asm__ volatile("" : "+x"(q4), "+x"(q5));
+  P p45 = P2(_mm256_fmadd_pd(q5, r.a, q4), _mm256_fmadd_pd(q5, r.b, q4));
+  V q6 = c.q[6], q7 = c.q[7];
+  __asm__ volatile("" : "+x"(q6), "+x"(q7));
+  P p67 = P2(_mm256_fmadd_pd(q7, r.a, q6), _mm256_fmadd_pd(q7, r.b, q6));
+  P r4 = P2(_mm256_mul_pd(r2.a, r2.a), _mm256_mul_pd(r2.b, r2.b));
+  P p03 = P2(_mm256_fmadd_pd(p23.a, r2.a, p01.a), _mm256_fmadd_pd(p23.b, r2.b, p01.b));
+  P p47 = P2(_mm256_fmadd_pd(p67.a, r2.a, p45.a), _mm256_fmadd_pd(p67.b, r2.b, p45.b));
+  P pp = P2(_mm256_fmadd_pd(p47.a, r4.a, p03.a), _mm256_fmadd_pd(p47.b, r4.b, p03.b));
+  V one = c.one;
+  __asm__ volatile("" : "+x"(one));
+  P poly = P2(_mm256_fmadd_pd(pp.a, r2.a, _mm256_add_pd(r.a, one)), _mm256_fmadd_pd(pp.b, r2.b, _mm256_add_pd(r.b, one)));
+  P value_w;
+  value_w.a = _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(poly.a), _mm256_slli_epi64(_mm256_castpd_si256(shifted.a), 52)));
+  value_w.b = _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(poly.b), _mm256_slli_epi64(_mm256_castpd_si256(shifted.b), 52)));
+  V fl = c.floor;
+  __asm__ volatile("" : "+x"(fl));
+  value_w.a = _mm256_andnot_pd(_mm256_cmp_pd(x.a, fl, _CMP_LT_OQ), value_w.a);
+  value_w.b = _mm256_andnot_pd(_mm256_cmp_pd(x.b, fl, _CMP_LT_OQ), value_w.b);
+  l->total = _mm256_add_pd(l->total, value_w.a);
+  l->total = _mm256_add_pd(l->total, value_w.b);
+  _mm256_storeu_pd(cn, charged.a); _mm256_storeu_pd(cn + 4, charged.b);
+  _mm256_storeu_pd(tn, charged.a); _mm256_storeu_pd(tn + 4, charged.b);
+  _mm256_storeu_pd(w, value_w.a); _mm256_storeu_pd(w + 4, value_w.b);
+}
+#endif
+
 __attribute__((noinline)) double pass(const struct Constants *c0, int n, const double *v,
                                       const double *ch, double *w, double *cn, double *tn,
                                       double eta, double shift_value) {
@@ -144,7 +208,10 @@ __attribute__((noinline)) double pass(const struct Constants *c0, int n, const d
   V minus_eta = _mm256_set1_pd(-eta), shift = _mm256_set1_pd(shift_value);
   struct Lanes a = {_mm256_setzero_pd(), _mm256_set1_pd(INFINITY), _mm256_set1_pd(-INFINITY),
                     _mm256_set1_pd(INFINITY), _mm256_setzero_pd()};
-#if defined(PIPELINED)
+#if defined(PAIRED)
+  for (int i = 0; i < n; i += 8)
+    step_pair(&c, &a, v + i, ch + i, w + i, cn + i, tn + i, minus_eta, shift);
+#elif defined(PIPELINED)
   struct Reduced pending = front(&c, &a, v, ch, w, cn, tn, minus_eta, shift);
   for (int i = 4; i < n; i += 4) {
     struct Reduced next = front(&c, &a, v + i, ch + i, w + i, cn + i, tn + i, minus_eta, shift);

@@ -8,7 +8,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 runs=${1:-10}
 rounds=${2:-200000}
-variants="library HORNER TWO PIPELINED ONESTORE NOFLOOR NOMINMAX NOMIX TABLE"
+variants="library HORNER TWO PAIRED PIPELINED ONESTORE NOFLOOR NOMINMAX NOMIX TABLE"
 for variant in $variants; do
   flag=""
   [ "$variant" = library ] || flag="-D$variant"
