@@ -8,7 +8,7 @@
  * own loop, both at load 6–10).
  *
  * Variants (compile-time): default = the library's loop; HORNER = the polynomial by
- * Horner's rule (one multiply fewer, a chain three times as long); TWO = two chunks of four
+ * Horner's rule (one multiply fewer, the polynomial's chain about twice as long); TWO = two chunks of four
  * experts per iteration; PIPELINED = the reduction of chunk j and the polynomial of chunk
  * j - 1 in the same iteration (the chain per iteration halved, the same operations);
  * ONESTORE = C' written once (the twin store of L' dropped); NOFLOOR = no compare-and-select
