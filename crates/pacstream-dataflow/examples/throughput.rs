@@ -149,7 +149,10 @@ fn timed(
     let column = |pick: fn(&(f64, f64, f64)) -> f64| {
         times
             .iter()
-            .map(|t| t.as_ref().map_or_else(|| "?".to_string(), |t| format!("{:.2}", pick(t))))
+            .map(|t| {
+                t.as_ref()
+                    .map_or_else(|| "?".to_string(), |t| format!("{:.2}", pick(t)))
+            })
             .collect::<Vec<_>>()
             .join(" + ")
     };
@@ -222,7 +225,14 @@ fn main() {
                 },
                 keys: 100_000,
             };
-            run_keyed(worker, &*family, epoch_size, &mut source, &RunFiles::default()).unwrap();
+            run_keyed(
+                worker,
+                &*family,
+                epoch_size,
+                &mut source,
+                &RunFiles::default(),
+            )
+            .unwrap();
         });
         println!(
             "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",

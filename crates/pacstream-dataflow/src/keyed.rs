@@ -349,7 +349,11 @@ pub fn run_keyed<F: KeyedFamily>(
     } else {
         // Sized once: at 10^5 keys the document is hundreds of megabytes, and growing it by
         // doubling cost worker 0 copies and page faults the other workers wait for.
-        let length = entries.iter().map(|(_, entry)| entry.len() + 2).sum::<usize>() + 2;
+        let length = entries
+            .iter()
+            .map(|(_, entry)| entry.len() + 2)
+            .sum::<usize>()
+            + 2;
         let mut document = String::with_capacity(length);
         document.push_str("{\n");
         for (i, (_, entry)) in entries.iter().enumerate() {
