@@ -561,8 +561,7 @@ fn online_kmeans_on_workers_and_processes_writes_the_one_process_files() {
         assert!(r == records, "records differ on {processes} x {workers}");
         assert!(s == summary, "summary differs on {processes} x {workers}");
     }
-    // The report, too (threads only: timely prints its connection notes to the standard
-    // output of a cluster's process 0).
+    // The report, too (on processes: see the test of `--summary -` on a cluster).
     let mut threads = args.clone();
     threads.extend(strings(&["--workers", "2"]));
     let (code, stdout, stderr) = run_captured(&threads);
@@ -589,6 +588,55 @@ fn online_kmeans_by_chunks_is_the_same_on_one_process_and_on_a_cluster() {
         let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
         assert!(r == records, "records differ on {processes} x {workers}");
         assert!(s == summary, "summary differs on {processes} x {workers}");
+    }
+}
+
+/// `--summary -` on a cluster: process 0 writes to its standard output the bytes the
+/// one-process run writes to its own (the report where the command prints one, and the
+/// summary), and the other process writes nothing there: the processes connect without
+/// printing anything.
+#[test]
+fn the_summary_on_the_standard_output_of_a_cluster_is_the_one_process_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let experts_data = dir.path().join("experts.csv");
+    write_expert_data(&experts_data, 3000);
+    let kmeans_data = dir.path().join("data.csv");
+    write_data(&kmeans_data, 6000);
+    for base in [
+        keyed_experts_args(&experts_data),
+        online_kmeans_args(&kmeans_data),
+    ] {
+        let mut args = base;
+        args.extend(strings(&["--summary", "-"]));
+        let (code, expected, stderr) = run_captured(&args);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(expected.contains("\"settings\""), "{expected}");
+        let hosts = hostfile(dir.path(), 2);
+        // Files, not pipes: a pipe left unread would stall a process writing a long summary.
+        let stdouts: Vec<PathBuf> = (0..2)
+            .map(|process| dir.path().join(format!("stdout-{process}")))
+            .collect();
+        let children = (0..2)
+            .map(|process| {
+                let mut all = args.clone();
+                all.extend(strings(&["--processes", "2", "--process"]));
+                all.extend(strings(&[&process.to_string(), "--hostfile"]));
+                all.push(hosts.to_str().unwrap().to_string());
+                Command::new(BIN)
+                    .args(&all)
+                    .stdout(fs::File::create(&stdouts[process]).unwrap())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        wait_all(children);
+        let first = fs::read_to_string(&stdouts[0]).unwrap();
+        assert!(
+            first == expected,
+            "{args:?}: process 0 wrote\n{first}\n---\nthe one-process run\n{expected}"
+        );
+        assert_eq!(fs::read_to_string(&stdouts[1]).unwrap(), "", "{args:?}");
     }
 }
 
@@ -809,7 +857,7 @@ fn scale_out_options_that_would_change_the_output_are_refused_writing_nothing() 
     for (extra, message) in &cases {
         refused_writing_nothing(dir, &kmeans(extra), message);
     }
-    // Standard input, and records or (on several processes) the summary on stdout.
+    // Standard input, and records on stdout.
     let mut stdin = strings(&["kmeans", "-", "--online", "--batch-size", "100"]);
     stdin.extend(strings(&["--k", "3", "--workers", "2"]));
     refused_writing_nothing(dir, &stdin, "not standard input");
@@ -823,15 +871,6 @@ fn scale_out_options_that_would_change_the_output_are_refused_writing_nothing() 
         "-",
     ]));
     refused_writing_nothing(dir, &records_out, "--output - is not available");
-    let mut summary_out = strings(&["kmeans", data_arg, "--online", "--k", "3"]);
-    summary_out.extend(strings(&["--batch-size", "100", "--summary", "-"]));
-    summary_out.extend(strings(&[
-        "--processes",
-        "2",
-        "--hostfile",
-        hosts.to_str().unwrap(),
-    ]));
-    refused_writing_nothing(dir, &summary_out, "--summary - is not available");
 
     let experts_data = dir.join("experts.csv");
     write_expert_data(&experts_data, 50);
@@ -843,7 +882,8 @@ fn scale_out_options_that_would_change_the_output_are_refused_writing_nothing() 
     };
     let plot = format!("--outcome y --key site --plot-loss {}", out("l.svg"));
     for (extra, message) in [
-        ("--outcome y --workers 2", "name the key column with --key"),
+        // Refused by the argument parser: the workers share out keys.
+        ("--outcome y --workers 2", "--key <COL>"),
         (
             "--losses --key site --workers 2",
             "--losses is not available",

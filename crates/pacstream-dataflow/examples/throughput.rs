@@ -3,7 +3,8 @@
 //! its share, as it would parse only its share of a file. Per-worker CPU time is printed
 //! beside the wall-clock time, so that the division of the work shows even on a busy
 //! machine. Run with
-//! `cargo run --release -p pacstream-dataflow --example throughput -- [rows]`.
+//! `cargo run --release -p pacstream-dataflow --example throughput -- [rows [pattern
+//! [workers [keyed epoch size]]]]`, for example `... -- 10000000 keyed 1,2 4096`.
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -104,11 +105,15 @@ impl Source for KeyedGenerated {
     }
 }
 
-/// Seconds of CPU this thread has run (Linux's per-thread scheduler statistics), if known.
-fn thread_cpu_seconds() -> Option<f64> {
+/// Seconds this thread has run on a CPU and seconds it has waited for one while runnable
+/// (Linux's per-thread scheduler statistics), if known. What is left of the wall-clock time
+/// is time the thread slept: waiting for the other workers, not for a core.
+fn thread_times() -> Option<(f64, f64)> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos: f64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(nanos / 1e9)
+    let mut fields = text.split_whitespace();
+    let run: f64 = fields.next()?.parse().ok()?;
+    let queued: f64 = fields.next()?.parse().ok()?;
+    Some((run / 1e9, queued / 1e9))
 }
 
 /// A run's speed-up over the 1-worker run of its pattern, whose seconds `base` keeps.
@@ -125,22 +130,38 @@ fn timed(
     work: impl Fn(&mut timely::worker::Worker) + Send + Sync + 'static,
 ) -> (f64, String) {
     let start = Instant::now();
-    let cpu: Vec<Option<f64>> = timely::execute(Config::process(workers), move |worker| {
-        let before = thread_cpu_seconds();
-        work(worker);
-        Some(thread_cpu_seconds()? - before?)
-    })
-    .unwrap()
-    .join()
-    .into_iter()
-    .map(|r| r.unwrap())
-    .collect();
+    let times: Vec<Option<(f64, f64, f64)>> =
+        timely::execute(Config::process(workers), move |worker| {
+            let begun = Instant::now();
+            let before = thread_times();
+            work(worker);
+            let (run, queued) = thread_times()?;
+            let (run_before, queued_before) = before?;
+            let (run, queued) = (run - run_before, queued - queued_before);
+            Some((run, queued, begun.elapsed().as_secs_f64() - run - queued))
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
     let seconds = start.elapsed().as_secs_f64();
-    let cpu = cpu
-        .iter()
-        .map(|c| c.map_or_else(|| "?".to_string(), |c| format!("{c:.2}")))
-        .collect::<Vec<_>>()
-        .join(" + ");
+    let column = |pick: fn(&(f64, f64, f64)) -> f64| {
+        times
+            .iter()
+            .map(|t| {
+                t.as_ref()
+                    .map_or_else(|| "?".to_string(), |t| format!("{:.2}", pick(t)))
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
+    let cpu = format!(
+        "{} | {} | {}",
+        column(|t| t.0),
+        column(|t| t.1),
+        column(|t| t.2)
+    );
     (seconds, cpu)
 }
 
@@ -157,8 +178,13 @@ fn main() {
         .nth(3)
         .map(|a| a.split(',').filter_map(|w| w.parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 2]);
+    // Optionally the keyed pattern's rows per epoch (default 65,536).
+    let epoch_size: usize = std::env::args()
+        .nth(4)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(65_536);
     println!(
-        "pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker | CPU seconds per worker"
+        "pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker | CPU seconds per worker | seconds waiting for a core | seconds asleep (waiting for the other workers)"
     );
     let mut base = 0.0;
     for workers in counts.iter().copied().filter(|_| runs("kmeans")) {
@@ -199,7 +225,14 @@ fn main() {
                 },
                 keys: 100_000,
             };
-            run_keyed(worker, &*family, 65_536, &mut source, &RunFiles::default()).unwrap();
+            run_keyed(
+                worker,
+                &*family,
+                epoch_size,
+                &mut source,
+                &RunFiles::default(),
+            )
+            .unwrap();
         });
         println!(
             "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",

@@ -4,8 +4,10 @@
 //!
 //! Every process of a cluster runs the same command with its own `--process`; each reads
 //! the input file itself, and the process holding worker 0 writes the records, the summary
-//! and the report. The shared options that have no counterpart on a cluster are refused
-//! (exit code 2, nothing written) by [`check_shared_options`], each with the reason.
+//! and the report (`--summary -` included: the processes connect without writing to the
+//! standard output, see `pacstream_dataflow::cluster`). The shared options that have no
+//! counterpart on a cluster are refused (exit code 2, nothing written) by
+//! [`check_shared_options`], each with the reason.
 
 use std::path::PathBuf;
 
@@ -78,11 +80,7 @@ pub struct ScaleOutFiles {
 
 /// Refuses, with the reason, each shared option that has no counterpart on a cluster;
 /// returns the files the run reads and writes. `command` names the command in messages.
-pub fn check_shared_options(
-    options: &RunOptions,
-    scale_out: &ScaleOutArgs,
-    command: &str,
-) -> anyhow::Result<ScaleOutFiles> {
+pub fn check_shared_options(options: &RunOptions, command: &str) -> anyhow::Result<ScaleOutFiles> {
     let refuse = |what: &str| bad_input(format!("{command} on several workers: {what}"));
     let input = match &options.input.source {
         InputSource::File(path) => path.clone(),
@@ -110,12 +108,6 @@ pub fn check_shared_options(
             Some(path.clone())
         }
     };
-    if scale_out.processes.is_some_and(|p| p > 1) && options.summary == Some(OutputTarget::Stdout) {
-        return Err(refuse(
-            "--summary - is not available on several processes: timely writes its connection \
-             notes to standard output; give --summary a file name",
-        ));
-    }
     if options.plot.is_some() {
         return Err(refuse(
             "--plot draws a sample of the whole stream, which no worker holds; draw it with \

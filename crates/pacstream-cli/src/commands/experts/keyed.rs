@@ -36,8 +36,11 @@ use crate::io::columns::parse_selector;
 use crate::io::reader::{FirstRow, RowReader};
 use crate::ui::Notes;
 
-/// Rows per epoch of the keyed operator (the output does not depend on it).
-const EPOCH_SIZE: usize = 4096;
+/// Rows per epoch of the keyed operator (the output does not depend on it). Each epoch is
+/// two or three rounds in which every worker waits for the slowest: at 4,096 rows those
+/// waits were a large part of a 2-worker run's time (docs/benchmarks.md, Scale-out); at
+/// 65,536 (about 5 MB of input held at once) they are a small part of the epoch.
+const EPOCH_SIZE: usize = 65_536;
 
 /// Runs `pacstream experts --key` (or refuses the scale-out options it cannot honour).
 pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
@@ -68,7 +71,7 @@ pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     }
     let key_selector = parse_selector(key).map_err(|r| bad_input(format!("--key: {r}")))?;
     let options = args.common.validate()?;
-    let files = check_shared_options(&options, &args.scale_out, "experts")?;
+    let files = check_shared_options(&options, "experts")?;
     let cluster = args.scale_out.config(&files)?;
 
     let key_index = Cell::new(0);

@@ -70,7 +70,10 @@ use task::{ExpertsState, ExpertsTask, Settings};
     after_help = "Examples:\n  \
         pacstream experts --rule ewa --adahedge --outcome DAX data/eustock-forecasts.csv --plot experts.svg\n  \
         pacstream experts --rule rwm --doubling --outcome up data/eustock-updown.csv -o rounds.csv",
-    group(ArgGroup::new("rate").args(["beta", "eta", "horizon", "anytime", "doubling", "adahedge"]))
+    group(ArgGroup::new("rate").args(["beta", "eta", "horizon", "anytime", "doubling", "adahedge"])),
+    // The workers share out keys: without --key there is nothing to share (see
+    // docs/dataflow.md on sharded experts).
+    group(ArgGroup::new("cluster").args(["workers", "processes", "process", "hostfile"]).multiple(true).requires("key"))
 )]
 pub struct ExpertsArgs {
     /// The aggregation rule.

@@ -54,7 +54,7 @@ pub(super) fn run(args: &KMeansArgs, options: &RunOptions, notes: Notes) -> anyh
             "--sample-weights is not available: the workers' statistics count every row once",
         ));
     }
-    let files = check_shared_options(options, &args.scale_out, "kmeans")?;
+    let files = check_shared_options(options, "kmeans")?;
     let cluster = args.scale_out.config(&files)?;
     let config: SequentialKMeansConfig = online_config(args, options.seed)?;
     // Both are at most 1,000,000 (clap checks it), below the dataflow's own limit.
