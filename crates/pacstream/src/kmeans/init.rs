@@ -236,6 +236,11 @@ dispatched!(candidate_potentials_fast = candidate_potentials(
 ));
 
 /// Adds Σ_{i ∈ range} w(i)·min(D(i)², ‖x_i − candidate_t‖²) to `potentials[t]`.
+///
+/// Up to four candidates at a time, each point visited once for all of them: every
+/// candidate's sum still runs over the points in index order (the same bits as one
+/// candidate at a time), but the four sums are independent chains of additions, so the
+/// processor overlaps them instead of waiting on one addition's latency per point.
 #[inline(always)]
 fn candidate_potentials<const D: usize>(
     points: &WeightedPoints<'_>,
@@ -247,29 +252,44 @@ fn candidate_potentials<const D: usize>(
     let dim = if D == 0 { points.dim } else { D };
     let values = &points.values[range.start * dim..range.end * dim];
     let closest = &closest[range.clone()];
-    // One candidate at a time keeps its running sum in a register; the chunk stays in cache
-    // between candidates.
-    for (potential, candidate) in potentials.iter_mut().zip(candidates.chunks_exact(dim)) {
-        let candidate = &candidate[..dim];
+    for (potentials, group) in potentials
+        .chunks_mut(GROUP)
+        .zip(candidates.chunks(GROUP * dim))
+    {
+        // A group of fewer than four repeats its last candidate; those sums are dropped.
+        let last = potentials.len() - 1;
+        let candidate = |t: usize| &group[t.min(last) * dim..(t.min(last) + 1) * dim];
+        let group = [candidate(0), candidate(1), candidate(2), candidate(3)];
         // Plain loops rather than iterator folds, which would not be compiled into the
         // dispatched kernel.
-        let mut sum = 0.0;
+        let mut sums = [0.0; GROUP];
         match points.weights {
             Weights::Unit => {
                 for (point, d2) in values.chunks_exact(dim).zip(closest) {
-                    sum += d2.min(squared_distance(&point[..dim], candidate));
+                    let point = &point[..dim];
+                    for (sum, candidate) in sums.iter_mut().zip(group) {
+                        *sum += d2.min(squared_distance(point, candidate));
+                    }
                 }
             }
             Weights::Given(weights) => {
                 let weights = &weights[range.clone()];
                 for ((point, d2), w) in values.chunks_exact(dim).zip(closest).zip(weights) {
-                    sum += w * d2.min(squared_distance(&point[..dim], candidate));
+                    let point = &point[..dim];
+                    for (sum, candidate) in sums.iter_mut().zip(group) {
+                        *sum += w * d2.min(squared_distance(point, candidate));
+                    }
                 }
             }
         }
-        *potential += sum;
+        for (potential, sum) in potentials.iter_mut().zip(sums) {
+            *potential += sum;
+        }
     }
 }
+
+/// Candidates whose potentials are summed side by side.
+const GROUP: usize = 4;
 
 dispatched!(update_chunk_fast = update_chunk(
     points: &'a WeightedPoints<'b>,
