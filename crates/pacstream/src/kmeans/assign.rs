@@ -477,6 +477,14 @@ mod tests {
     use crate::kernels::Portable;
     use crate::rng::StreamRng;
 
+    /// Every index a lane can carry comes back exactly, up to the largest below 2^52.
+    #[test]
+    fn lane_index_is_exact() {
+        for index in (0..5000).chain([1 << 31, (1 << 40) + 7, (1 << 52) - 1]) {
+            assert_eq!(lane_index(index as f64), index);
+        }
+    }
+
     fn lloyd_chunk_portable<const D: usize>(
         points: &WeightedPoints<'_>,
         centres: &[f64],

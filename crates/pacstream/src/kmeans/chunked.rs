@@ -282,10 +282,7 @@ pub(crate) fn cluster_sums(
         || ClusterSums::new(n_clusters, dim),
         |range, partial| {
             partial.clear();
-            self::with_const_dim!(
-                dim,
-                add_range(points, range.clone(), &label, partial)
-            );
+            self::with_const_dim!(dim, add_range(points, range.clone(), &label, partial));
         },
         |partial| total.merge(partial),
     );

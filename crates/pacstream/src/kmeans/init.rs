@@ -552,6 +552,56 @@ mod tests {
         assert!(!seeding.duplicate_centres);
     }
 
+    /// The potentials summed four candidates at a time have the bits of one candidate's
+    /// sum over the points in order, for every number of candidates (groups of four and a
+    /// padded remainder), with and without weights, at compile-time and run-time dimensions.
+    #[test]
+    fn grouped_potentials_have_the_bits_of_one_candidate_at_a_time() {
+        let mut rng = crate::rng::StreamRng::seed_from(11);
+        for dim in [1, 2, 3, 7, 20] {
+            let n = 700;
+            let values: Vec<f64> = (0..n * dim).map(|_| rng.standard_normal()).collect();
+            let closest: Vec<f64> = (0..n).map(|_| 4.0 * rng.next_f64()).collect();
+            let given: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+            for weights in [Weights::Unit, Weights::Given(&given)] {
+                let points = weighted(&values, dim, weights);
+                for n_candidates in 1..=9 {
+                    let candidates: Vec<f64> = (0..n_candidates * dim)
+                        .map(|_| rng.standard_normal())
+                        .collect();
+                    let mut grouped = vec![0.5; n_candidates];
+                    with_const_dim!(
+                        dim,
+                        candidate_potentials_fast(
+                            &points,
+                            &candidates,
+                            0..n,
+                            &closest,
+                            &mut grouped
+                        )
+                    );
+                    for (t, candidate) in candidates.chunks_exact(dim).enumerate() {
+                        let mut sum = 0.0;
+                        for i in 0..n {
+                            let w = points.weight(i);
+                            let d2 = closest[i].min(squared_distance(points.row(i), candidate));
+                            sum += if matches!(weights, Weights::Unit) {
+                                d2
+                            } else {
+                                w * d2
+                            };
+                        }
+                        assert_eq!(
+                            grouped[t].to_bits(),
+                            (0.5 + sum).to_bits(),
+                            "d {dim}, {n_candidates} candidates, candidate {t}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn greedy_picks_the_candidate_with_the_lowest_potential() {
         // Centre at 0: candidate 10 leaves potential 0 + 1 + 1 + 0 + 1 = 3, candidate 1
