@@ -557,7 +557,7 @@ mod tests {
     /// padded remainder), with and without weights, at compile-time and run-time dimensions.
     #[test]
     fn grouped_potentials_have_the_bits_of_one_candidate_at_a_time() {
-        let mut rng = crate::rng::StreamRng::seed_from(11);
+        let mut rng = StreamRng::seed_from(11);
         for dim in [1, 2, 3, 7, 20] {
             let n = 700;
             let values: Vec<f64> = (0..n * dim).map(|_| rng.standard_normal()).collect();
