@@ -226,9 +226,17 @@ impl ClusterSums {
     #[inline(always)]
     pub(crate) fn add_row<const D: usize>(&mut self, label: usize, point: &[f64], weight: f64) {
         self.masses[label] += weight;
-        let sum = &mut self.sums[label * D..(label + 1) * D];
-        for (s, x) in sum.iter_mut().zip(&point[..D]) {
-            *s += weight * x;
+        // Fixed-size views: the loop unrolls into D loads, multiplies and adds, with one
+        // bounds check instead of a loop and its aliasing checks per point.
+        let start = label * D;
+        let sum: &mut [f64; D] = (&mut self.sums[start..start + D])
+            .try_into()
+            .expect("invariant: a cluster's sum holds D values");
+        let point: &[f64; D] = point[..D]
+            .try_into()
+            .expect("invariant: a row holds D values");
+        for f in 0..D {
+            sum[f] += weight * point[f];
         }
     }
 
@@ -274,13 +282,29 @@ pub(crate) fn cluster_sums(
         || ClusterSums::new(n_clusters, dim),
         |range, partial| {
             partial.clear();
-            for i in range {
-                partial.add(label(i), points.row(i), points.weight(i));
-            }
+            self::with_const_dim!(dim, add_range(points, range.clone(), &label, partial));
         },
         |partial| total.merge(partial),
     );
     total
+}
+
+/// Adds the points of `range` to the sums of their clusters: [`ClusterSums::add`], unrolled
+/// at a compile-time dimension D ≥ 1 (D = 0: the dimension read at run time).
+#[inline(always)]
+fn add_range<const D: usize>(
+    points: &WeightedPoints<'_>,
+    range: Range<usize>,
+    label: &impl Fn(usize) -> usize,
+    partial: &mut ClusterSums,
+) {
+    for i in range {
+        if D == 0 {
+            partial.add(label(i), points.row(i), points.weight(i));
+        } else {
+            partial.add_row::<D>(label(i), points.row(i), points.weight(i));
+        }
+    }
 }
 
 /// Calls `$kernel::<D>($args)` with the dimension as a constant for d ≤ 16 (and D = 0,

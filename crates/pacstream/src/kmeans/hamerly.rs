@@ -106,6 +106,22 @@ impl CentreInfo<'_> {
     fn down(&self, value: f64) -> f64 {
         value * (1.0 - self.slack)
     }
+
+    /// Applies the centre movements since the last pass to a point's bounds (u ← u + p(a),
+    /// l ← l − max_{j≠a} p(j), both widened) and returns max(s(a), l), the bound u must stay
+    /// under for the label to be kept without a distance. The point must have a label.
+    #[inline(always)]
+    fn move_bounds(&self, state: &mut Bounded) -> f64 {
+        let label = state.label;
+        state.upper = self.up(state.upper + self.movement[label]);
+        let others_moved = if label == self.farthest_moved {
+            self.second_largest_move
+        } else {
+            self.largest_move
+        };
+        state.lower = self.down(state.lower - others_moved).max(0.0);
+        self.half_gap[label].max(state.lower)
+    }
 }
 
 quad_dispatched!(hamerly_chunk_fast = hamerly_chunk(
@@ -138,14 +154,7 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
         let previous = state.label;
         let mut recompute = !info.assigned || previous == usize::MAX;
         if !recompute {
-            state.upper = info.up(state.upper + info.movement[previous]);
-            let others_moved = if previous == info.farthest_moved {
-                info.second_largest_move
-            } else {
-                info.largest_move
-            };
-            state.lower = info.down(state.lower - others_moved).max(0.0);
-            let bound = info.half_gap[previous].max(state.lower);
+            let bound = info.move_bounds(state);
             if state.upper >= bound {
                 state.upper = info.up(squared_distance(point, centre(previous)).sqrt());
                 recompute = state.upper >= bound;
@@ -162,7 +171,7 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
             partial.n_changed += 1;
             partial.changed_mass += weight;
         }
-        partial.add(state.label, point, weight);
+        partial.add_row::<D>(state.label, point, weight);
     }
 }
 
@@ -204,14 +213,7 @@ fn hamerly_chunk_blocked(
             pending.push(offset);
             continue;
         }
-        state.upper = info.up(state.upper + info.movement[previous]);
-        let others_moved = if previous == info.farthest_moved {
-            info.second_largest_move
-        } else {
-            info.largest_move
-        };
-        state.lower = info.down(state.lower - others_moved).max(0.0);
-        let bound = info.half_gap[previous].max(state.lower);
+        let bound = info.move_bounds(state);
         if state.upper >= bound {
             let point = points.row(first + offset);
             state.upper = info.up(squared_distance(point, centre(previous)).sqrt());
