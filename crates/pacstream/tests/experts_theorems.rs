@@ -250,7 +250,10 @@ fn randomized_weighted_majority_bound_is_nearly_tight() {
         "the adversary lets RWM pay E L = {} < T/2",
         ledger.learner_loss()
     );
-    assert_eq!(best, 50_000.0, "m* of two complementary experts, answers alternating");
+    assert_eq!(
+        best, 50_000.0,
+        "m* of two complementary experts, answers alternating"
+    );
     // The realised mistakes of the draws follow the expectation.
     let realised = rwm.realised_mistakes() as f64;
     assert!((realised - ledger.learner_loss()).abs() < 5.0 * (100_000f64 * 0.25).sqrt());
