@@ -139,8 +139,59 @@ fn fixed_share_reports_no_bound_out_of_range() {
 /// random sequences, with each loss, the gradient trick and sleeping experts; and is reached
 /// to a stated fraction (a quarter: the bound keeps the ln T and N of the potential argument)
 /// by the adversary that answers against the learner's prediction.
+///
+/// A quarter leaves room for a bound off by a constant factor, so the bound's value is first
+/// checked exactly against a hand computation: experts 0 and 1 advise 0 and 1, absolute
+/// loss, outcomes 1, 0, 0 (the last two against the learner's prediction). With
+/// r_{t,i} = ℓ(ŷ_t, y_t) − ℓ(a_i, y_t), η_{t,i} = 1/(E_t + V_{t,i}):
+///
+/// - t = 1: uniform, ŷ = ½; r = (−½, ½), E = ¼, V = (¼, ¼); S grows by r²/(E₁ + r²) = ½
+///   per expert (the first round's rate is η₁): S = 1.
+/// - t = 2: p ∝ R₊ η = (0, 2): ŷ = 1; r = (1, 0), E = 1, V = (5/4, 1/4);
+///   S grows by 1 · η₁,₀ = 1/(¼ + ¼) = 2: S = 3.
+/// - t = 3: p ∝ (½/(9/4), ½/(5/4)) = (2/9, 2/5), ŷ = 9/14; r = (9/14, −5/14);
+///   V = (5/4 + 81/196, 1/4 + 25/196) = (163/98, 37/98); S grows by
+///   (81/196)/(9/4) + (25/196)/(5/4) = 9/49 + 5/49 = 2/7: S = 23/7.
+///
+/// The bounds: √((1 + 163/98)·23/7) against expert 0 (regret 15/7 − 1 = 8/7) and
+/// √((1 + 37/98)·23/7) against expert 1 (regret 15/7 − 2 = 1/7).
 #[test]
 fn ml_poly_bound_holds_and_is_approached() {
+    let mut hand = MlPolyParams::new(2)
+        .loss(Loss::Absolute)
+        .check()
+        .unwrap()
+        .build();
+    let predictions: Vec<f64> = [1.0, 0.0, 0.0]
+        .into_iter()
+        .map(|outcome| {
+            let step = hand
+                .learn_one(AdviceRound::new(&[0.0, 1.0], outcome))
+                .unwrap();
+            step.prediction.unwrap()
+        })
+        .collect();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
+    assert!(
+        close(predictions[0], 0.5)
+            && close(predictions[1], 1.0)
+            && close(predictions[2], 9.0 / 14.0),
+        "predictions {predictions:?}"
+    );
+    let s_total: f64 = 23.0 / 7.0;
+    for (expert, inverse_rate, regret) in [
+        (0, 1.0 + 163.0 / 98.0, 8.0 / 7.0),
+        (1, 1.0 + 37.0 / 98.0, 1.0 / 7.0),
+    ] {
+        let bound = hand.regret_bound_against(expert).value().unwrap();
+        let by_hand = (inverse_rate * s_total).sqrt();
+        assert!(
+            close(bound, by_hand),
+            "expert {expert}: bound {bound}, by hand {by_hand}"
+        );
+        assert!(close(hand.ledger().regret_against(expert), regret));
+    }
+
     let mut rng = StreamRng::seed_from(12);
     let mut largest_fraction = 0.0f64;
     for (n, loss, gradient, sleeping, adversarial) in BOUND_CASES {

@@ -148,7 +148,18 @@ fn randomized_weighted_majority_bounds() {
                         } else {
                             f64::from(u8::from(rng.next_f64() < 0.2))
                         };
-                        rwm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+                        let step = rwm.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+                        // The lecture's lower-bound argument: an adversary that sees the
+                        // weights answers against the side holding most of them, so the
+                        // expected mistake max(p, 1 − p) is at least ½ every round (up to
+                        // the rounding of the two sums of the weights on one).
+                        if adversarial {
+                            assert!(
+                                step.loss >= 0.5 - 1e-12,
+                                "the adversary let RWM pay {}",
+                                step.loss
+                            );
+                        }
                     }
                     let ledger = rwm.ledger();
                     let best = best_loss(ledger);
@@ -210,6 +221,12 @@ fn randomized_weighted_majority_bounds() {
 /// answers against the majority. The weights alternate between equal and β : 1, so every two
 /// rounds E L grows by ½ + 1/(1 + β) while m* grows by 1 and the bound by
 /// ln(1/β)/(1 − β): the ratio tends to (½ + 1/(1 + β))(1 − β)/ln(1/β) = 0.9975.
+///
+/// The ratio alone cannot tell this adversary from a friendly one: answering with the
+/// majority, expert 1 is never wrong (m* = 0) and RWM pays Σ_t β^t/(1 + β^t) ≈ ln 2/ln(1/β)
+/// against the bound ln 2/(1 − β), also 99.5%. What tells them apart is the lecture's
+/// lower-bound argument: against this adversary E L ≥ T/2 (max(p, 1 − p) ≥ ½ every round),
+/// and, the two experts being complementary, m* is ⌊T/2⌋ exactly (the answers alternate).
 #[test]
 fn randomized_weighted_majority_bound_is_nearly_tight() {
     let beta = 0.99;
@@ -228,6 +245,15 @@ fn randomized_weighted_majority_bound_is_nearly_tight() {
     let bound = bounds::randomized_weighted_majority(2, beta, best);
     let fraction = ledger.learner_loss() / bound;
     assert!((0.99..=1.0).contains(&fraction), "E L / bound = {fraction}");
+    assert!(
+        ledger.learner_loss() >= 50_000.0,
+        "the adversary lets RWM pay E L = {} < T/2",
+        ledger.learner_loss()
+    );
+    assert_eq!(
+        best, 50_000.0,
+        "m* of two complementary experts, answers alternating"
+    );
     // The realised mistakes of the draws follow the expectation.
     let realised = rwm.realised_mistakes() as f64;
     assert!((realised - ledger.learner_loss()).abs() < 5.0 * (100_000f64 * 0.25).sqrt());

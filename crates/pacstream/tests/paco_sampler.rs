@@ -169,25 +169,27 @@ fn good_means(max_k: usize) -> Vec<ProposalMeans> {
 
 /// Every mean shifted by 3σ_j of its own slot, towards the centre of the prior's ball (so
 /// that the proposals stay mostly inside it).
-fn bad_means(target: &ToyTarget) -> Vec<ProposalMeans> {
-    good_means(target.max_k)
-        .into_iter()
-        .map(|mut means| {
-            for (m, &count) in means.means.iter_mut().zip(&means.counts) {
-                let sigma = pacstream::paco::testing::proposal_sigma(
-                    ProposalScale::Laplace,
-                    1.0,
-                    target.lambda,
-                    count,
-                    target.radius,
-                    target.max_k,
-                    3,
-                );
-                *m -= 3.0 * sigma * if *m > 0.0 { 1.0 } else { -1.0 };
-            }
-            means
-        })
-        .collect()
+fn bad_means(target: &ToyTarget) -> ToyMeans {
+    ToyMeans::Fixed(
+        good_means(target.max_k)
+            .into_iter()
+            .map(|mut means| {
+                for (m, &count) in means.means.iter_mut().zip(&means.counts) {
+                    let sigma = pacstream::paco::testing::proposal_sigma(
+                        ProposalScale::Laplace,
+                        1.0,
+                        target.lambda,
+                        count,
+                        target.radius,
+                        target.max_k,
+                        3,
+                    );
+                    *m -= 3.0 * sigma * if *m > 0.0 { 1.0 } else { -1.0 };
+                }
+                means
+            })
+            .collect(),
+    )
 }
 
 /// Runs `n_chains` independent chains from over-dispersed starts (k uniform on 1..p, centres
@@ -224,21 +226,66 @@ fn final_k_histogram(
     counts
 }
 
-fn chi_square(counts: &[usize], probabilities: &[f64]) -> f64 {
-    let n: usize = counts.iter().sum();
-    counts
-        .iter()
-        .zip(probabilities)
-        .map(|(&c, &p)| {
-            let expected = n as f64 * p;
-            (c as f64 - expected).powi(2) / expected
-        })
-        .sum()
+/// Pearson's chi-square test of the chains' final k (`counts`, one per k) against the exact
+/// posterior, with k − 1 degrees of freedom, at level 0.001.
+#[derive(Clone, Debug)]
+struct ChiSquare {
+    /// What was tested, for the messages.
+    what: String,
+    statistic: f64,
+    degrees_of_freedom: usize,
 }
 
-/// The chi-square critical value at level 0.001 for df = 1..4.
-fn critical(df: usize) -> f64 {
-    [10.83, 13.82, 16.27, 18.47][df - 1]
+impl ChiSquare {
+    /// The statistic Σ_k (count_k − n p_k)² / (n p_k), printed for the record after `what`
+    /// (`--nocapture`) with the posterior and the counts.
+    fn of(what: &str, counts: &[usize], probabilities: &[f64]) -> Self {
+        assert_eq!(counts.len(), probabilities.len(), "{what}: one count per k");
+        let n: usize = counts.iter().sum();
+        let statistic = counts
+            .iter()
+            .zip(probabilities)
+            .map(|(&c, &p)| {
+                let expected = n as f64 * p;
+                (c as f64 - expected).powi(2) / expected
+            })
+            .sum();
+        eprintln!("{what}: exact {probabilities:.4?}, chains {counts:?}, chi2 = {statistic:.2}");
+        Self {
+            what: what.to_owned(),
+            statistic,
+            degrees_of_freedom: counts.len() - 1,
+        }
+    }
+
+    /// Names the case in the messages (`name` before what was tested).
+    fn about(mut self, name: &str) -> Self {
+        self.what = format!("{name}: {}", self.what);
+        self
+    }
+
+    /// The critical value at level 0.001 for these degrees of freedom (1 to 4).
+    fn critical(&self) -> f64 {
+        [10.83, 13.82, 16.27, 18.47][self.degrees_of_freedom - 1]
+    }
+
+    /// The chains follow the posterior: the statistic is below the critical value.
+    fn assert_follows(&self) {
+        let (what, statistic, critical) = (&self.what, self.statistic, self.critical());
+        assert!(
+            statistic < critical,
+            "{what}: chi2 = {statistic} ≥ {critical}"
+        );
+    }
+
+    /// A defective sampler is caught: the statistic is over three times the critical value.
+    fn assert_caught(&self) {
+        let (what, statistic, critical) = (&self.what, self.statistic, self.critical());
+        assert!(
+            statistic > 3.0 * critical,
+            "{what}: chi2 = {statistic} ≤ 3 × {critical}"
+        );
+    }
 }
 
 const CHAINS: u64 = 4000;
@@ -266,7 +313,12 @@ fn the_exact_posterior_is_computed_correctly() {
     }
 }
 
-fn check_against_posterior(target: &ToyTarget, means: &ToyMeans, defect: Defect, seed: u64) -> f64 {
+fn check_against_posterior(
+    target: &ToyTarget,
+    means: &ToyMeans,
+    defect: Defect,
+    seed: u64,
+) -> ChiSquare {
     let exact = exact_posterior(target, 1600);
     // Bad means make a slow chain: give it more iterations to forget its start.
     let iterations = if matches!(means, ToyMeans::Fixed(m) if m != &good_means(target.max_k)) {
@@ -275,58 +327,42 @@ fn check_against_posterior(target: &ToyTarget, means: &ToyMeans, defect: Defect,
         150
     };
     let counts = final_k_histogram(target, means, defect, iterations, seed);
-    let statistic = chi_square(&counts, &exact);
-    eprintln!(
-        "p = {}, {defect:?}: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}",
-        target.max_k
-    );
-    statistic
+    ChiSquare::of(
+        &format!("p = {}, {defect:?}", target.max_k),
+        &counts,
+        &exact,
+    )
 }
 
 #[test]
 fn chains_follow_the_posterior_with_good_means() {
     let target = tiny_target(3);
-    let statistic =
-        check_against_posterior(&target, &ToyMeans::Fixed(good_means(3)), Defect::None, 1);
-    assert!(statistic < critical(2), "chi2 = {statistic}");
+    check_against_posterior(&target, &ToyMeans::Fixed(good_means(3)), Defect::None, 1)
+        .assert_follows();
     // The same with the means the learner computes (k-means on the memory).
-    let statistic =
-        check_against_posterior(&target, &ToyMeans::KMeans { round: 3 }, Defect::None, 2);
-    assert!(statistic < critical(2), "chi2 = {statistic}");
+    check_against_posterior(&target, &ToyMeans::KMeans { round: 3 }, Defect::None, 2)
+        .assert_follows();
 }
 
 #[test]
 fn chains_follow_the_posterior_with_bad_means() {
     let target = tiny_target(3);
-    let statistic = check_against_posterior(
-        &target,
-        &ToyMeans::Fixed(bad_means(&target)),
-        Defect::None,
-        3,
-    );
-    assert!(statistic < critical(2), "chi2 = {statistic}");
+    check_against_posterior(&target, &bad_means(&target), Defect::None, 3).assert_follows();
 }
 
 /// p = 2 < 3 points: the upper boundary k = p is visited, with j(2 → ·) = 1/2.
 #[test]
 fn chains_follow_the_posterior_at_the_upper_boundary() {
     let target = tiny_target(2);
-    let statistic = check_against_posterior(
-        &target,
-        &ToyMeans::Fixed(bad_means(&target)),
-        Defect::None,
-        4,
-    );
-    assert!(statistic < critical(1), "chi2 = {statistic}");
+    check_against_posterior(&target, &bad_means(&target), Defect::None, 4).assert_follows();
 }
 
 /// p = 5 > 3 distinct points: the surplus centres are proposed from the prior.
 #[test]
 fn chains_follow_the_posterior_beyond_the_distinct_points() {
     let target = tiny_target(5);
-    let statistic =
-        check_against_posterior(&target, &ToyMeans::KMeans { round: 3 }, Defect::None, 5);
-    assert!(statistic < critical(4), "chi2 = {statistic}");
+    check_against_posterior(&target, &ToyMeans::KMeans { round: 3 }, Defect::None, 5)
+        .assert_follows();
 }
 
 /// The test can fail: a sampler without the move ratio, or without the proposal densities
@@ -334,20 +370,15 @@ fn chains_follow_the_posterior_beyond_the_distinct_points() {
 #[test]
 fn defective_samplers_are_caught() {
     let target = tiny_target(3);
-    let statistic = check_against_posterior(
+    check_against_posterior(
         &target,
         &ToyMeans::Fixed(good_means(3)),
         Defect::NoMoveRatio,
         6,
-    );
-    assert!(statistic > 3.0 * critical(2), "chi2 = {statistic}");
-    let statistic = check_against_posterior(
-        &target,
-        &ToyMeans::Fixed(bad_means(&target)),
-        Defect::NoProposalDensity,
-        7,
-    );
-    assert!(statistic > 3.0 * critical(2), "chi2 = {statistic}");
+    )
+    .assert_caught();
+    check_against_posterior(&target, &bad_means(&target), Defect::NoProposalDensity, 7)
+        .assert_caught();
     // A chain on labelled vectors (no fundamental domain, no log k!) misses the k!
     // mirror-image modes of each level; it shows when the modes are well apart (a
     // sharper target, on which the correct sampler passes).
@@ -357,16 +388,15 @@ fn defective_samplers_are_caught() {
         eta: 0.4,
         ..tiny_target(3)
     };
-    let statistic =
-        check_against_posterior(&sharp, &ToyMeans::KMeans { round: 3 }, Defect::None, 8);
-    assert!(statistic < critical(2), "chi2 = {statistic}");
-    let statistic = check_against_posterior(
+    check_against_posterior(&sharp, &ToyMeans::KMeans { round: 3 }, Defect::None, 8)
+        .assert_follows();
+    check_against_posterior(
         &sharp,
         &ToyMeans::KMeans { round: 3 },
         Defect::LabelledChain,
         9,
-    );
-    assert!(statistic > 3.0 * critical(2), "chi2 = {statistic}");
+    )
+    .assert_caught();
 }
 
 /// A clustered data set of `n` points in `dim` dimensions, as a round's memory.
@@ -560,15 +590,11 @@ fn check_moves_against_posterior(
     defect: Defect,
     iterations: usize,
     seed: u64,
-) -> f64 {
+) -> ChiSquare {
     let exact = exact_posterior(target, 1600);
     let counts = final_k_histogram_with(target, means, moves, defect, iterations, seed);
-    let statistic = chi_square(&counts, &exact);
-    eprintln!(
-        "p = {}, {:?}, {defect:?}: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}",
-        target.max_k, moves.moves
-    );
-    statistic
+    let what = format!("p = {}, {:?}, {defect:?}", target.max_k, moves.moves);
+    ChiSquare::of(&what, &counts, &exact)
 }
 
 /// Births, deaths and random-walk steps alone (no jump), and the jump with its defensive
@@ -604,7 +630,7 @@ fn every_move_follows_the_posterior() {
         (
             "learner, bad means",
             ToyMoves::learner(),
-            ToyMeans::Fixed(bad_means(&target)),
+            bad_means(&target),
             1000,
         ),
         (
@@ -616,53 +642,54 @@ fn every_move_follows_the_posterior() {
         (
             "births and walks",
             births_and_walks(),
-            ToyMeans::Fixed(bad_means(&target)),
+            bad_means(&target),
             400,
         ),
         (
             "defensive jump, bad means",
             defensive_jump(),
-            ToyMeans::Fixed(bad_means(&target)),
+            bad_means(&target),
             1000,
         ),
     ];
     for (seed, (name, moves, means, iterations)) in cases.into_iter().enumerate() {
-        let statistic = check_moves_against_posterior(
+        check_moves_against_posterior(
             &target,
             &means,
             moves,
             Defect::None,
             iterations,
             20 + seed as u64,
-        );
-        assert!(statistic < critical(2), "{name}: chi2 = {statistic}");
+        )
+        .about(name)
+        .assert_follows();
     }
     // The boundaries: p = 2 (births impossible at k = 2) and p = 5 beyond the distinct
     // points (surplus centres; births drawn from the prior when k + 1 has no mean).
     let small = tiny_target(2);
-    let statistic = check_moves_against_posterior(
+    check_moves_against_posterior(
         &small,
-        &ToyMeans::Fixed(bad_means(&small)),
+        &bad_means(&small),
         ToyMoves::learner(),
         Defect::None,
         400,
         30,
-    );
-    assert!(statistic < critical(1), "p = 2: chi2 = {statistic}");
+    )
+    .assert_follows();
     let large = tiny_target(5);
     for (seed, moves) in [ToyMoves::learner(), births_and_walks()]
         .into_iter()
         .enumerate()
     {
-        let statistic = check_moves_against_posterior(
+        check_moves_against_posterior(
             &large,
             &ToyMeans::KMeans { round: 3 },
             moves,
             Defect::None,
             300,
             31 + seed as u64,
-        );
-        assert!(statistic < critical(4), "p = 5: chi2 = {statistic}");
+        )
+        .assert_follows();
     }
 }
 
@@ -679,25 +706,21 @@ fn defective_births_and_deaths_are_caught() {
         ..tiny_target(3)
     };
     let means = ToyMeans::KMeans { round: 3 };
-    let statistic =
-        check_moves_against_posterior(&target, &means, births_and_walks(), Defect::None, 400, 40);
-    assert!(statistic < critical(2), "chi2 = {statistic}");
+    check_moves_against_posterior(&target, &means, births_and_walks(), Defect::None, 400, 40)
+        .assert_follows();
     for (seed, defect) in [Defect::NoBirthDensity, Defect::NoBirthDeathChoice]
         .into_iter()
         .enumerate()
     {
-        let statistic = check_moves_against_posterior(
+        check_moves_against_posterior(
             &target,
             &means,
             births_and_walks(),
             defect,
             400,
             41 + seed as u64,
-        );
-        assert!(
-            statistic > 3.0 * critical(2),
-            "{defect:?}: chi2 = {statistic}"
-        );
+        )
+        .assert_caught();
     }
 }
 
@@ -728,15 +751,13 @@ fn the_index_path_follows_the_posterior() {
     let exact = exact_posterior(&tiny, 1600);
     let counts = final_k_histogram_with(
         &target,
-        &ToyMeans::Fixed(bad_means(&tiny)),
+        &bad_means(&tiny),
         ToyMoves::learner(),
         Defect::None,
         400,
         50,
     );
-    let statistic = chi_square(&counts, &exact);
-    eprintln!("index path: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}");
-    assert!(statistic < critical(2), "chi2 = {statistic}");
+    ChiSquare::of("index path", &counts, &exact).assert_follows();
 }
 
 const N_DEAD: usize = 2000;
@@ -1012,9 +1033,7 @@ fn chains_follow_the_posterior_in_two_dimensions() {
         for state in &states {
             counts[state.n_clusters - 1] += 1;
         }
-        let statistic = chi_square(&counts, &exact);
-        eprintln!("d = 2: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}");
-        assert!(statistic < critical(1), "chi2 = {statistic}");
+        ChiSquare::of("d = 2", &counts, &exact).assert_follows();
     }
 }
 
@@ -1315,14 +1334,13 @@ fn every_move_follows_the_posterior_in_a_wide_ball() {
         "{exact:?}"
     );
     let means = ToyMeans::KMeans { round: 120 };
-    let check = |moves: ToyMoves, defect: Defect, iterations: usize, seed: u64| -> f64 {
+    let check = |moves: ToyMoves, defect: Defect, iterations: usize, seed: u64| -> ChiSquare {
         let counts = final_k_histogram_with(&target, &means, moves, defect, iterations, seed);
-        let statistic = chi_square(&counts, &exact);
-        eprintln!(
-            "wide ball, {:?} w = {}, {defect:?}: exact {exact:.4?}, chains {counts:?}, chi2 = {statistic:.2}",
+        let what = format!(
+            "wide ball, {:?} w = {}, {defect:?}",
             moves.moves, moves.defensive_weight
         );
-        statistic
+        ChiSquare::of(&what, &counts, &exact)
     };
     let heavy = ToyMoves {
         defensive_weight: 0.2,
@@ -1337,8 +1355,7 @@ fn every_move_follows_the_posterior_in_a_wide_ball() {
     .into_iter()
     .enumerate()
     {
-        let statistic = check(moves, Defect::None, iterations, 90 + seed as u64);
-        assert!(statistic < critical(3), "chi2 = {statistic}");
+        check(moves, Defect::None, iterations, 90 + seed as u64).assert_follows();
     }
     for (seed, (moves, defect)) in [
         (ToyMoves::learner(), Defect::NoBirthDensity),
@@ -1348,11 +1365,7 @@ fn every_move_follows_the_posterior_in_a_wide_ball() {
     .into_iter()
     .enumerate()
     {
-        let statistic = check(moves, defect, 400, 95 + seed as u64);
-        assert!(
-            statistic > 3.0 * critical(3),
-            "{defect:?}: chi2 = {statistic}"
-        );
+        check(moves, defect, 400, 95 + seed as u64).assert_caught();
     }
 }
 

@@ -110,6 +110,13 @@ pub struct BoaParams {
     pub loss_bound: Option<f64>,
 }
 
+/// Validated [`BoaParams`]: what [`BoaParams::check`] gives, and the only thing a
+/// [`Boa`](Boa) is built from ([`BoaConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type BoaConfig = Checked<BoaParams>;
+
 impl BoaParams {
     /// N experts, the square loss, no gradient trick.
     pub fn new(n_experts: usize) -> Self {
@@ -122,9 +129,9 @@ impl BoaParams {
     }
 }
 
-forecaster_setters!(BoaParams { loss, gradient, loss_bound } checked);
+forecaster_setters!(BoaParams => BoaConfig { loss, gradient, loss_bound } checked);
 
-impl Checked<BoaParams> {
+impl BoaConfig {
     /// The learner, no regret yet.
     pub fn build(&self) -> Boa {
         let n = self.n_experts;
@@ -153,7 +160,7 @@ struct PaperRun {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct Boa {
-    params: Checked<BoaParams>,
+    params: BoaConfig,
     /// R̃_{t,i} = Σ_s (r_{s,i} − η_{s,i} r²_{s,i}).
     regularised: Vec<f64>,
     /// V_{t,i}.

@@ -69,6 +69,13 @@ pub struct FixedShareParams {
     pub gradient: bool,
 }
 
+/// Validated [`FixedShareParams`]: what [`FixedShareParams::check`] gives, and the only thing a
+/// [`FixedShare`](FixedShare) is built from ([`FixedShareConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type FixedShareConfig = Checked<FixedShareParams>;
+
 impl FixedShareParams {
     /// N experts, rate η, share α; the square loss, no gradient trick, no loss range.
     pub fn new(n_experts: usize, eta: f64, alpha: f64) -> Self {
@@ -83,7 +90,7 @@ impl FixedShareParams {
     }
 }
 
-forecaster_setters!(FixedShareParams {
+forecaster_setters!(FixedShareParams => FixedShareConfig {
     loss,
     gradient,
     loss_bound
@@ -135,7 +142,7 @@ pub(crate) fn check_common(n_experts: usize, loss: Loss, loss_bound: Option<f64>
     Ok(())
 }
 
-impl Checked<FixedShareParams> {
+impl FixedShareConfig {
     /// The learner, every expert at weight 1/N.
     pub fn build(&self) -> FixedShare {
         let n = self.n_experts;
@@ -152,7 +159,7 @@ impl Checked<FixedShareParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct FixedShare {
-    params: Checked<FixedShareParams>,
+    params: FixedShareConfig,
     /// ln w_{t,i}, normalised (log-sum-exp 0).
     log_weights: Vec<f64>,
     ledger: ExpertLedger,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee, RegretBound};
 use super::oracle::ExpertLedger;
-use super::params::{Checked, FplParams};
+use super::params::{FplConfig, FplParams};
 use super::round::{ExpertStep, LossRound};
 use super::schedule::{Schedule, Tuning};
 use crate::error::{Error, Result};
@@ -235,7 +235,7 @@ fn adaptive_kronrod(factors: &[f64], sums: &mut [f64]) {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct FollowThePerturbedLeader {
-    params: Checked<FplParams>,
+    params: FplConfig,
     schedule: Schedule,
     /// L_{t−1,i} as charged (own losses awake, the learner's expected loss asleep).
     charged: Vec<f64>,
@@ -247,7 +247,7 @@ pub struct FollowThePerturbedLeader {
 
 validated_snapshot!(FollowThePerturbedLeader);
 
-impl Checked<FplParams> {
+impl FplConfig {
     /// The learner.
     pub fn build(&self) -> FollowThePerturbedLeader {
         let bound = self.loss_bound.unwrap_or(1.0);

@@ -98,6 +98,13 @@ pub struct FtrlParams {
     pub loss: Loss,
 }
 
+/// Validated [`FtrlParams`]: what [`FtrlParams::check`] gives, and the only thing a
+/// [`Ftrl`](Ftrl) is built from ([`FtrlConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type FtrlConfig = Checked<FtrlParams>;
+
 impl FtrlParams {
     /// N experts, rate η; the quadratic regulariser and the square loss.
     pub fn new(n_experts: usize, eta: f64) -> Self {
@@ -116,9 +123,9 @@ impl FtrlParams {
     }
 }
 
-forecaster_setters!(FtrlParams { loss } checked with check_eta(eta));
+forecaster_setters!(FtrlParams => FtrlConfig { loss } checked with check_eta(eta));
 
-impl Checked<FtrlParams> {
+impl FtrlConfig {
     /// The learner: no gradient yet, uniform weights.
     pub fn build(&self) -> Ftrl {
         let n = self.n_experts;
@@ -135,7 +142,7 @@ impl Checked<FtrlParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct Ftrl {
-    params: Checked<FtrlParams>,
+    params: FtrlConfig,
     /// G_t, the sum of the centred gradients.
     gradient_sums: Vec<f64>,
     /// Σ_t ‖g_t − ḡ_t‖²₂ (quadratic) or Σ_t range(g_t)² (entropic).

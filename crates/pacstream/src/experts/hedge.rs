@@ -23,7 +23,7 @@ use super::bounds::{self, Bounded, Guarantee};
 use super::core::{ChargeRange, Core, LossRange, finite_rate};
 use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
 use super::params::limits::{MAX_ADVICE, MAX_LOSS};
-use super::params::{Checked, EwaParams, HedgeParams};
+use super::params::{EwaConfig, EwaParams, HedgeConfig, HedgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::Tuning;
 use super::weights::{Charging, OwnLoss, RecordedLosses, padded};
@@ -54,14 +54,14 @@ use crate::rng::StreamRng;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct Hedge {
-    params: Checked<HedgeParams>,
+    params: HedgeConfig,
     core: Core,
     rng: StreamRng,
 }
 
 validated_snapshot!(Hedge);
 
-impl Checked<HedgeParams> {
+impl HedgeConfig {
     /// The learner.
     pub fn build(&self) -> Hedge {
         let core = Core::new(
@@ -234,13 +234,13 @@ impl OnlineLearner for Hedge {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct Ewa {
-    params: Checked<EwaParams>,
+    params: EwaConfig,
     core: Core,
 }
 
 validated_snapshot!(Ewa);
 
-impl Checked<EwaParams> {
+impl EwaConfig {
     /// The learner.
     pub fn build(&self) -> Ewa {
         let range = if self.gradient {

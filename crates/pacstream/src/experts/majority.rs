@@ -19,7 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee, RegretBound};
 use super::core::{Core, LossRange, finite_rate};
-use super::params::{Checked, RandomizedWeightedMajorityParams, WeightedMajorityParams};
+use super::params::{
+    RandomizedWeightedMajorityConfig, RandomizedWeightedMajorityParams, WeightedMajorityConfig,
+    WeightedMajorityParams,
+};
 use super::round::{AdviceRound, ExpertStep};
 use super::schedule::{LearningRate, Tuning};
 use crate::error::{Error, Result};
@@ -69,14 +72,14 @@ fn check_binary(round: &AdviceRound<'_>, n_experts: usize) -> Result<()> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct WeightedMajority {
-    params: Checked<WeightedMajorityParams>,
+    params: WeightedMajorityConfig,
     core: Core,
     mistakes: u64,
 }
 
 validated_snapshot!(WeightedMajority);
 
-impl Checked<WeightedMajorityParams> {
+impl WeightedMajorityConfig {
     /// The learner.
     pub fn build(&self) -> WeightedMajority {
         let core = Core::new(
@@ -209,7 +212,7 @@ impl OnlineLearner for WeightedMajority {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct RandomizedWeightedMajority {
-    params: Checked<RandomizedWeightedMajorityParams>,
+    params: RandomizedWeightedMajorityConfig,
     core: Core,
     rng: StreamRng,
     realised_mistakes: u64,
@@ -217,7 +220,7 @@ pub struct RandomizedWeightedMajority {
 
 validated_snapshot!(RandomizedWeightedMajority);
 
-impl Checked<RandomizedWeightedMajorityParams> {
+impl RandomizedWeightedMajorityConfig {
     /// The learner.
     pub fn build(&self) -> RandomizedWeightedMajority {
         let core = Core::new(

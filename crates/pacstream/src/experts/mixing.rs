@@ -226,12 +226,12 @@ pub(crate) fn finite_of_len(values: &[f64], n: usize) -> bool {
 }
 
 /// The builder setters the forecasters' settings share (`loss`, `gradient`, `loss_bound`,
-/// each if the settings have that field) and `check`. With `checked`, also their
-/// `CheckParams`: the common checks (N, the loss, and the loss range if the settings have
-/// one), then each `with check(field)`.
+/// each if the settings have that field) and `check`, which gives the rule's config. With
+/// `checked`, also their `CheckParams`: the common checks (N, the loss, and the loss range
+/// if the settings have one), then each `with check(field)`.
 macro_rules! forecaster_setters {
-    ($params:ty { $($field:ident),* } checked $(with $check:ident($arg:ident))*) => {
-        forecaster_setters!($params { $($field),* });
+    ($params:ty => $config:ty { $($field:ident),* } checked $(with $check:ident($arg:ident))*) => {
+        forecaster_setters!($params => $config { $($field),* });
 
         impl CheckParams for $params {
             fn check_params(self) -> Result<Checked<Self>> {
@@ -254,12 +254,12 @@ macro_rules! forecaster_setters {
     (@loss_bound $self:ident) => {
         None
     };
-    ($params:ty { $($field:ident),* }) => {
+    ($params:ty => $config:ty { $($field:ident),* }) => {
         impl $params {
             $(forecaster_setters!(@setter $field);)*
 
             /// Checks the settings.
-            pub fn check(self) -> Result<Checked<Self>> {
+            pub fn check(self) -> Result<$config> {
                 self.check_params()
             }
         }

@@ -56,23 +56,26 @@ pub use aggregator::{
     Aggregator, AggregatorConfig, AggregatorParams, AggregatorRecord, AggregatorSummary,
     AnyAggregator, ExpertSummary, Rule,
 };
-pub use bernstein::{Boa, BoaParams};
-pub use fixed_share::{FixedShare, FixedShareParams};
+pub use bernstein::{Boa, BoaConfig, BoaParams};
+pub use fixed_share::{FixedShare, FixedShareConfig, FixedShareParams};
 pub use fpl::{FollowThePerturbedLeader, win_probabilities, win_probability};
-pub use ftrl::{Ftrl, FtrlParams, Regulariser};
+pub use ftrl::{Ftrl, FtrlConfig, FtrlParams, Regulariser};
 pub use hedge::{Ewa, Hedge};
 pub use loss::Loss;
 pub use majority::{RandomizedWeightedMajority, WeightedMajority};
-pub use multi_rate_ewa::{MlEwa, MlEwaParams};
-pub use ogd::{OnlineGradientDescent, OnlineGradientDescentParams};
+pub use multi_rate_ewa::{MlEwa, MlEwaConfig, MlEwaParams};
+pub use ogd::{OnlineGradientDescent, OnlineGradientDescentConfig, OnlineGradientDescentParams};
 pub use oracle::{ConvexCombinationOracle, ExpertLedger};
 pub use params::{
-    CheckParams, Checked, EwaParams, FplParams, HedgeParams, RandomizedWeightedMajorityParams,
+    CheckParams, Checked, EwaConfig, EwaParams, FplConfig, FplParams, HedgeConfig, HedgeParams,
+    RandomizedWeightedMajorityConfig, RandomizedWeightedMajorityParams, WeightedMajorityConfig,
     WeightedMajorityParams, check_rate, limits,
 };
-pub use polynomial::{MlPoly, MlPolyParams};
-pub use prod::{MlProd, MlProdParams};
-pub use ridge::{MAX_RIDGE_EXPERTS, OnlineRidge, OnlineRidgeParams, RIDGE_LAMBDA_RANGE};
+pub use polynomial::{MlPoly, MlPolyConfig, MlPolyParams};
+pub use prod::{MlProd, MlProdConfig, MlProdParams};
+pub use ridge::{
+    MAX_RIDGE_EXPERTS, OnlineRidge, OnlineRidgeConfig, OnlineRidgeParams, RIDGE_LAMBDA_RANGE,
+};
 pub use round::{AdviceRound, AdviceRoundBuf, ExpertStep, LossRound, LossRoundBuf};
 pub use schedule::LearningRate;
 pub use shifting::{MAX_SHIFTING_CELLS, ShiftingOracle};

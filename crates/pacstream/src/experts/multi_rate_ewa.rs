@@ -58,6 +58,13 @@ pub struct MlEwaParams {
     pub gradient: bool,
 }
 
+/// Validated [`MlEwaParams`]: what [`MlEwaParams::check`] gives, and the only thing a
+/// [`MlEwa`](MlEwa) is built from ([`MlEwaConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type MlEwaConfig = Checked<MlEwaParams>;
+
 impl MlEwaParams {
     /// N experts, the square loss, no gradient trick.
     pub fn new(n_experts: usize) -> Self {
@@ -69,9 +76,9 @@ impl MlEwaParams {
     }
 }
 
-forecaster_setters!(MlEwaParams { loss, gradient } checked);
+forecaster_setters!(MlEwaParams => MlEwaConfig { loss, gradient } checked);
 
-impl Checked<MlEwaParams> {
+impl MlEwaConfig {
     /// The learner, no regret yet.
     pub fn build(&self) -> MlEwa {
         let n = self.n_experts;
@@ -88,7 +95,7 @@ impl Checked<MlEwaParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct MlEwa {
-    params: Checked<MlEwaParams>,
+    params: MlEwaConfig,
     /// R_{t,i}.
     regrets: Vec<f64>,
     /// V_{t,i}.

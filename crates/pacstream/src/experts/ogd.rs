@@ -73,6 +73,13 @@ pub struct OnlineGradientDescentParams {
     pub loss: Loss,
 }
 
+/// Validated [`OnlineGradientDescentParams`]: what [`OnlineGradientDescentParams::check`] gives, and the only thing a
+/// [`OnlineGradientDescent`](OnlineGradientDescent) is built from ([`OnlineGradientDescentConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type OnlineGradientDescentConfig = Checked<OnlineGradientDescentParams>;
+
 impl OnlineGradientDescentParams {
     /// N experts, base step η, the square loss.
     pub fn new(n_experts: usize, eta: f64) -> Self {
@@ -84,7 +91,7 @@ impl OnlineGradientDescentParams {
     }
 }
 
-forecaster_setters!(OnlineGradientDescentParams { loss } checked with check_eta(eta));
+forecaster_setters!(OnlineGradientDescentParams => OnlineGradientDescentConfig { loss } checked with check_eta(eta));
 
 /// η ∈ (0, [`MAX_ETA`]].
 pub(crate) fn check_eta(eta: f64) -> Result<()> {
@@ -98,7 +105,7 @@ pub(crate) fn check_eta(eta: f64) -> Result<()> {
     }
 }
 
-impl Checked<OnlineGradientDescentParams> {
+impl OnlineGradientDescentConfig {
     /// The learner, at the centre of the simplex.
     pub fn build(&self) -> OnlineGradientDescent {
         let n = self.n_experts;
@@ -115,7 +122,7 @@ impl Checked<OnlineGradientDescentParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct OnlineGradientDescent {
-    params: Checked<OnlineGradientDescentParams>,
+    params: OnlineGradientDescentConfig,
     /// p_t, on the simplex (asleep experts included).
     weights: Vec<f64>,
     /// Σ_t η_t ‖g_t − ḡ_t 1‖².

@@ -13,6 +13,12 @@ use crate::error::{Error, Result};
 
 /// Parameters that passed their `check()`: the only thing a learner can be built from.
 ///
+/// Every expert rule names its own as `XConfig` (`HedgeConfig = Checked<HedgeParams>`, as
+/// `KMeansConfig` and `PacoConfig` are named elsewhere); the names are aliases of this one
+/// generic type so that the rules share one validation path: one `Deserialize` that checks
+/// a snapshot's parameters again and refuses any whose derived values contradict them, where
+/// distinct types would each repeat it. It serialises as the parameters it holds.
+///
 /// It dereferences to the parameters, so every setting can be read back. Read from a
 /// snapshot, the parameters are checked again: a snapshot cannot smuggle in a setting that
 /// `check()` refuses.
@@ -167,6 +173,13 @@ pub struct WeightedMajorityParams {
     pub(crate) beta: f64,
 }
 
+/// Validated [`WeightedMajorityParams`]: what [`WeightedMajorityParams::check`] gives, and the only thing a
+/// [`WeightedMajority`](super::WeightedMajority) is built from ([`WeightedMajorityConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type WeightedMajorityConfig = Checked<WeightedMajorityParams>;
+
 impl WeightedMajorityParams {
     /// `n_experts` experts, β = ½.
     pub fn new(n_experts: usize) -> Self {
@@ -184,7 +197,7 @@ impl WeightedMajorityParams {
     }
 
     /// Validates the parameters.
-    pub fn check(self) -> Result<Checked<Self>> {
+    pub fn check(self) -> Result<WeightedMajorityConfig> {
         check_n_experts(self.n_experts)?;
         LearningRate::beta(self.beta)?;
         Ok(Checked(self))
@@ -199,6 +212,13 @@ pub struct RandomizedWeightedMajorityParams {
     pub(crate) rate: LearningRate,
     pub(crate) seed: u64,
 }
+
+/// Validated [`RandomizedWeightedMajorityParams`]: what [`RandomizedWeightedMajorityParams::check`] gives, and the only thing a
+/// [`RandomizedWeightedMajority`](super::RandomizedWeightedMajority) is built from ([`RandomizedWeightedMajorityConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type RandomizedWeightedMajorityConfig = Checked<RandomizedWeightedMajorityParams>;
 
 impl RandomizedWeightedMajorityParams {
     /// `n_experts` experts, the doubling trick (no horizon needed), seed 0.
@@ -235,7 +255,7 @@ impl RandomizedWeightedMajorityParams {
     }
 
     /// Validates the parameters.
-    pub fn check(mut self) -> Result<Checked<Self>> {
+    pub fn check(mut self) -> Result<RandomizedWeightedMajorityConfig> {
         check_n_experts(self.n_experts)?;
         if let Some(beta) = self.beta {
             self.rate = LearningRate::beta(beta)?;
@@ -261,6 +281,13 @@ pub struct HedgeParams {
     pub(crate) sample: bool,
     pub(crate) seed: u64,
 }
+
+/// Validated [`HedgeParams`]: what [`HedgeParams::check`] gives, and the only thing a
+/// [`Hedge`](super::Hedge) is built from ([`HedgeConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type HedgeConfig = Checked<HedgeParams>;
 
 impl HedgeParams {
     /// `n_experts` experts, AdaHedge, uniform prior, no sampling.
@@ -289,7 +316,7 @@ impl HedgeParams {
     }
 
     /// Validates the parameters.
-    pub fn check(self) -> Result<Checked<Self>> {
+    pub fn check(self) -> Result<HedgeConfig> {
         check_n_experts(self.n_experts)?;
         check_rate(self.rate)?;
         check_loss_bound(self.loss_bound, self.rate != LearningRate::AdaHedge)?;
@@ -308,6 +335,13 @@ pub struct EwaParams {
     pub(crate) prior: Option<Vec<f64>>,
     pub(crate) gradient: bool,
 }
+
+/// Validated [`EwaParams`]: what [`EwaParams::check`] gives, and the only thing a
+/// [`Ewa`](super::Ewa) is built from ([`EwaConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type EwaConfig = Checked<EwaParams>;
 
 impl EwaParams {
     /// `n_experts` experts, square loss, AdaHedge, uniform prior, no gradient trick.
@@ -338,7 +372,7 @@ impl EwaParams {
     }
 
     /// Validates the parameters.
-    pub fn check(self) -> Result<Checked<Self>> {
+    pub fn check(self) -> Result<EwaConfig> {
         check_n_experts(self.n_experts)?;
         self.loss.check()?;
         check_rate(self.rate)?;
@@ -368,6 +402,13 @@ pub struct FplParams {
     pub(crate) seed: u64,
 }
 
+/// Validated [`FplParams`]: what [`FplParams::check`] gives, and the only thing a
+/// [`FollowThePerturbedLeader`](super::FollowThePerturbedLeader) is built from ([`FplConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type FplConfig = Checked<FplParams>;
+
 impl FplParams {
     /// `n_experts` experts with losses in [0, `loss_bound`], η = 1/B, realised losses only.
     pub fn new(n_experts: usize, loss_bound: f64) -> Self {
@@ -391,7 +432,7 @@ impl FplParams {
     }
 
     /// Validates the parameters.
-    pub fn check(self) -> Result<Checked<Self>> {
+    pub fn check(self) -> Result<FplConfig> {
         check_n_experts(self.n_experts)?;
         check_loss_bound(self.loss_bound, true)?;
         check_rate(self.rate)?;

@@ -64,6 +64,13 @@ pub struct MlPolyParams {
     pub gradient: bool,
 }
 
+/// Validated [`MlPolyParams`]: what [`MlPolyParams::check`] gives, and the only thing a
+/// [`MlPoly`](MlPoly) is built from ([`MlPolyConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type MlPolyConfig = Checked<MlPolyParams>;
+
 impl MlPolyParams {
     /// N experts, the square loss, no gradient trick.
     pub fn new(n_experts: usize) -> Self {
@@ -75,9 +82,9 @@ impl MlPolyParams {
     }
 }
 
-forecaster_setters!(MlPolyParams { loss, gradient } checked);
+forecaster_setters!(MlPolyParams => MlPolyConfig { loss, gradient } checked);
 
-impl Checked<MlPolyParams> {
+impl MlPolyConfig {
     /// The learner, no regret yet.
     pub fn build(&self) -> MlPoly {
         let n = self.n_experts;
@@ -96,7 +103,7 @@ impl Checked<MlPolyParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct MlPoly {
-    params: Checked<MlPolyParams>,
+    params: MlPolyConfig,
     /// R_{t,i}.
     regrets: Vec<f64>,
     /// V_{t,i}.

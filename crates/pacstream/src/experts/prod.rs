@@ -84,6 +84,13 @@ pub struct MlProdParams {
     pub loss_bound: Option<f64>,
 }
 
+/// Validated [`MlProdParams`]: what [`MlProdParams::check`] gives, and the only thing a
+/// [`MlProd`](MlProd) is built from ([`MlProdConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type MlProdConfig = Checked<MlProdParams>;
+
 impl MlProdParams {
     /// N experts, the square loss, no gradient trick, no loss range (opera's form).
     pub fn new(n_experts: usize) -> Self {
@@ -96,7 +103,7 @@ impl MlProdParams {
     }
 }
 
-forecaster_setters!(MlProdParams { loss, gradient, loss_bound } checked);
+forecaster_setters!(MlProdParams => MlProdConfig { loss, gradient, loss_bound } checked);
 
 /// ln N.
 fn ln_n(n_experts: usize) -> f64 {
@@ -119,7 +126,7 @@ fn opera_rate(n_experts: usize, largest: f64, squared: f64) -> f64 {
     cap.min(ln_n(n_experts).sqrt() / 1f64.hypot(squared.sqrt()))
 }
 
-impl Checked<MlProdParams> {
+impl MlProdConfig {
     /// The learner, every expert at the same weight.
     pub fn build(&self) -> MlProd {
         let n = self.n_experts;
@@ -150,7 +157,7 @@ impl Checked<MlProdParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct MlProd {
-    params: Checked<MlProdParams>,
+    params: MlProdConfig,
     /// G_{t,i} = ln w_{t,i} / η_{t,i}.
     scaled_log_weights: Vec<f64>,
     /// η_{t,i}.

@@ -75,6 +75,13 @@ pub struct OnlineRidgeParams {
     pub lambda: f64,
 }
 
+/// Validated [`OnlineRidgeParams`]: what [`OnlineRidgeParams::check`] gives, and the only thing a
+/// [`OnlineRidge`](OnlineRidge) is built from ([`OnlineRidgeConfig::build`]).
+///
+/// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
+/// parameters are checked again when read from a snapshot) and serialises as its parameters.
+pub type OnlineRidgeConfig = Checked<OnlineRidgeParams>;
+
 impl OnlineRidgeParams {
     /// N experts, penalty λ.
     pub fn new(n_experts: usize, lambda: f64) -> Self {
@@ -82,7 +89,7 @@ impl OnlineRidgeParams {
     }
 }
 
-forecaster_setters!(OnlineRidgeParams {});
+forecaster_setters!(OnlineRidgeParams => OnlineRidgeConfig {});
 
 impl CheckParams for OnlineRidgeParams {
     fn check_params(self) -> Result<Checked<Self>> {
@@ -108,7 +115,7 @@ impl CheckParams for OnlineRidgeParams {
     }
 }
 
-impl Checked<OnlineRidgeParams> {
+impl OnlineRidgeConfig {
     /// The learner: A₀⁻¹ = I/λ, no data.
     pub fn build(&self) -> OnlineRidge {
         let n = self.n_experts;
@@ -131,7 +138,7 @@ impl Checked<OnlineRidgeParams> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct OnlineRidge {
-    params: Checked<OnlineRidgeParams>,
+    params: OnlineRidgeConfig,
     /// A_t⁻¹, row-major, symmetric.
     inverse: Vec<f64>,
     /// b_t = Σ_{s≤t} (y_s − w₀·x_s) x_s.

@@ -17,6 +17,14 @@ pub const BOUND_CASES: [(usize, Loss, bool, bool, bool); 7] = [
 ];
 
 /// Plays `n_rounds` rounds of [`SpreadAdvice`] against `learner`.
+///
+/// With every expert awake, the adversary must be one: it sees the weights the learner is
+/// about to play and answers 0 or 1 on the far side of the prediction, so the prediction
+/// is at least ½ away from the outcome and the learner pays at least ℓ(½, y) every round
+/// (½ for the absolute loss, ¼ for the square loss), whatever it does — the lower-bound
+/// argument of the lecture notes, for real-valued forecasts. The bounds' "nearly reached"
+/// fractions rest on it, so it is asserted round by round, and the cumulative loss at least
+/// T·ℓ(½, ·) at the end (up to rounding).
 pub fn play_spread_advice(
     learner: &mut impl Aggregator,
     loss: Loss,
@@ -26,9 +34,29 @@ pub fn play_spread_advice(
 ) {
     let n = learner.ledger().expert_losses().len();
     let mut rounds = SpreadAdvice::new(n, adversarial, sleeping);
+    let forced = adversarial && !sleeping;
+    let mut least_forced = 0.0;
+    let before = learner.ledger().learner_loss();
     for t in 0..n_rounds {
         let round = rounds.round(t, &learner.weights(), rng);
-        learner.learn_advice(round, loss).unwrap();
+        let outcome = round.outcome;
+        let step = learner.learn_advice(round, loss).unwrap();
+        if forced {
+            let floor = loss.value(0.5, outcome);
+            assert!(
+                step.loss >= floor - 1e-12,
+                "round {t}: the adversary let the learner pay {} < ℓ(½, {outcome}) = {floor}",
+                step.loss
+            );
+            least_forced += floor;
+        }
+    }
+    if forced {
+        let paid = learner.ledger().learner_loss() - before;
+        assert!(
+            paid >= least_forced - 1e-9 * least_forced.max(1.0),
+            "the adversary let the learner pay {paid} < {least_forced} over {n_rounds} rounds"
+        );
     }
 }
 
