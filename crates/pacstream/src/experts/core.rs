@@ -615,6 +615,18 @@ mod tests {
         assert_eq!(recomputed, kept);
     }
 
+    /// A Hedge core of `n` experts at the fixed rate `eta`, losses in [0, ∞).
+    fn hedge_core(n: usize, eta: f64) -> Core {
+        Core::new(
+            n,
+            None,
+            LearningRate::Fixed(eta),
+            Tuning::Hedge,
+            LossRange::nonnegative(None),
+        )
+        .unwrap()
+    }
+
     /// The fused pass over the whole range of arguments: weights from 1 down to underflow,
     /// a round where every weight underflows (re-shift to the new least loss), negative
     /// losses that push exponents above 700 (re-shift the other way), and an expert whose
@@ -622,14 +634,7 @@ mod tests {
     #[test]
     fn weights_are_accurate_through_underflow_and_reshifts() {
         let eta = 1.0;
-        let mut core = Core::new(
-            6,
-            None,
-            LearningRate::Fixed(eta),
-            Tuning::Hedge,
-            LossRange::nonnegative(None),
-        )
-        .unwrap();
+        let mut core = hedge_core(6, eta);
         let rounds: [[f64; 6]; 6] = [
             // Arguments 0 down to −712: every branch of the exponential, and underflow.
             [0.0, 100.0, 300.0, 600.0, 705.0, 712.0],
@@ -678,14 +683,7 @@ mod tests {
     fn exponents_past_the_ceiling_are_reweighed() {
         for pull in [705.0, 709.5, 750.0, 1000.0] {
             let eta = 1.0;
-            let mut core = Core::new(
-                3,
-                None,
-                LearningRate::Fixed(eta),
-                Tuning::Hedge,
-                LossRange::nonnegative(None),
-            )
-            .unwrap();
+            let mut core = hedge_core(3, eta);
             for losses in [[0.0, 0.0, 0.0], [-pull, 0.0, 0.0], [0.5, 0.25, 0.0]] {
                 let next = core.single_pass_rate().expect("a fixed rate is one pass");
                 core.begin(None);

@@ -617,6 +617,17 @@ mod tests {
         values.iter().map(|v| v.to_bits()).collect()
     }
 
+    /// A Hedge of `n` experts with losses in [0, 1], sampling an expert or not.
+    fn unit_hedge(n: usize, rate: LearningRate, sample: bool) -> Hedge {
+        HedgeParams::new(n)
+            .learning_rate(rate)
+            .loss_bound(1.0)
+            .sample(sample)
+            .check()
+            .unwrap()
+            .build()
+    }
+
     /// Rounds played by the fused pass leave the experts' cumulative losses, the best expert
     /// and the next weights exactly where the general path leaves them (a sampling Hedge
     /// plays every round the general way): with a fixed rate, where the charged losses are
@@ -632,15 +643,7 @@ mod tests {
             (3, LearningRate::Doubling),
             (10, LearningRate::Doubling),
         ] {
-            let build = |sample| {
-                HedgeParams::new(n)
-                    .learning_rate(rate)
-                    .loss_bound(1.0)
-                    .sample(sample)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
+            let build = |sample| unit_hedge(n, rate, sample);
             let (mut fused, mut general) = (build(false), build(true));
             let mut rng = StreamRng::seed_from(11);
             for t in 0..300 {
@@ -756,15 +759,7 @@ mod tests {
     #[test]
     fn losses_outside_the_range_are_counted_on_every_path() {
         for n in [3, 100] {
-            let build = |sample| {
-                HedgeParams::new(n)
-                    .learning_rate(LearningRate::Fixed(0.5))
-                    .loss_bound(1.0)
-                    .sample(sample)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
+            let build = |sample| unit_hedge(n, LearningRate::Fixed(0.5), sample);
             let (mut fused, mut general) = (build(false), build(true));
             let round = |at: usize, value: f64| -> Vec<f64> {
                 (0..n)
