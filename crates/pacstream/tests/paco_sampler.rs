@@ -167,6 +167,20 @@ fn good_means(max_k: usize) -> Vec<ProposalMeans> {
         .collect()
 }
 
+/// The proposal's Laplace scale for a slot of `count` points in `target`'s toy setting
+/// (multiplier 1, three points seen): the step by which the bad means are pushed away.
+fn laplace_sigma(target: &ToyTarget, count: f64) -> f64 {
+    pacstream::paco::testing::proposal_sigma(
+        ProposalScale::Laplace,
+        1.0,
+        target.lambda,
+        count,
+        target.radius,
+        target.max_k,
+        3,
+    )
+}
+
 /// Every mean shifted by 3σ_j of its own slot, towards the centre of the prior's ball (so
 /// that the proposals stay mostly inside it).
 fn bad_means(target: &ToyTarget) -> ToyMeans {
@@ -175,15 +189,7 @@ fn bad_means(target: &ToyTarget) -> ToyMeans {
             .into_iter()
             .map(|mut means| {
                 for (m, &count) in means.means.iter_mut().zip(&means.counts) {
-                    let sigma = pacstream::paco::testing::proposal_sigma(
-                        ProposalScale::Laplace,
-                        1.0,
-                        target.lambda,
-                        count,
-                        target.radius,
-                        target.max_k,
-                        3,
-                    );
+                    let sigma = laplace_sigma(target, count);
                     *m -= 3.0 * sigma * if *m > 0.0 { 1.0 } else { -1.0 };
                 }
                 means
@@ -1055,15 +1061,7 @@ fn planar_bad_means(target: &ToyTarget) -> ToyMeans {
         good.into_iter()
             .map(|mut means| {
                 for (j, &count) in means.counts.clone().iter().enumerate() {
-                    let sigma = pacstream::paco::testing::proposal_sigma(
-                        ProposalScale::Laplace,
-                        1.0,
-                        target.lambda,
-                        count,
-                        target.radius,
-                        target.max_k,
-                        3,
-                    );
+                    let sigma = laplace_sigma(target, count);
                     let m = &mut means.means[2 * j..2 * j + 2];
                     let norm = (m[0] * m[0] + m[1] * m[1]).sqrt().max(1e-9);
                     m[0] -= 3.0 * sigma * m[0] / norm;
