@@ -166,6 +166,28 @@ fn cluster(
     )
 }
 
+/// Runs `args` on each cluster `layouts` (processes, workers) and asserts that each writes
+/// the one-process run's `records` and `summary`, byte for byte.
+fn assert_clusters_write(
+    dir: &Path,
+    args: &[String],
+    layouts: &[(usize, usize)],
+    (records, summary): (&str, &str),
+) {
+    for &(processes, workers) in layouts {
+        let name = format!("p{processes}w{workers}");
+        let (r, s) = cluster(dir, &name, args, processes, workers);
+        assert!(
+            r == records,
+            "records differ on {processes} processes x {workers} workers"
+        );
+        assert!(
+            s == summary,
+            "summary differs on {processes} processes x {workers} workers"
+        );
+    }
+}
+
 /// Keyed sequential k-means (k = 3) on the key column, in epochs of `epoch_size` rows.
 fn keyed_args(data: &Path, epoch_size: usize) -> Vec<String> {
     strings(&[
@@ -183,22 +205,28 @@ fn keyed_args(data: &Path, epoch_size: usize) -> Vec<String> {
     ])
 }
 
-fn kmeans_args(data: &Path) -> Vec<String> {
-    strings(&[
-        "dataflow",
-        "kmeans",
-        data.to_str().unwrap(),
+/// The k-means `command` (`dataflow kmeans`, or `kmeans --online`) on `data` with the
+/// settings of every k-means test here (k = 4 on x and y, mini-batches of 500 rows), then
+/// `extra`.
+fn kmeans_command(command: &[&str], data: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = strings(command);
+    args.push(data.to_str().unwrap().to_string());
+    args.extend(strings(&[
         "--columns",
         "x,y",
         "--k",
         "4",
         "--batch-size",
         "500",
-        "--chunk-size",
-        "100",
-        "--decay",
-        "2000",
-    ])
+    ]));
+    args.extend(strings(extra));
+    args
+}
+
+/// Data-parallel k-means, by chunks of 100 rows, forgetting with a half-life of 2000 rows.
+fn kmeans_args(data: &Path) -> Vec<String> {
+    let extra = ["--chunk-size", "100", "--decay", "2000"];
+    kmeans_command(&["dataflow", "kmeans"], data, &extra)
 }
 
 #[test]
@@ -207,51 +235,19 @@ fn data_parallel_kmeans_on_2_3_and_4_processes_equals_one_process() {
     let args = kmeans_args(&data);
     let (records, summary) = cluster(dir.path(), "one", &args, 1, 1);
     assert_eq!(records.lines().count(), 6000);
-    for (processes, workers) in [(2, 1), (3, 1), (4, 1), (2, 2)] {
-        let name = format!("p{processes}w{workers}");
-        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
-        assert!(
-            r == records,
-            "records differ on {processes} processes x {workers} workers"
-        );
-        assert!(
-            s == summary,
-            "summary differs on {processes} processes x {workers} workers"
-        );
-    }
+    let layouts = [(2, 1), (3, 1), (4, 1), (2, 2)];
+    assert_clusters_write(dir.path(), &args, &layouts, (&records, &summary));
 }
 
 #[test]
 fn data_parallel_kmeans_with_whole_batches_equals_the_one_process_command() {
     let (dir, data) = data_in_tempdir(3000);
     let single = dir.path().join("single.jsonl");
-    let (code, stderr) = run_one(&strings(&[
-        "kmeans",
-        "--online",
-        "--k",
-        "4",
-        "--batch-size",
-        "500",
-        "--columns",
-        "x,y",
-        "--output",
-        single.to_str().unwrap(),
-        data.to_str().unwrap(),
-    ]));
+    let output = ["--output", single.to_str().unwrap()];
+    let (code, stderr) = run_one(&kmeans_command(&["kmeans", "--online"], &data, &output));
     assert_eq!(code, Some(0), "{stderr}");
-    let args = strings(&[
-        "dataflow",
-        "kmeans",
-        data.to_str().unwrap(),
-        "--columns",
-        "x,y",
-        "--k",
-        "4",
-        "--batch-size",
-        "500",
-        "--chunk-size",
-        "500",
-    ]);
+    let whole_batches = ["--chunk-size", "500"];
+    let args = kmeans_command(&["dataflow", "kmeans"], &data, &whole_batches);
     let (records, _) = cluster(dir.path(), "p3", &args, 3, 1);
     assert!(
         records == fs::read_to_string(single).unwrap(),
@@ -271,9 +267,7 @@ fn keyed_learners_with_a_skewed_key_on_3_processes_equal_one_process() {
             .count(),
         2000
     );
-    let (r, s) = cluster(dir.path(), "p3", &args, 3, 1);
-    assert!(r == records, "records differ on 3 processes");
-    assert!(s == summary, "summaries differ on 3 processes");
+    assert_clusters_write(dir.path(), &args, &[(3, 1)], (&records, &summary));
 }
 
 /// The largest epoch of any checkpoint of `worker` in `dir`.
@@ -533,20 +527,9 @@ fn one_process(dir: &Path, name: &str, base: &[String]) -> (String, String, Stri
     )
 }
 
+/// `pacstream kmeans --online` with the settings of [`kmeans_args`], on one process.
 fn online_kmeans_args(data: &Path) -> Vec<String> {
-    strings(&[
-        "kmeans",
-        "--online",
-        data.to_str().unwrap(),
-        "--columns",
-        "x,y",
-        "--k",
-        "4",
-        "--batch-size",
-        "500",
-        "--decay",
-        "2000",
-    ])
+    kmeans_command(&["kmeans", "--online"], data, &["--decay", "2000"])
 }
 
 #[test]
@@ -555,12 +538,8 @@ fn online_kmeans_on_workers_and_processes_writes_the_one_process_files() {
     let args = online_kmeans_args(&data);
     let (records, summary, report) = one_process(dir.path(), "one", &args);
     assert_eq!(records.lines().count(), 6000);
-    for (processes, workers) in [(1, 3), (2, 2), (3, 1)] {
-        let name = format!("p{processes}w{workers}");
-        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
-        assert!(r == records, "records differ on {processes} x {workers}");
-        assert!(s == summary, "summary differs on {processes} x {workers}");
-    }
+    let layouts = [(1, 3), (2, 2), (3, 1)];
+    assert_clusters_write(dir.path(), &args, &layouts, (&records, &summary));
     // The report, too (on processes: see the test of `--summary -` on a cluster).
     let mut threads = args.clone();
     threads.extend(strings(&["--workers", "2"]));
@@ -583,12 +562,7 @@ fn online_kmeans_by_chunks_is_the_same_on_one_process_and_on_a_cluster() {
     // on this stream the centres, and so later losses, differ in their last bits.
     assert!(records != whole_batches, "--chunk-size changed nothing");
     assert!(summary.contains("\"chunk_size\": 100"), "{summary}");
-    for (processes, workers) in [(2, 1), (3, 2)] {
-        let name = format!("p{processes}w{workers}");
-        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
-        assert!(r == records, "records differ on {processes} x {workers}");
-        assert!(s == summary, "summary differs on {processes} x {workers}");
-    }
+    assert_clusters_write(dir.path(), &args, &[(2, 1), (3, 2)], (&records, &summary));
 }
 
 /// `--summary -` on a cluster: process 0 writes to its standard output the bytes the
@@ -674,12 +648,8 @@ fn keyed_experts_on_workers_and_processes_write_the_one_process_files() {
     let args = keyed_experts_args(&data);
     let (records, summary, _) = one_process(dir.path(), "one", &args);
     assert_eq!(records.lines().count(), 3000);
-    for (processes, workers) in [(1, 2), (3, 1), (2, 2)] {
-        let name = format!("p{processes}w{workers}");
-        let (r, s) = cluster(dir.path(), &name, &args, processes, workers);
-        assert!(r == records, "records differ on {processes} x {workers}");
-        assert!(s == summary, "summary differs on {processes} x {workers}");
-    }
+    let layouts = [(1, 2), (3, 1), (2, 2)];
+    assert_clusters_write(dir.path(), &args, &layouts, (&records, &summary));
 }
 
 /// Each key's records and summary are those `pacstream experts` writes on the key's rows

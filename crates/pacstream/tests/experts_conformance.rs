@@ -6,11 +6,10 @@ use pacstream::conformance::{
     invalid_losses,
 };
 use pacstream::experts::{
-    AdviceRound, AdviceRoundBuf, BoaParams, Ewa, EwaParams, FixedShareParams,
-    FollowThePerturbedLeader, FplParams, FtrlParams, Hedge, HedgeParams, LearningRate, Loss,
-    LossRoundBuf, MlEwaParams, MlPolyParams, MlProdParams, OnlineGradientDescentParams,
-    OnlineRidge, OnlineRidgeParams, RandomizedWeightedMajority, RandomizedWeightedMajorityParams,
-    Regulariser, WeightedMajority, WeightedMajorityParams,
+    AdviceRound, AdviceRoundBuf, BoaParams, EwaParams, FixedShareParams, FplParams, FtrlParams,
+    HedgeParams, LearningRate, Loss, LossRoundBuf, MlEwaParams, MlPolyParams, MlProdParams,
+    OnlineGradientDescentParams, OnlineRidgeParams, RandomizedWeightedMajorityParams, Regulariser,
+    WeightedMajorityParams,
 };
 use pacstream::{OnlineLearner, StreamRng};
 use serde::Serialize;
@@ -66,270 +65,197 @@ fn loss_rounds(n_rounds: usize, seed: u64, sleeping: bool) -> Vec<LossRoundBuf> 
         .collect()
 }
 
+/// Checks and builds settings that a test knows to be valid.
+macro_rules! built {
+    ($params:expr) => {
+        $params.check().unwrap().build()
+    };
+}
+
+/// The stream `rounds(sleeping)` without, then with, sleeping experts.
+fn with_and_without_sleep<S>(rounds: impl Fn(bool) -> Vec<S>) -> [Vec<S>; 2] {
+    [rounds(false), rounds(true)]
+}
+
+/// The suite for a rule on each of `streams`, for each of `cases` (the rule's settings, built
+/// with a seed by `build`); `invalid` is refused from the first round, and snapshots are
+/// taken after the rounds `cuts` (the suite's own if none).
+fn check_cases<L, S, C>(
+    streams: &[Vec<S>],
+    invalid: &[S],
+    cuts: Option<&[usize]>,
+    cases: &[C],
+    build: impl Fn(C, u64) -> L + Sync,
+) where
+    L: OnlineLearner + Serialize + DeserializeOwned + Send + Sync,
+    L::Step: Serialize,
+    S: OwnedInput<L> + Sync,
+    C: Copy + std::fmt::Debug + Sync,
+{
+    assert_send_sync::<L>();
+    for (i, stream) in streams.iter().enumerate() {
+        for &case in cases {
+            let suite = Conformance::new(|seed| build(case, seed), stream);
+            let suite = suite.invalid_first_inputs(invalid);
+            match cuts {
+                Some(cuts) => suite.cuts(cuts),
+                None => suite,
+            }
+            .check_all()
+            .unwrap_or_else(|v| panic!("{case:?} on stream {i}: {v}"));
+        }
+    }
+}
+
 #[test]
 fn weighted_majority() {
-    assert_send_sync::<WeightedMajority>();
-    let stream = binary_rounds(120, 1);
-    let make = |_seed| {
-        WeightedMajorityParams::new(N)
-            .beta(0.7)
-            .check()
-            .unwrap()
-            .build()
-    };
-    Conformance::new(make, &stream)
-        .invalid_first_inputs(&invalid_binary_advice(N))
-        .check_all()
-        .unwrap();
+    let stream = [binary_rounds(120, 1)];
+    let invalid = invalid_binary_advice(N);
+    check_cases(&stream, &invalid, None, &[0.7], |beta, _seed| {
+        built!(WeightedMajorityParams::new(N).beta(beta))
+    });
 }
 
 #[test]
 fn randomized_weighted_majority() {
-    assert_send_sync::<RandomizedWeightedMajority>();
-    let stream = binary_rounds(150, 2);
-    for rate in [LearningRate::Doubling, LearningRate::Horizon(150)] {
-        let make = |seed| {
+    let stream = [binary_rounds(150, 2)];
+    let invalid = invalid_binary_advice(N);
+    let rates = [LearningRate::Doubling, LearningRate::Horizon(150)];
+    check_cases(&stream, &invalid, None, &rates, |rate, seed| {
+        built!(
             RandomizedWeightedMajorityParams::new(N)
                 .learning_rate(rate)
                 .seed(seed)
-                .check()
-                .unwrap()
-                .build()
-        };
-        Conformance::new(make, &stream)
-            .invalid_first_inputs(&invalid_binary_advice(N))
-            .check_all()
-            .unwrap();
-    }
+        )
+    });
 }
 
 #[test]
 fn hedge_every_schedule_with_and_without_sleep() {
-    assert_send_sync::<Hedge>();
-    for sleeping in [false, true] {
-        let stream = loss_rounds(130, 3, sleeping);
-        for rate in [
-            LearningRate::Fixed(0.3),
-            LearningRate::Horizon(130),
-            LearningRate::Anytime,
-            LearningRate::Doubling,
-            LearningRate::AdaHedge,
-        ] {
-            let make = |seed| {
+    let rates = [
+        LearningRate::Fixed(0.3),
+        LearningRate::Horizon(130),
+        LearningRate::Anytime,
+        LearningRate::Doubling,
+        LearningRate::AdaHedge,
+    ];
+    let cuts = [0, 1, 2, 4, 63, 64, 65, 129];
+    let streams = with_and_without_sleep(|sleeping| loss_rounds(130, 3, sleeping));
+    check_cases(
+        &streams,
+        &invalid_losses(N),
+        Some(&cuts),
+        &rates,
+        |rate, seed| {
+            let prior = vec![1.0, 2.0, 1.0, 0.5, 1.0];
+            built!(
                 HedgeParams::new(N)
                     .learning_rate(rate)
                     .loss_bound(1.0)
-                    .prior(vec![1.0, 2.0, 1.0, 0.5, 1.0])
+                    .prior(prior)
                     .sample(true)
                     .seed(seed)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_losses(N))
-                .cuts(&[0, 1, 2, 4, 63, 64, 65, 129])
-                .check_all()
-                .unwrap_or_else(|v| panic!("{rate:?} sleeping={sleeping}: {v}"));
-        }
-    }
-}
-
-#[test]
-fn ewa_losses_gradient_and_sleep() {
-    assert_send_sync::<Ewa>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, 4, sleeping);
-        for (loss, gradient, rate) in [
-            (Loss::Square, false, LearningRate::AdaHedge),
-            (Loss::Square, true, LearningRate::Anytime),
-            (Loss::Absolute, false, LearningRate::Doubling),
-            (Loss::Pinball { tau: 0.8 }, true, LearningRate::AdaHedge),
-        ] {
-            let make = |_seed| {
-                EwaParams::new(N)
-                    .loss(loss)
-                    .gradient(gradient)
-                    .learning_rate(rate)
-                    .loss_bound(4.0)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice(N))
-                .check_all()
-                .unwrap_or_else(|v| panic!("{loss:?} {gradient} sleeping={sleeping}: {v}"));
-        }
-    }
+            )
+        },
+    );
 }
 
 #[test]
 fn follow_the_perturbed_leader() {
-    assert_send_sync::<FollowThePerturbedLeader>();
-    for sleeping in [false, true] {
-        let stream = loss_rounds(100, 5, sleeping);
-        for expected in [false, true] {
-            let make = |seed| {
+    let streams = with_and_without_sleep(|sleeping| loss_rounds(100, 5, sleeping));
+    check_cases(
+        &streams,
+        &invalid_losses(N),
+        None,
+        &[false, true],
+        |expected, seed| {
+            let rate = LearningRate::Horizon(100);
+            built!(
                 FplParams::new(N, 1.0)
-                    .learning_rate(LearningRate::Horizon(100))
+                    .learning_rate(rate)
                     .expected_loss(expected)
                     .seed(seed)
-                    .check()
-                    .unwrap()
-                    .build()
-            };
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_losses(N))
-                .check_all()
-                .unwrap_or_else(|v| panic!("expected={expected} sleeping={sleeping}: {v}"));
-        }
-    }
+            )
+        },
+    );
 }
 
-/// The suite for an aggregation rule of forecasters, for each of `cases` (a loss and the
-/// rule's own settings), on real-valued rounds with and without sleeping experts.
-fn check_forecaster<L, C>(stream_seed: u64, cases: &[C], build: impl Fn(C) -> L + Sync)
-where
-    L: OnlineLearner + Serialize + DeserializeOwned + Send + Sync,
-    L::Step: Serialize,
-    AdviceRoundBuf: OwnedInput<L>,
-    C: Copy + std::fmt::Debug + Sync,
-{
-    assert_send_sync::<L>();
-    for sleeping in [false, true] {
-        let stream = real_rounds(120, stream_seed, sleeping);
-        for &case in cases {
-            let make = |_seed| build(case);
-            Conformance::new(make, &stream)
-                .invalid_first_inputs(&invalid_advice(N))
-                .check_all()
-                .unwrap_or_else(|v| panic!("{case:?} sleeping={sleeping}: {v}"));
-        }
-    }
+/// One test per forecasting rule: [`check_cases`] on the real-valued rounds of its seed,
+/// without and with sleeping experts, for each of its cases (a loss and the rule's own settings), refusing invalid advice; the
+/// rules take no seed.
+macro_rules! forecaster_tests {
+    ($($test:ident($seed:literal): [$($case:expr),+ $(,)?] => |$case_is:pat_param| $params:expr;)+) => {
+        $(
+            #[test]
+            fn $test() {
+                let streams = with_and_without_sleep(|sleeping| real_rounds(120, $seed, sleeping));
+                let cases = [$($case),+];
+                check_cases(&streams, &invalid_advice(N), None, &cases, |$case_is, _seed| {
+                    built!($params)
+                });
+            }
+        )+
+    };
 }
 
-#[test]
-fn fixed_share_losses_gradient_and_sleep() {
-    let cases = [
+forecaster_tests! {
+    ewa_losses_gradient_and_sleep(4): [
+        (Loss::Square, false, LearningRate::AdaHedge),
+        (Loss::Square, true, LearningRate::Anytime),
+        (Loss::Absolute, false, LearningRate::Doubling),
+        (Loss::Pinball { tau: 0.8 }, true, LearningRate::AdaHedge),
+    ] => |(loss, gradient, rate)|
+        EwaParams::new(N).loss(loss).gradient(gradient).learning_rate(rate).loss_bound(4.0);
+    fixed_share_losses_gradient_and_sleep(6): [
         (Loss::Square, false, 0.05),
         (Loss::Absolute, true, 0.0),
         (Loss::Pinball { tau: 0.3 }, false, 0.2),
-    ];
-    check_forecaster(6, &cases, |(loss, gradient, alpha)| {
-        FixedShareParams::new(N, 0.7, alpha)
-            .loss(loss)
-            .gradient(gradient)
-            .loss_bound(4.0)
-            .check()
-            .unwrap()
-            .build()
-    });
-}
-
-#[test]
-fn ml_poly_losses_gradient_and_sleep() {
-    let cases = [
+    ] => |(loss, gradient, alpha)|
+        FixedShareParams::new(N, 0.7, alpha).loss(loss).gradient(gradient).loss_bound(4.0);
+    ml_poly_losses_gradient_and_sleep(7): [
         (Loss::Square, true),
         (Loss::Absolute, false),
         (Loss::Pinball { tau: 0.9 }, true),
-    ];
-    check_forecaster(7, &cases, |(loss, gradient)| {
-        MlPolyParams::new(N)
-            .loss(loss)
-            .gradient(gradient)
-            .check()
-            .unwrap()
-            .build()
-    });
-}
-
-#[test]
-fn ml_prod_losses_gradient_sleep_and_both_forms() {
-    let cases = [
+    ] => |(loss, gradient)| MlPolyParams::new(N).loss(loss).gradient(gradient);
+    ml_prod_losses_gradient_sleep_and_both_forms(8): [
         (Loss::Square, true, None),
         (Loss::Absolute, false, Some(4.0)),
         (Loss::Pinball { tau: 0.2 }, true, Some(4.0)),
         (Loss::Absolute, true, None),
-    ];
-    check_forecaster(8, &cases, |(loss, gradient, range)| {
-        let mut params = MlProdParams::new(N).loss(loss).gradient(gradient);
-        params.loss_bound = range;
-        params.check().unwrap().build()
-    });
-}
-
-#[test]
-fn ml_ewa_losses_gradient_and_sleep() {
-    let cases = [
+    ] => |(loss, gradient, range)| MlProdParams {
+        loss_bound: range,
+        ..MlProdParams::new(N).loss(loss).gradient(gradient)
+    };
+    ml_ewa_losses_gradient_and_sleep(9): [
         (Loss::Square, false),
         (Loss::Absolute, true),
         (Loss::Pinball { tau: 0.7 }, false),
-    ];
-    check_forecaster(9, &cases, |(loss, gradient)| {
-        MlEwaParams::new(N)
-            .loss(loss)
-            .gradient(gradient)
-            .check()
-            .unwrap()
-            .build()
-    });
-}
-
-#[test]
-fn boa_losses_gradient_sleep_and_both_forms() {
-    let cases = [
+    ] => |(loss, gradient)| MlEwaParams::new(N).loss(loss).gradient(gradient);
+    boa_losses_gradient_sleep_and_both_forms(10): [
         (Loss::Square, true, None),
         (Loss::Absolute, false, None),
         (Loss::Pinball { tau: 0.4 }, true, None),
         (Loss::Absolute, true, Some(4.0)),
         (Loss::Square, false, Some(4.0)),
-    ];
-    check_forecaster(10, &cases, |(loss, gradient, range)| {
-        let mut params = BoaParams::new(N).loss(loss).gradient(gradient);
-        params.loss_bound = range;
-        params.check().unwrap().build()
-    });
-}
-
-#[test]
-fn online_gradient_descent_losses_and_sleep() {
-    let cases = [
+    ] => |(loss, gradient, range)| BoaParams {
+        loss_bound: range,
+        ..BoaParams::new(N).loss(loss).gradient(gradient)
+    };
+    online_gradient_descent_losses_and_sleep(8): [
         (Loss::Square, 0.3),
         (Loss::Absolute, 0.1),
         (Loss::Pinball { tau: 0.2 }, 1.0),
-    ];
-    check_forecaster(8, &cases, |(loss, eta)| {
-        OnlineGradientDescentParams::new(N, eta)
-            .loss(loss)
-            .check()
-            .unwrap()
-            .build()
-    });
-}
-
-#[test]
-fn ftrl_regularisers_losses_and_sleep() {
-    let cases = [
+    ] => |(loss, eta)| OnlineGradientDescentParams::new(N, eta).loss(loss);
+    ftrl_regularisers_losses_and_sleep(9): [
         (Loss::Square, Regulariser::Quadratic),
         (Loss::Absolute, Regulariser::Entropic),
         (Loss::Pinball { tau: 0.7 }, Regulariser::Quadratic),
         (Loss::Square, Regulariser::Entropic),
-    ];
-    check_forecaster(9, &cases, |(loss, regulariser)| {
-        FtrlParams::new(N, 0.4)
-            .regulariser(regulariser)
-            .loss(loss)
-            .check()
-            .unwrap()
-            .build()
-    });
+    ] => |(loss, regulariser)| FtrlParams::new(N, 0.4).regulariser(regulariser).loss(loss);
 }
 
 #[test]
 fn online_ridge_and_its_refusal_of_sleepers() {
-    assert_send_sync::<OnlineRidge>();
-    let stream = real_rounds(120, 10, false);
     let mut invalid = invalid_advice(N);
     // A round with an asleep expert is refused: the regression needs every advice.
     let mut asleep = vec![true; N];
@@ -339,13 +265,14 @@ fn online_ridge_and_its_refusal_of_sleepers() {
         outcome: 0.5,
         awake: Some(asleep),
     });
-    for lambda in [1e-3, 1.0, 50.0] {
-        let make = |_seed| OnlineRidgeParams::new(N, lambda).check().unwrap().build();
-        Conformance::new(make, &stream)
-            .invalid_first_inputs(&invalid)
-            .check_all()
-            .unwrap_or_else(|v| panic!("lambda {lambda}: {v}"));
-    }
+    let stream = [real_rounds(120, 10, false)];
+    check_cases(
+        &stream,
+        &invalid,
+        None,
+        &[1e-3, 1.0, 50.0],
+        |lambda, _seed| built!(OnlineRidgeParams::new(N, lambda)),
+    );
 }
 
 /// Plays `stream` and returns the learner, for a snapshot that is not the initial one.
@@ -359,17 +286,17 @@ where
     learner
 }
 
-/// Asserts that `learner`'s snapshot is read back, and that the same snapshot with one value
-/// fewer in `field` (a per-expert list) is refused as inconsistent.
-fn check_refuses_short_snapshot<L>(learner: &L, field: &str)
+/// Asserts that the snapshot of `learner` after a short stream is read back, and that the
+/// same snapshot with one value fewer in `field` (a per-expert list) is refused as
+/// inconsistent.
+fn check_refuses_short_snapshot<L>(learner: L, field: &str)
 where
+    L: for<'a> OnlineLearner<Input<'a> = AdviceRound<'a>>,
     L: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
 {
-    let mut value = serde_json::to_value(learner).unwrap();
-    assert_eq!(
-        &serde_json::from_value::<L>(value.clone()).unwrap(),
-        learner
-    );
+    let learner = played(learner, &real_rounds(20, 11, false));
+    let mut value = serde_json::to_value(&learner).unwrap();
+    assert_eq!(serde_json::from_value::<L>(value.clone()).unwrap(), learner);
     let list = value[field]
         .as_array_mut()
         .unwrap_or_else(|| panic!("{field} is not a list"));
@@ -387,71 +314,16 @@ where
 /// state is refused, not resumed into a learner with broken invariants.
 #[test]
 fn snapshots_short_of_an_expert_are_refused() {
-    let stream = real_rounds(20, 11, false);
     let loss = Loss::Square;
-    check_refuses_short_snapshot(
-        &played(
-            BoaParams::new(N).loss(loss).check().unwrap().build(),
-            &stream,
-        ),
-        "regularised",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            FixedShareParams::new(N, 0.7, 0.05)
-                .loss(loss)
-                .loss_bound(4.0)
-                .check()
-                .unwrap()
-                .build(),
-            &stream,
-        ),
-        "log_weights",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            FtrlParams::new(N, 0.4).loss(loss).check().unwrap().build(),
-            &stream,
-        ),
-        "gradient_sums",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            MlEwaParams::new(N).loss(loss).check().unwrap().build(),
-            &stream,
-        ),
-        "regrets",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            OnlineGradientDescentParams::new(N, 0.3)
-                .loss(loss)
-                .check()
-                .unwrap()
-                .build(),
-            &stream,
-        ),
-        "weights",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            MlPolyParams::new(N).loss(loss).check().unwrap().build(),
-            &stream,
-        ),
-        "regrets",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            MlProdParams::new(N).loss(loss).check().unwrap().build(),
-            &stream,
-        ),
-        "scaled_log_weights",
-    );
-    check_refuses_short_snapshot(
-        &played(
-            OnlineRidgeParams::new(N, 1.0).check().unwrap().build(),
-            &stream,
-        ),
-        "inverse",
-    );
+    check_refuses_short_snapshot(built!(BoaParams::new(N).loss(loss)), "regularised");
+    let fixed_share = FixedShareParams::new(N, 0.7, 0.05).loss(loss);
+    check_refuses_short_snapshot(built!(fixed_share.loss_bound(4.0)), "log_weights");
+    check_refuses_short_snapshot(built!(FtrlParams::new(N, 0.4).loss(loss)), "gradient_sums");
+    check_refuses_short_snapshot(built!(MlEwaParams::new(N).loss(loss)), "regrets");
+    let gradient_descent = OnlineGradientDescentParams::new(N, 0.3).loss(loss);
+    check_refuses_short_snapshot(built!(gradient_descent), "weights");
+    check_refuses_short_snapshot(built!(MlPolyParams::new(N).loss(loss)), "regrets");
+    let ml_prod = MlProdParams::new(N).loss(loss);
+    check_refuses_short_snapshot(built!(ml_prod), "scaled_log_weights");
+    check_refuses_short_snapshot(built!(OnlineRidgeParams::new(N, 1.0)), "inverse");
 }

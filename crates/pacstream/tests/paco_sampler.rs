@@ -14,7 +14,9 @@
 #![allow(clippy::print_stderr)]
 
 use pacstream::StreamRng;
-use pacstream::paco::testing::{ChainRun, Defect, ToyChain, ToyMeans, ToyTarget, run_toy_chain};
+use pacstream::paco::testing::{
+    ChainRun, Defect, ToyChain, ToyMeans, ToyMoves, ToyTarget, run_toy_chain, run_toy_chain_with,
+};
 use pacstream::paco::{ProposalMeans, ProposalScale, student_draw, student_log_density};
 
 /// The tiny problem: three points on a line, with stored losses and variance weights as an
@@ -87,25 +89,40 @@ fn exact_posterior(target: &ToyTarget, cells: usize) -> Vec<f64> {
         let weight = if i == j { 0.5 } else { 1.0 };
         weight * (-lambda * s).exp()
     };
+    posterior_over_k(target, h, left, &right, |chain| {
+        let mut next = vec![0.0; cells];
+        for j in 0..cells {
+            let mut acc = 0.0;
+            for i in 0..=j {
+                acc += chain[i] * between(i, j);
+            }
+            next[j] = acc;
+        }
+        next
+    })
+}
+
+/// p(k) for k = 1..p from the factorised integral on a grid of step `h`: the chain of
+/// products starts at `left`, `step` multiplies it by the factor of the points between two
+/// consecutive centres, and `right` closes it; the ordered integral times k! and the prior
+/// e^{−ηk} (4R)^{−k}, normalised.
+fn posterior_over_k(
+    target: &ToyTarget,
+    h: f64,
+    left: Vec<f64>,
+    right: &[f64],
+    step: impl Fn(&[f64]) -> Vec<f64>,
+) -> Vec<f64> {
     let mut weights = Vec::new();
-    let mut chain = left.clone();
+    let mut chain = left;
     let mut factorial = 1.0;
     for k in 1..=target.max_k {
         factorial *= k as f64;
         if k > 1 {
-            let mut next = vec![0.0; cells];
-            for j in 0..cells {
-                let mut acc = 0.0;
-                for i in 0..=j {
-                    acc += chain[i] * between(i, j);
-                }
-                next[j] = acc;
-            }
-            chain = next;
+            chain = step(&chain);
         }
-        let integral: f64 = chain.iter().zip(&right).map(|(c, r)| c * r).sum::<f64>()
-            * h.powi(k as i32)
-            * factorial;
+        let integral: f64 =
+            chain.iter().zip(right).map(|(c, r)| c * r).sum::<f64>() * h.powi(k as i32) * factorial;
         let prior = (-target.eta * k as f64).exp() * (4.0 * target.radius).powi(-(k as i32));
         weights.push(prior * integral);
     }
@@ -198,38 +215,16 @@ fn bad_means(target: &ToyTarget) -> ToyMeans {
     )
 }
 
-/// Runs `n_chains` independent chains from over-dispersed starts (k uniform on 1..p, centres
-/// uniform on the prior's ball) and returns the histogram of their final k.
-fn final_k_histogram(
-    target: &ToyTarget,
-    means: &ToyMeans,
-    defect: Defect,
-    iterations: usize,
-    seed: u64,
-) -> Vec<usize> {
-    let mut counts = vec![0usize; target.max_k];
-    for chain in 0..CHAINS {
-        let mut rng = StreamRng::seed_from(seed).child(chain);
-        let k = 1 + rng.index_below(target.max_k);
-        let start: Vec<f64> = (0..k)
-            .map(|_| 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0))
-            .collect();
-        let run = run_toy_chain(
-            target,
-            ToyChain {
-                proposal: ProposalScale::Laplace,
-                multiplier: 1.0,
-                iterations,
-                full_evaluation: false,
-                defect,
-            },
-            means,
-            start,
-            &mut rng,
-        );
-        counts[run.n_clusters - 1] += 1;
+/// The chain of the statistical tests here: the Laplace proposal scale, b = 1, early
+/// rejection on.
+fn laplace_chain(iterations: usize, defect: Defect) -> ToyChain {
+    ToyChain {
+        proposal: ProposalScale::Laplace,
+        multiplier: 1.0,
+        iterations,
+        full_evaluation: false,
+        defect,
     }
-    counts
 }
 
 /// Pearson's chi-square test of the chains' final k (`counts`, one per k) against the exact
@@ -325,18 +320,18 @@ fn check_against_posterior(
     defect: Defect,
     seed: u64,
 ) -> ChiSquare {
-    let exact = exact_posterior(target, 1600);
     // Bad means make a slow chain: give it more iterations to forget its start.
     let iterations = if matches!(means, ToyMeans::Fixed(m) if m != &good_means(target.max_k)) {
         1000
     } else {
         150
     };
-    let counts = final_k_histogram(target, means, defect, iterations, seed);
-    ChiSquare::of(
-        &format!("p = {}, {defect:?}", target.max_k),
-        &counts,
-        &exact,
+    check_moves_against_posterior(
+        target,
+        means,
+        ToyMoves::jump_only(),
+        laplace_chain(iterations, defect),
+        seed,
     )
 }
 
@@ -431,43 +426,54 @@ fn clustered_target(n: usize, dim: usize, seed: u64) -> ToyTarget {
     }
 }
 
+/// Runs a chain on `target` with `moves` twice from the same random stream of `seed`, with
+/// full evaluation and with early rejection, and asserts that they decide alike: the same
+/// accept/reject sequence (some of each), the same centres, the same cumulative loss to the
+/// bit; that early rejection did happen and passed over part of the data; and that full
+/// evaluation never rejects early.
+fn check_early_rejection_decides_as_full_evaluation(
+    target: &ToyTarget,
+    moves: ToyMoves,
+    seed: u64,
+) {
+    let dim = target.dim;
+    let n = target.points.len() / dim;
+    let run = |full_evaluation: bool| -> ChainRun {
+        let mut rng = StreamRng::seed_from(seed);
+        let chain = ToyChain {
+            proposal: ProposalScale::Laplace,
+            multiplier: 1.0,
+            iterations: 400,
+            full_evaluation,
+            defect: Defect::None,
+        };
+        let means = ToyMeans::KMeans { round: n as u64 };
+        let start = target.points[..dim].to_vec();
+        run_toy_chain_with(target, chain, moves, &means, start, &mut rng)
+    };
+    let full = run(true);
+    let early = run(false);
+    assert_eq!(full.decisions, early.decisions, "n = {n}");
+    assert_eq!(full.centres, early.centres);
+    assert_eq!(
+        full.cumulative_loss.to_bits(),
+        early.cumulative_loss.to_bits()
+    );
+    assert!(full.decisions.iter().any(|&a| a) && full.decisions.iter().any(|&a| !a));
+    assert!(early.report.early_rejections > 0);
+    assert!(early.report.data_fraction < 1.0);
+    assert_eq!(full.report.early_rejections, 0);
+    eprintln!(
+        "n = {n}: {} early rejections touching {:.3} of the data on average",
+        early.report.early_rejections, early.report.early_rejection_fraction
+    );
+}
+
 #[test]
 fn early_rejection_decides_as_full_evaluation() {
     for (n, dim, seed) in [(300, 2, 1), (5000, 2, 2), (12_000, 3, 3)] {
         let target = clustered_target(n, dim, seed);
-        let run = |full_evaluation: bool| -> ChainRun {
-            let mut rng = StreamRng::seed_from(seed);
-            run_toy_chain(
-                &target,
-                ToyChain {
-                    proposal: ProposalScale::Laplace,
-                    multiplier: 1.0,
-                    iterations: 400,
-                    full_evaluation,
-                    defect: Defect::None,
-                },
-                &ToyMeans::KMeans { round: n as u64 },
-                target.points[..dim].to_vec(),
-                &mut rng,
-            )
-        };
-        let full = run(true);
-        let early = run(false);
-        assert_eq!(full.decisions, early.decisions, "n = {n}");
-        assert_eq!(full.centres, early.centres);
-        assert_eq!(
-            full.cumulative_loss.to_bits(),
-            early.cumulative_loss.to_bits()
-        );
-        assert!(full.decisions.iter().any(|&a| a) && full.decisions.iter().any(|&a| !a));
-        // Early rejection did happen, and saved work.
-        assert!(early.report.early_rejections > 0);
-        assert!(early.report.data_fraction < 1.0);
-        assert_eq!(full.report.early_rejections, 0);
-        eprintln!(
-            "n = {n}: {} early rejections touching {:.3} of the data on average",
-            early.report.early_rejections, early.report.early_rejection_fraction
-        );
+        check_early_rejection_decides_as_full_evaluation(&target, ToyMoves::jump_only(), seed);
     }
 }
 
@@ -503,8 +509,7 @@ fn student_proposal_follows_its_law() {
                     .max(((i + 1) as f64 / n as f64 - f).abs())
             })
             .fold(0.0, f64::max);
-        // KS critical value at 0.001: 1.95/√n.
-        assert!(ks < 1.95 / (n as f64).sqrt(), "d = {dim}: KS = {ks}");
+        assert!(ks < critical_ks(n), "d = {dim}: KS = {ks}");
         // Radius against the density's radial law.
         let mut radii: Vec<f64> = draws
             .iter()
@@ -549,57 +554,47 @@ fn student_proposal_follows_its_law() {
 // deaths of one centre, random-walk steps of one centre): the same statistical tests, and
 // the recovery from a state the jump alone cannot leave.
 
-use pacstream::paco::testing::{MoveMix, ToyMoves, run_toy_chain_with};
+use pacstream::paco::testing::MoveMix;
 
-/// The histogram of the final k of independent chains (over-dispersed starts) with the
-/// given moves.
-fn final_k_histogram_with(
+/// Runs `CHAINS` independent chains from over-dispersed starts (k uniform on 1..p, centres
+/// uniform on the prior's ball) with the given moves and returns the histogram of their
+/// final k.
+fn final_k_histogram(
     target: &ToyTarget,
     means: &ToyMeans,
     moves: ToyMoves,
-    defect: Defect,
-    iterations: usize,
+    chain: ToyChain,
     seed: u64,
 ) -> Vec<usize> {
     let mut counts = vec![0usize; target.max_k];
-    for chain in 0..CHAINS {
-        let mut rng = StreamRng::seed_from(seed).child(chain);
+    for index in 0..CHAINS {
+        let mut rng = StreamRng::seed_from(seed).child(index);
         let k = 1 + rng.index_below(target.max_k);
         let start: Vec<f64> = (0..k * target.dim)
             .map(|_| {
                 2.0 * target.radius * (2.0 * rng.next_f64() - 1.0) / (target.dim as f64).sqrt()
             })
             .collect();
-        let run = run_toy_chain_with(
-            target,
-            ToyChain {
-                proposal: ProposalScale::Laplace,
-                multiplier: 1.0,
-                iterations,
-                full_evaluation: false,
-                defect,
-            },
-            moves,
-            means,
-            start,
-            &mut rng,
-        );
+        let run = run_toy_chain_with(target, chain, moves, means, start, &mut rng);
         counts[run.n_clusters - 1] += 1;
     }
     counts
 }
 
+/// The chi-square test of the final k of `chain`s with `moves` against the exact posterior.
 fn check_moves_against_posterior(
     target: &ToyTarget,
     means: &ToyMeans,
     moves: ToyMoves,
-    defect: Defect,
-    iterations: usize,
+    chain: ToyChain,
     seed: u64,
 ) -> ChiSquare {
     let exact = exact_posterior(target, 1600);
-    let counts = final_k_histogram_with(target, means, moves, defect, iterations, seed);
-    let what = format!("p = {}, {:?}, {defect:?}", target.max_k, moves.moves);
+    let counts = final_k_histogram(target, means, moves, chain, seed);
+    let what = format!(
+        "p = {}, {:?}, {:?}",
+        target.max_k, moves.moves, chain.defect
+    );
     ChiSquare::of(&what, &counts, &exact)
 }
 
@@ -663,8 +658,7 @@ fn every_move_follows_the_posterior() {
             &target,
             &means,
             moves,
-            Defect::None,
-            iterations,
+            laplace_chain(iterations, Defect::None),
             20 + seed as u64,
         )
         .about(name)
@@ -677,8 +671,7 @@ fn every_move_follows_the_posterior() {
         &small,
         &bad_means(&small),
         ToyMoves::learner(),
-        Defect::None,
-        400,
+        laplace_chain(400, Defect::None),
         30,
     )
     .assert_follows();
@@ -691,8 +684,7 @@ fn every_move_follows_the_posterior() {
             &large,
             &ToyMeans::KMeans { round: 3 },
             moves,
-            Defect::None,
-            300,
+            laplace_chain(300, Defect::None),
             31 + seed as u64,
         )
         .assert_follows();
@@ -712,8 +704,8 @@ fn defective_births_and_deaths_are_caught() {
         ..tiny_target(3)
     };
     let means = ToyMeans::KMeans { round: 3 };
-    check_moves_against_posterior(&target, &means, births_and_walks(), Defect::None, 400, 40)
-        .assert_follows();
+    let chain = laplace_chain(400, Defect::None);
+    check_moves_against_posterior(&target, &means, births_and_walks(), chain, 40).assert_follows();
     for (seed, defect) in [Defect::NoBirthDensity, Defect::NoBirthDeathChoice]
         .into_iter()
         .enumerate()
@@ -722,8 +714,7 @@ fn defective_births_and_deaths_are_caught() {
             &target,
             &means,
             births_and_walks(),
-            defect,
-            400,
+            laplace_chain(400, defect),
             41 + seed as u64,
         )
         .assert_caught();
@@ -755,12 +746,11 @@ fn the_index_path_follows_the_posterior() {
         ..tiny.clone()
     };
     let exact = exact_posterior(&tiny, 1600);
-    let counts = final_k_histogram_with(
+    let counts = final_k_histogram(
         &target,
         &bad_means(&tiny),
         ToyMoves::learner(),
-        Defect::None,
-        400,
+        laplace_chain(400, Defect::None),
         50,
     );
     ChiSquare::of("index path", &counts, &exact).assert_follows();
@@ -828,13 +818,7 @@ fn a_dead_centre_is_removed() {
             let mut rng = StreamRng::seed_from(70 + seed);
             let run = run_toy_chain_with(
                 &target,
-                ToyChain {
-                    proposal: ProposalScale::Laplace,
-                    multiplier: 1.0,
-                    iterations: 300,
-                    full_evaluation: false,
-                    defect: Defect::None,
-                },
+                laplace_chain(300, Defect::None),
                 moves,
                 &ToyMeans::KMeans { round: 1 },
                 start.clone(),
@@ -857,33 +841,7 @@ fn a_dead_centre_is_removed() {
 fn early_rejection_decides_as_full_evaluation_with_every_move() {
     for (n, dim, seed) in [(5000, 2, 12), (12_000, 3, 13)] {
         let target = clustered_target(n, dim, seed);
-        let run = |full_evaluation: bool| -> ChainRun {
-            let mut rng = StreamRng::seed_from(seed);
-            run_toy_chain_with(
-                &target,
-                ToyChain {
-                    proposal: ProposalScale::Laplace,
-                    multiplier: 1.0,
-                    iterations: 400,
-                    full_evaluation,
-                    defect: Defect::None,
-                },
-                ToyMoves::learner(),
-                &ToyMeans::KMeans { round: n as u64 },
-                target.points[..dim].to_vec(),
-                &mut rng,
-            )
-        };
-        let full = run(true);
-        let early = run(false);
-        assert_eq!(full.decisions, early.decisions, "n = {n}");
-        assert_eq!(full.centres, early.centres);
-        assert_eq!(
-            full.cumulative_loss.to_bits(),
-            early.cumulative_loss.to_bits()
-        );
-        assert!(full.decisions.iter().any(|&a| a) && full.decisions.iter().any(|&a| !a));
-        assert!(early.report.early_rejections > 0);
+        check_early_rejection_decides_as_full_evaluation(&target, ToyMoves::learner(), seed);
     }
 }
 
@@ -909,19 +867,8 @@ fn final_states(
                     start.extend(candidate);
                 }
             }
-            run_toy_chain(
-                target,
-                ToyChain {
-                    proposal: ProposalScale::Laplace,
-                    multiplier: 1.0,
-                    iterations,
-                    full_evaluation: false,
-                    defect: Defect::None,
-                },
-                means,
-                start,
-                &mut rng,
-            )
+            let chain = laplace_chain(iterations, Defect::None);
+            run_toy_chain(target, chain, means, start, &mut rng)
         })
         .collect()
 }
@@ -1099,6 +1046,23 @@ fn ks_distance(sample: &mut [f64], grid: &[f64], cdf: &[f64]) -> f64 {
 }
 
 /// A CDF on a grid from densities at the cell midpoints (cumulative at the cells' right
+
+/// The Kolmogorov–Smirnov critical value for a sample of `n`, at the 0.001 level.
+fn critical_ks(n: usize) -> f64 {
+    1.95 / (n as f64).sqrt()
+}
+
+/// Asserts that `sample` follows the law whose CDF is `cdf` on `grid` (Kolmogorov–Smirnov
+/// against [`critical_ks`]), printing the statistic for the record; `what` names the law.
+fn assert_follows_law(what: &str, mut sample: Vec<f64>, (grid, cdf): (Vec<f64>, Vec<f64>)) {
+    let n = sample.len();
+    let ks = ks_distance(&mut sample, &grid, &cdf);
+    eprintln!(
+        "{what}: {n} chains, KS = {ks:.4} (critical {:.4})",
+        critical_ks(n)
+    );
+    assert!(ks < critical_ks(n), "{what}: KS = {ks}");
+}
 /// edges).
 fn cdf_from_density(edges_left: f64, h: f64, density: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let total: f64 = density.iter().sum();
@@ -1119,7 +1083,6 @@ fn cdf_from_density(edges_left: f64, h: f64, density: &[f64]) -> (Vec<f64>, Vec<
 /// states given k must be draws from the posterior given k, not only have the right k.
 #[test]
 fn the_centres_given_k_follow_their_law() {
-    let critical_ks = |n: usize| 1.95 / (n as f64).sqrt();
     // d = 1.
     let target = tiny_target(3);
     let states = final_states(&target, &ToyMeans::KMeans { round: 3 }, 150, 31);
@@ -1130,19 +1093,12 @@ fn the_centres_given_k_follow_their_law() {
     let one: Vec<f64> = (0..cells)
         .map(|i| (-target.lambda * cumulative_loss(&target, &[at(i)])).exp())
         .collect();
-    let (grid, cdf) = cdf_from_density(lo, h, &one);
-    let mut sample: Vec<f64> = states
+    let sample = states
         .iter()
         .filter(|s| s.n_clusters == 1)
         .map(|s| s.centres[0])
         .collect();
-    let n1 = sample.len();
-    let ks = ks_distance(&mut sample, &grid, &cdf);
-    eprintln!(
-        "d = 1, k = 1: {n1} chains, KS = {ks:.4} (critical {:.4})",
-        critical_ks(n1)
-    );
-    assert!(ks < critical_ks(n1), "d = 1, k = 1: KS = {ks}");
+    assert_follows_law("d = 1, k = 1", sample, cdf_from_density(lo, h, &one));
     // k = 2: the joint density of the sorted pair on a coarser grid.
     let cells = 1200;
     let h = 4.0 * target.radius / cells as f64;
@@ -1158,8 +1114,7 @@ fn the_centres_given_k_follow_their_law() {
         }
     }
     for (law, name, pick) in [(&lower, "lower", 0usize), (&upper, "upper", 1usize)] {
-        let (grid, cdf) = cdf_from_density(lo, h, law);
-        let mut sample: Vec<f64> = states
+        let sample = states
             .iter()
             .filter(|s| s.n_clusters == 2)
             .map(|s| {
@@ -1167,13 +1122,8 @@ fn the_centres_given_k_follow_their_law() {
                 if pick == 0 { a.min(b) } else { a.max(b) }
             })
             .collect();
-        let n2 = sample.len();
-        let ks = ks_distance(&mut sample, &grid, &cdf);
-        eprintln!(
-            "d = 1, k = 2, {name} centre: {n2} chains, KS = {ks:.4} (critical {:.4})",
-            critical_ks(n2)
-        );
-        assert!(ks < critical_ks(n2), "d = 1, k = 2, {name}: KS = {ks}");
+        let what = format!("d = 1, k = 2, {name} centre");
+        assert_follows_law(&what, sample, cdf_from_density(lo, h, law));
     }
     // d = 2, k = 1: each coordinate's marginal, from a fine polar grid.
     let target = planar_target();
@@ -1188,19 +1138,13 @@ fn the_centres_given_k_follow_their_law() {
             let bin = (((c[axis] - lo) / h) as usize).min(bins - 1);
             density[bin] += w * (-target.lambda * cumulative_loss(&target, c)).exp();
         }
-        let (grid, cdf) = cdf_from_density(lo, h, &density);
-        let mut sample: Vec<f64> = states
+        let sample = states
             .iter()
             .filter(|s| s.n_clusters == 1)
             .map(|s| s.centres[axis])
             .collect();
-        let n = sample.len();
-        let ks = ks_distance(&mut sample, &grid, &cdf);
-        eprintln!(
-            "d = 2, k = 1, coordinate {axis}: {n} chains, KS = {ks:.4} (critical {:.4})",
-            critical_ks(n)
-        );
-        assert!(ks < critical_ks(n), "d = 2, coordinate {axis}: KS = {ks}");
+        let what = format!("d = 2, k = 1, coordinate {axis}");
+        assert_follows_law(&what, sample, cdf_from_density(lo, h, &density));
     }
 }
 
@@ -1245,34 +1189,21 @@ fn exact_posterior_sorted(target: &ToyTarget, cells: usize) -> Vec<f64> {
     let right: Vec<f64> = (0..cells)
         .map(|j| (-lambda * (prefix[j][n] - prefix[j][at_grid[j]])).exp())
         .collect();
-    let mut weights = Vec::new();
-    let mut chain = left;
-    let mut factorial = 1.0;
-    for k in 1..=target.max_k {
-        factorial *= k as f64;
-        if k > 1 {
-            let mut next = vec![0.0; cells];
-            for (j, out) in next.iter_mut().enumerate() {
-                let mut acc = 0.0;
-                for (i, &c) in chain.iter().enumerate().take(j + 1) {
-                    let mid = at_mid[i + j + 1];
-                    let s = prefix[i][mid] - prefix[i][at_grid[i]] + prefix[j][at_grid[j]]
-                        - prefix[j][mid];
-                    let weight = if i == j { 0.5 } else { 1.0 };
-                    acc += c * weight * (-lambda * s).exp();
-                }
-                *out = acc;
+    posterior_over_k(target, h, left, &right, |chain| {
+        let mut next = vec![0.0; cells];
+        for (j, out) in next.iter_mut().enumerate() {
+            let mut acc = 0.0;
+            for (i, &c) in chain.iter().enumerate().take(j + 1) {
+                let mid = at_mid[i + j + 1];
+                let s =
+                    prefix[i][mid] - prefix[i][at_grid[i]] + prefix[j][at_grid[j]] - prefix[j][mid];
+                let weight = if i == j { 0.5 } else { 1.0 };
+                acc += c * weight * (-lambda * s).exp();
             }
-            chain = next;
+            *out = acc;
         }
-        let integral: f64 = chain.iter().zip(&right).map(|(c, r)| c * r).sum::<f64>()
-            * h.powi(k as i32)
-            * factorial;
-        let prior = (-target.eta * k as f64).exp() * (4.0 * target.radius).powi(-(k as i32));
-        weights.push(prior * integral);
-    }
-    let total: f64 = weights.iter().sum();
-    weights.iter().map(|w| w / total).collect()
+        next
+    })
 }
 
 /// The regime of `paco_clusters` (d = 2, two clusters, T = 2000) in one dimension: many
@@ -1333,7 +1264,8 @@ fn every_move_follows_the_posterior_in_a_wide_ball() {
     );
     let means = ToyMeans::KMeans { round: 120 };
     let check = |moves: ToyMoves, defect: Defect, iterations: usize, seed: u64| -> ChiSquare {
-        let counts = final_k_histogram_with(&target, &means, moves, defect, iterations, seed);
+        let chain = laplace_chain(iterations, defect);
+        let counts = final_k_histogram(&target, &means, moves, chain, seed);
         let what = format!(
             "wide ball, {:?} w = {}, {defect:?}",
             moves.moves, moves.defensive_weight

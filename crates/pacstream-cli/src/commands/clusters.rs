@@ -18,7 +18,7 @@ use crate::io::columns::parse_column_list;
 use crate::io::reader::{InputProgress, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{RecordOutput, RunOptions};
-use crate::plot::{CentreMarks, ClusterFigure, LossCurve, draw_clusters};
+use crate::plot::{CentreMarks, ClusterFigure, LossCurve, RowSample, draw_clusters};
 use crate::ui::{Notes, Progress};
 
 /// Every good row of the input, read into memory for a batch fit.
@@ -317,6 +317,33 @@ pub fn write_batch_report_end(
         human_seconds(fit_seconds)
     )?;
     write_centres_table(out, labels, centres, "size", |j| sizes[j].to_string())
+}
+
+/// Draws into `path` the figure of a stream's sampled rows (`sample`, of the input's
+/// columns), each coloured by its nearest final centre; `title` is followed by the sample's
+/// note, and `loss` is the running loss drawn beside, if any.
+pub fn draw_sample_clusters(
+    path: &Path,
+    reader: &RowReader,
+    axes: Axes,
+    title: &str,
+    sample: &RowSample,
+    centres: &Centres,
+    loss: Option<LossCurve>,
+) -> anyhow::Result<()> {
+    let dim = reader.layout().features.len();
+    let points: Vec<&[f64]> = sample.points().chunks_exact(dim).collect();
+    let numbers = sample.numbers().iter().copied();
+    let figure = cluster_figure(
+        reader,
+        axes,
+        format!("{title}{}", sample.sampled_note()),
+        points.iter().copied().zip(numbers),
+        points.iter().map(|p| centres.nearest(p).0),
+        centres,
+        loss,
+    );
+    write_atomically(path, draw_clusters(&figure)?.as_bytes())
 }
 
 /// Builds the cluster figure from sampled points (the clustered values and the data row

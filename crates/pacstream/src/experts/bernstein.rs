@@ -83,8 +83,8 @@ use super::bounds::{self, Bounded, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
 use super::mixing::{
-    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, regret_guarantee,
-    softmax_awake,
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets,
+    ranged_forecaster_params, regret_guarantee, softmax_awake,
 };
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
@@ -95,19 +95,10 @@ use crate::online::OnlineLearner;
 /// opera's constant in η = 1/√(2.2 V).
 const RATE_CONSTANT: f64 = 2.2;
 
-/// The settings of [`Boa`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BoaParams {
-    /// N.
-    pub n_experts: usize,
-    /// The loss ℓ (convex).
-    pub loss: Loss,
-    /// Charge the linearised losses (the gradient trick).
-    pub gradient: bool,
-    /// The range B of a round's charges: the paper's rates and its bound; without it,
-    /// opera's rates and no bound.
+ranged_forecaster_params! {
+    /// The settings of [`Boa`].
+    BoaParams => BoaConfig,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss_bound: Option<f64>,
 }
 
 /// Validated [`BoaParams`]: what [`BoaParams::check`] gives, and the only thing a
@@ -116,20 +107,6 @@ pub struct BoaParams {
 /// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
 /// parameters are checked again when read from a snapshot) and serialises as its parameters.
 pub type BoaConfig = Checked<BoaParams>;
-
-impl BoaParams {
-    /// N experts, the square loss, no gradient trick.
-    pub fn new(n_experts: usize) -> Self {
-        Self {
-            n_experts,
-            loss: Loss::Square,
-            gradient: false,
-            loss_bound: None,
-        }
-    }
-}
-
-forecaster_setters!(BoaParams => BoaConfig { loss, gradient, loss_bound } checked);
 
 impl BoaConfig {
     /// The learner, no regret yet.

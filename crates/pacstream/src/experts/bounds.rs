@@ -205,20 +205,37 @@ pub fn hedge_tuned(horizon: u64, n_experts: usize, loss_bound: f64, best_loss: f
     })
 }
 
+/// A run of exponential weights seen from one expert, what the bounds of the tuned schedules
+/// are computed from: T rounds, N experts, losses in [0, B], the expert's prior weight π
+/// (1/N for the uniform prior) and its cumulative loss L.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AgainstExpert {
+    /// T.
+    pub rounds: u64,
+    /// N.
+    pub n_experts: usize,
+    /// B.
+    pub loss_bound: f64,
+    /// π.
+    pub prior_weight: f64,
+    /// L.
+    pub loss: f64,
+}
+
 /// Hedge with the doubling trick (η_m = √(8 ln N / 2^m) / B in epoch m, the weights restarted
 /// from the prior), against an expert of prior weight π: the fixed-rate bound of each epoch,
 /// summed,
 /// L̂_T ≤ L + Σ_m [ln(1/π)/η_m + η_m B² ℓ_m / 8],
 /// ℓ_m the number of rounds of epoch m that are ≤ T. For the uniform prior (π = 1/N) it is
 /// below the closed form B √(T ln N) / (√2 − 1).
-pub fn hedge_doubling(
-    rounds: u64,
-    n_experts: usize,
-    loss_bound: f64,
-    prior_weight: f64,
-    best_loss: f64,
-) -> f64 {
-    beyond_one_expert_or_whole_prior(n_experts, prior_weight, best_loss, |log_n| {
+pub fn hedge_doubling(run: AgainstExpert) -> f64 {
+    let AgainstExpert {
+        rounds,
+        loss_bound,
+        prior_weight,
+        ..
+    } = run;
+    beyond_one_expert_or_whole_prior(run.n_experts, prior_weight, run.loss, |log_n| {
         let log_inverse_prior = (1.0 / prior_weight).ln();
         let mut total = 0.0;
         let mut start = 1u64;
@@ -230,7 +247,7 @@ pub fn hedge_doubling(
                 log_inverse_prior / eta + eta * loss_bound * loss_bound * rounds_in_epoch / 8.0;
             start += length;
         }
-        best_loss + total
+        run.loss + total
     })
 }
 
@@ -252,36 +269,29 @@ pub fn hedge_doubling_closed_form(
 ///      ≤ L + ln(1/π) B √T / √(8 ln N) + B √(ln N / 8) (2√T − 1)
 /// (see the module documentation). For the uniform prior this is B √(ln N/8) (3√T − 1),
 /// below the usual B (√(2T ln N) + √(ln N / 8)).
-pub fn hedge_anytime(
-    rounds: u64,
-    n_experts: usize,
-    loss_bound: f64,
-    prior_weight: f64,
-    best_loss: f64,
-) -> f64 {
-    if n_experts <= 1 || prior_weight >= 1.0 || rounds == 0 {
-        return best_loss;
+pub fn hedge_anytime(run: AgainstExpert) -> f64 {
+    if run.n_experts <= 1 || run.prior_weight >= 1.0 || run.rounds == 0 {
+        return run.loss;
     }
-    let log_n = ln_n(n_experts);
-    let root_t = (rounds as f64).sqrt();
-    best_loss
-        + (1.0 / prior_weight).ln() * loss_bound * root_t / (8.0 * log_n).sqrt()
-        + loss_bound * (log_n / 8.0).sqrt() * (2.0 * root_t - 1.0)
+    let log_n = ln_n(run.n_experts);
+    let root_t = (run.rounds as f64).sqrt();
+    run.loss
+        + (1.0 / run.prior_weight).ln() * run.loss_bound * root_t / (8.0 * log_n).sqrt()
+        + run.loss_bound * (log_n / 8.0).sqrt() * (2.0 * root_t - 1.0)
 }
 
 /// Hedge with η = √(8 ln N / H) / B tuned for a horizon H, after T rounds (any T, before or
 /// beyond H), against an expert of prior weight π: the fixed-rate bound at that η.
-pub fn hedge_horizon(
-    rounds: u64,
-    horizon: u64,
-    n_experts: usize,
-    loss_bound: f64,
-    prior_weight: f64,
-    best_loss: f64,
-) -> f64 {
-    beyond_one_expert_or_whole_prior(n_experts, prior_weight, best_loss, |log_n| {
+pub fn hedge_horizon(run: AgainstExpert, horizon: u64) -> f64 {
+    let AgainstExpert {
+        loss_bound,
+        prior_weight,
+        loss,
+        ..
+    } = run;
+    beyond_one_expert_or_whole_prior(run.n_experts, prior_weight, loss, |log_n| {
         let eta = (8.0 * log_n / horizon as f64).sqrt() / loss_bound;
-        hedge_fixed(rounds, eta, loss_bound, prior_weight, best_loss)
+        hedge_fixed(run.rounds, eta, loss_bound, prior_weight, loss)
     })
 }
 
@@ -648,6 +658,13 @@ pub(crate) fn exponential_weights(
     let rounds = core.n_rounds;
     let prior = core.weights.log_prior(expert).exp();
     let loss = core.ledger.expert_losses()[expert];
+    let run = AgainstExpert {
+        rounds,
+        n_experts: n,
+        loss_bound: loss_range,
+        prior_weight: prior,
+        loss,
+    };
     let (bound, theorem) = match core.schedule.rate {
         LearningRate::PerExpert | LearningRate::Penalty => {
             return Guarantee::none(Bounded::Regret, "no single-rate schedule");
@@ -657,15 +674,15 @@ pub(crate) fn exponential_weights(
             "exponential weights, fixed rate: ln(1/π_i)/η + ηB²T/8",
         ),
         LearningRate::Horizon(horizon) => (
-            hedge_horizon(rounds, horizon, n, loss_range, prior, loss),
+            hedge_horizon(run, horizon),
             "exponential weights, rate tuned for the horizon H: ln(1/π_i)/η + ηB²T/8, η = √(8 ln N/H)/B",
         ),
         LearningRate::Anytime => (
-            hedge_anytime(rounds, n, loss_range, prior, loss),
+            hedge_anytime(run),
             "exponential weights, anytime rate: ln(1/π_i)B√T/√(8 ln N) + B√(ln N/8)(2√T − 1)",
         ),
         LearningRate::Doubling => (
-            hedge_doubling(rounds, n, loss_range, prior, loss),
+            hedge_doubling(run),
             "exponential weights, doubling trick: Σ over epochs of ln(1/π_i)/η_m + η_m B² ℓ_m/8",
         ),
         LearningRate::AdaHedge => {
@@ -702,6 +719,23 @@ pub(crate) fn exponential_weights(
 mod tests {
     use super::*;
 
+    /// T rounds, N experts, losses in [0, B], an expert of prior weight π and loss L.
+    fn run(
+        rounds: u64,
+        n_experts: usize,
+        loss_bound: f64,
+        prior_weight: f64,
+        loss: f64,
+    ) -> AgainstExpert {
+        AgainstExpert {
+            rounds,
+            n_experts,
+            loss_bound,
+            prior_weight,
+            loss,
+        }
+    }
+
     #[test]
     fn one_expert_bounds_return_the_best_loss() {
         assert_eq!(weighted_majority(1, 0.5, 3.0), 3.0);
@@ -709,8 +743,8 @@ mod tests {
         assert_eq!(randomized_weighted_majority_doubling_sum(100, 1, 3.0), 3.0);
         assert_eq!(hedge_fixed(100, 0.1, 1.0, 1.0, 3.0), 3.0);
         assert_eq!(adahedge(100, 1, 1.0, 3.0), 3.0);
-        assert_eq!(hedge_anytime(100, 1, 1.0, 1.0, 3.0), 3.0);
-        assert_eq!(hedge_doubling(100, 1, 1.0, 1.0, 3.0), 3.0);
+        assert_eq!(hedge_anytime(run(100, 1, 1.0, 1.0, 3.0)), 3.0);
+        assert_eq!(hedge_doubling(run(100, 1, 1.0, 1.0, 3.0)), 3.0);
         let ranges = LossRanges {
             largest: 1.0,
             sum_of_squares: 100.0,
@@ -742,8 +776,9 @@ mod tests {
             for t in [1u64, 2, 3, 10, 100, 1000, 12345] {
                 let log_n = (n as f64).ln();
                 let spec_anytime = 2.0 * ((2.0 * t as f64 * log_n).sqrt() + (log_n / 8.0).sqrt());
-                assert!(hedge_anytime(t, n, 2.0, uniform, 0.0) <= spec_anytime);
-                let doubling = hedge_doubling(t, n, 2.0, uniform, 0.0);
+                let uniform_run = run(t, n, 2.0, uniform, 0.0);
+                assert!(hedge_anytime(uniform_run) <= spec_anytime);
+                let doubling = hedge_doubling(uniform_run);
                 assert!(doubling <= hedge_doubling_closed_form(t, n, 2.0, 0.0) + 1e-9);
                 let ranges = LossRanges {
                     largest: 2.0,
@@ -752,12 +787,12 @@ mod tests {
                 let worst = 2.0 * (1.0 + (1.0 + t as f64 * log_n).sqrt());
                 assert!(adahedge_ranges(n, uniform, ranges, 0.0) <= worst + 1e-9);
                 let tuned = hedge_tuned(t, n, 2.0, 0.0);
-                assert!((hedge_horizon(t, t, n, 2.0, uniform, 0.0) - tuned).abs() < 1e-9 * tuned);
+                assert!((hedge_horizon(uniform_run, t) - tuned).abs() < 1e-9 * tuned);
             }
         }
         // A light prior weight costs ln(1/π) instead of ln N.
-        let heavy = hedge_anytime(100, 2, 1.0, 0.5, 0.0);
-        let light = hedge_anytime(100, 2, 1.0, 0.001, 0.0);
+        let heavy = hedge_anytime(run(100, 2, 1.0, 0.5, 0.0));
+        let light = hedge_anytime(run(100, 2, 1.0, 0.001, 0.0));
         let extra = (500f64).ln() * 10.0 / (8.0 * 2f64.ln()).sqrt();
         assert!((light - heavy - extra).abs() < 1e-9);
     }

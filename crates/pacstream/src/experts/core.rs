@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::oracle::ExpertLedger;
+use super::round::ExpertStep;
 use super::schedule::{LearningRate, Schedule, Tuning};
 use super::weights::{
     Charging, ExpWeights, GivenCharges, RoundPass, RoundTotals, load_tail, quad, tail_chunk,
@@ -574,9 +575,115 @@ impl QuadKernel for Dot<'_> {
 }
 
 /// `Some(η)`, or `None` for an infinite rate.
-pub(crate) fn finite_rate(eta: f64) -> Option<f64> {
+fn finite_rate(eta: f64) -> Option<f64> {
     eta.is_finite().then_some(eta)
 }
+
+impl Core {
+    /// The record of the round that [`Core::finish`] (or [`Core::play`]) has just recorded,
+    /// played at rate `eta` (reported as none when infinite: AdaHedge's follow the leader):
+    /// the learner's prediction and loss, the loss of its draw and the expert drawn (for the
+    /// randomised rules), and the regret against the best expert so far.
+    pub(crate) fn step(
+        &self,
+        eta: f64,
+        prediction: Option<f64>,
+        loss: f64,
+        realised_loss: Option<f64>,
+        chosen: Option<usize>,
+    ) -> ExpertStep {
+        let (best_expert, regret) = self.ledger.best_expert();
+        ExpertStep {
+            round: self.n_rounds,
+            prediction,
+            loss,
+            realised_loss,
+            chosen,
+            learning_rate: finite_rate(eta),
+            best_expert,
+            regret,
+        }
+    }
+}
+
+/// Declares a rule on the shared round machinery (Hedge, EWA, weighted majority and its
+/// randomised form) and what every such rule has alike, as `forecaster_learner!` does for
+/// the forecasters: its state (its settings, its [`Core`], then its own fields, in that order
+/// in its snapshots), read back through its snapshot check (the core's own, the core weighing
+/// the settings' N, and each of the `counts` fields, which count rounds, at most the rounds
+/// played; `name` names the rule in the error), its ledger, the weights of the next round,
+/// its settings, the bound against the best expert so far (from its
+/// `regret_bound_against`), and the online protocol over its inherent `learn_round`.
+macro_rules! core_learner {
+    (
+        $(#[$meta:meta])*
+        $learner:ident($name:literal, $config:ty => $params:ty, $input:ident) {
+            $($(#[$field_meta:meta])* $field:ident: $type:ty,)*
+        }
+        counts($($count:ident),*)
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(remote = "Self")]
+        pub struct $learner {
+            params: $config,
+            core: Core,
+            $($(#[$field_meta])* $field: $type,)*
+        }
+
+        validated_snapshot!($learner);
+
+        impl $learner {
+            /// The learner's and every expert's cumulative losses (the majority rules':
+            /// mistakes; the randomised one's, expected mistakes), and the regret.
+            pub fn ledger(&self) -> &super::ExpertLedger {
+                &self.core.ledger
+            }
+
+            /// The normalised weights p_{t+1} of the next round (every expert awake).
+            pub fn weights(&self) -> Vec<f64> {
+                self.core.next_weights()
+            }
+
+            /// The parameters.
+            pub fn params(&self) -> &$params {
+                &self.params
+            }
+
+            /// The bound (or why there is none) on the regret against the best expert in
+            /// hindsight so far (the expert
+            /// [`ExpertLedger::best_expert`](super::ExpertLedger::best_expert) names); see
+            /// `regret_bound_against`.
+            pub fn regret_bound(&self) -> Guarantee {
+                self.regret_bound_against(self.core.ledger.best_expert().0)
+            }
+
+            fn validate_snapshot(&self) -> Result<()> {
+                self.core.validate_snapshot()?;
+                if self.core.n_experts() != self.params.n_experts
+                    $(|| self.$count > self.core.n_rounds)*
+                {
+                    return Err(Error::InvalidSnapshot(concat!($name, ": inconsistent").into()));
+                }
+                Ok(())
+            }
+        }
+
+        impl OnlineLearner for $learner {
+            type Input<'a> = $input<'a>;
+            type Step = ExpertStep;
+
+            fn learn_one(&mut self, round: $input<'_>) -> Result<ExpertStep> {
+                self.learn_round(round)
+            }
+
+            fn n_rounds(&self) -> u64 {
+                self.core.n_rounds
+            }
+        }
+    };
+}
+pub(crate) use core_learner;
 
 #[cfg(test)]
 mod tests {

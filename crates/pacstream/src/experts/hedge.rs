@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee};
-use super::core::{ChargeRange, Core, LossRange, finite_rate};
+use super::core::{ChargeRange, Core, LossRange, core_learner};
 use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
 use super::params::limits::{MAX_ADVICE, MAX_LOSS};
 use super::params::{EwaConfig, EwaParams, HedgeConfig, HedgeParams};
@@ -32,34 +32,31 @@ use crate::kernels::{self, QUAD, Quad, QuadKernel};
 use crate::online::OnlineLearner;
 use crate::rng::StreamRng;
 
-/// Hedge; see the module documentation.
-///
-/// ```
-/// use pacstream::experts::{HedgeParams, LearningRate, LossRound};
-/// use pacstream::OnlineLearner;
-///
-/// let mut hedge = HedgeParams::new(3)
-///     .learning_rate(LearningRate::Horizon(100))
-///     .loss_bound(1.0)
-///     .check()?
-///     .build();
-/// for _ in 0..100 {
-///     hedge.learn_one(LossRound::new(&[1.0, 0.0, 0.5]))?;
-/// }
-/// let regret = hedge.ledger().regret();
-/// assert!(regret <= pacstream::experts::bounds::hedge_tuned(100, 3, 1.0, 0.0));
-/// assert!(hedge.weights()[1] > 0.99);
-/// # Ok::<(), pacstream::Error>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(remote = "Self")]
-pub struct Hedge {
-    params: HedgeConfig,
-    core: Core,
-    rng: StreamRng,
+core_learner! {
+    /// Hedge; see the module documentation.
+    ///
+    /// ```
+    /// use pacstream::experts::{HedgeParams, LearningRate, LossRound};
+    /// use pacstream::OnlineLearner;
+    ///
+    /// let mut hedge = HedgeParams::new(3)
+    ///     .learning_rate(LearningRate::Horizon(100))
+    ///     .loss_bound(1.0)
+    ///     .check()?
+    ///     .build();
+    /// for _ in 0..100 {
+    ///     hedge.learn_one(LossRound::new(&[1.0, 0.0, 0.5]))?;
+    /// }
+    /// let regret = hedge.ledger().regret();
+    /// assert!(regret <= pacstream::experts::bounds::hedge_tuned(100, 3, 1.0, 0.0));
+    /// assert!(hedge.weights()[1] > 0.99);
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    Hedge("hedge", HedgeConfig => HedgeParams, LossRound) {
+        rng: StreamRng,
+    }
+    counts()
 }
-
-validated_snapshot!(Hedge);
 
 impl HedgeConfig {
     /// The learner.
@@ -81,21 +78,6 @@ impl HedgeConfig {
 }
 
 impl Hedge {
-    /// The learner's and every expert's cumulative losses, and the regret.
-    pub fn ledger(&self) -> &super::ExpertLedger {
-        &self.core.ledger
-    }
-
-    /// The normalised weights p_{t+1} of the next round (every expert awake).
-    pub fn weights(&self) -> Vec<f64> {
-        self.core.next_weights()
-    }
-
-    /// The parameters.
-    pub fn params(&self) -> &HedgeParams {
-        &self.params
-    }
-
     /// Rounds where a loss fell outside [0, B] (the bounds then do not apply).
     pub fn out_of_range_rounds(&self) -> u64 {
         self.core.out_of_range_rounds
@@ -106,14 +88,8 @@ impl Hedge {
         self.core.schedule.gap
     }
 
-    /// The bound on the regret of the mixture loss against the best expert in hindsight (the
-    /// expert [`ExpertLedger::best_expert`](super::ExpertLedger::best_expert) names), for this
-    /// schedule, prior and loss range; see [`bounds`](super::bounds).
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.core.ledger.best_expert().0)
-    }
-
-    /// The bound on the regret against `expert` (on its awake rounds).
+    /// The bound on the regret of the mixture loss against `expert` (on its awake rounds),
+    /// for this schedule, prior and loss range; see [`bounds`](super::bounds).
     ///
     /// # Panics
     /// If `expert` is not an expert index.
@@ -126,20 +102,7 @@ impl Hedge {
         )
     }
 
-    fn validate_snapshot(&self) -> Result<()> {
-        self.core.validate_snapshot()?;
-        if self.core.n_experts() != self.params.n_experts {
-            return Err(Error::InvalidSnapshot("hedge: inconsistent".into()));
-        }
-        Ok(())
-    }
-}
-
-impl OnlineLearner for Hedge {
-    type Input<'a> = LossRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
+    fn learn_round(&mut self, round: LossRound<'_>) -> Result<ExpertStep> {
         if let (None, false, Some(next_eta)) = (
             round.awake,
             self.params.sample,
@@ -157,17 +120,7 @@ impl OnlineLearner for Hedge {
                 ChargeRange::Limited(MAX_LOSS),
                 |mixture| mixture,
             )? {
-                let (best_expert, regret) = self.core.ledger.best_expert();
-                return Ok(ExpertStep {
-                    round: self.core.n_rounds,
-                    prediction: None,
-                    loss: mixture,
-                    realised_loss: None,
-                    chosen: None,
-                    learning_rate: finite_rate(eta),
-                    best_expert,
-                    regret,
-                });
+                return Ok(self.core.step(eta, None, mixture, None, None));
             }
         }
         round.check(self.core.n_experts())?;
@@ -197,48 +150,31 @@ impl OnlineLearner for Hedge {
             mixture,
             round.losses,
         );
-        let (best_expert, regret) = self.core.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.core.n_rounds,
-            prediction: None,
-            loss: mixture,
-            realised_loss: chosen.map(|i| round.losses[i]),
-            chosen,
-            learning_rate: finite_rate(eta),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.core.n_rounds
+        let realised_loss = chosen.map(|i| round.losses[i]);
+        Ok(self.core.step(eta, None, mixture, realised_loss, chosen))
     }
 }
 
-/// The exponentially weighted average forecaster; see the module documentation.
-///
-/// ```
-/// use pacstream::experts::{AdviceRound, EwaParams, Loss};
-/// use pacstream::OnlineLearner;
-///
-/// let mut ewa = EwaParams::new(2).loss(Loss::Square).check()?.build(); // AdaHedge rates
-/// for t in 0..200 {
-///     let y = (t as f64 * 0.1).sin();
-///     // Expert 0 is right, expert 1 is off by one.
-///     ewa.learn_one(AdviceRound::new(&[y, y + 1.0], y))?;
-/// }
-/// assert_eq!(ewa.ledger().best_expert().0, 0);
-/// assert!(ewa.ledger().regret() < 2.0);
-/// # Ok::<(), pacstream::Error>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(remote = "Self")]
-pub struct Ewa {
-    params: EwaConfig,
-    core: Core,
+core_learner! {
+    /// The exponentially weighted average forecaster; see the module documentation.
+    ///
+    /// ```
+    /// use pacstream::experts::{AdviceRound, EwaParams, Loss};
+    /// use pacstream::OnlineLearner;
+    ///
+    /// let mut ewa = EwaParams::new(2).loss(Loss::Square).check()?.build(); // AdaHedge rates
+    /// for t in 0..200 {
+    ///     let y = (t as f64 * 0.1).sin();
+    ///     // Expert 0 is right, expert 1 is off by one.
+    ///     ewa.learn_one(AdviceRound::new(&[y, y + 1.0], y))?;
+    /// }
+    /// assert_eq!(ewa.ledger().best_expert().0, 0);
+    /// assert!(ewa.ledger().regret() < 2.0);
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    Ewa("EWA", EwaConfig => EwaParams, AdviceRound) {}
+    counts()
 }
-
-validated_snapshot!(Ewa);
 
 impl EwaConfig {
     /// The learner.
@@ -264,21 +200,6 @@ impl EwaConfig {
 }
 
 impl Ewa {
-    /// The learner's and every expert's cumulative losses ℓ(·, y), and the regret.
-    pub fn ledger(&self) -> &super::ExpertLedger {
-        &self.core.ledger
-    }
-
-    /// The normalised weights p_{t+1} of the next round (every expert awake).
-    pub fn weights(&self) -> Vec<f64> {
-        self.core.next_weights()
-    }
-
-    /// The parameters.
-    pub fn params(&self) -> &EwaParams {
-        &self.params
-    }
-
     /// The loss function.
     pub fn loss(&self) -> Loss {
         self.params.loss
@@ -289,16 +210,11 @@ impl Ewa {
         self.core.out_of_range_rounds
     }
 
-    /// The bound on the regret of ℓ(ŷ_t, y_t) against the best expert in hindsight, for this
-    /// loss, schedule, prior and loss range (ℓ convex: at most the mixture loss, by Jensen, or
-    /// with the gradient option at most the linearised loss); see [`bounds`](super::bounds).
-    /// None for the zero-one loss: a weighted average of real-valued advice can miss every
-    /// round while one expert never does.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.core.ledger.best_expert().0)
-    }
-
-    /// The bound on the regret against `expert` (on its awake rounds).
+    /// The bound on the regret of ℓ(ŷ_t, y_t) against `expert` (on its awake rounds), for
+    /// this loss, schedule, prior and loss range (ℓ convex: at most the mixture loss, by
+    /// Jensen, or with the gradient option at most the linearised loss); see
+    /// [`bounds`](super::bounds). None for the zero-one loss: a weighted average of
+    /// real-valued advice can miss every round while one expert never does.
     ///
     /// # Panics
     /// If `expert` is not an expert index.
@@ -438,20 +354,7 @@ impl Ewa {
         Ok((eta, prediction, learner_loss))
     }
 
-    fn validate_snapshot(&self) -> Result<()> {
-        self.core.validate_snapshot()?;
-        if self.core.n_experts() != self.params.n_experts {
-            return Err(Error::InvalidSnapshot("EWA: inconsistent".into()));
-        }
-        Ok(())
-    }
-}
-
-impl OnlineLearner for Ewa {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
         if let (None, Some(next_eta)) = (round.awake, self.core.single_pass_rate()) {
             let played = if self.params.gradient {
                 round.check_shape(self.core.n_experts())?;
@@ -467,17 +370,7 @@ impl OnlineLearner for Ewa {
                 self.learn_fused(round, next_eta)?
             };
             if let Some((eta, prediction, loss)) = played {
-                let (best_expert, regret) = self.core.ledger.best_expert();
-                return Ok(ExpertStep {
-                    round: self.core.n_rounds,
-                    prediction: Some(prediction),
-                    loss,
-                    realised_loss: None,
-                    chosen: None,
-                    learning_rate: finite_rate(eta),
-                    best_expert,
-                    regret,
-                });
+                return Ok(self.core.step(eta, Some(prediction), loss, None, None));
             }
         }
         round.check(self.core.n_experts())?;
@@ -512,21 +405,9 @@ impl OnlineLearner for Ewa {
         );
         self.core.expert_losses = own_losses;
         self.core.gradient_charges = charges;
-        let (best_expert, regret) = self.core.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.core.n_rounds,
-            prediction: Some(prediction),
-            loss: learner_loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: finite_rate(eta),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.core.n_rounds
+        Ok(self
+            .core
+            .step(eta, Some(prediction), learner_loss, None, None))
     }
 }
 

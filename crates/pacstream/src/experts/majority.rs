@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee, RegretBound};
-use super::core::{Core, LossRange, finite_rate};
+use super::core::{Core, LossRange, core_learner};
 use super::params::{
     RandomizedWeightedMajorityConfig, RandomizedWeightedMajorityParams, WeightedMajorityConfig,
     WeightedMajorityParams,
@@ -53,31 +53,43 @@ fn check_binary(round: &AdviceRound<'_>, n_experts: usize) -> Result<()> {
     Ok(())
 }
 
-/// Deterministic Weighted Majority; see the module documentation.
-///
-/// ```
-/// use pacstream::experts::{AdviceRound, WeightedMajorityParams};
-/// use pacstream::OnlineLearner;
-///
-/// let mut wm = WeightedMajorityParams::new(3).beta(0.5).check()?.build();
-/// // Expert 2 is always right; the others always wrong.
-/// for t in 0..20 {
-///     let y = (t % 2) as f64;
-///     wm.learn_one(AdviceRound::new(&[1.0 - y, 1.0 - y, y], y))?;
-/// }
-/// assert!(wm.mistakes() <= 3);
-/// assert_eq!(wm.ledger().best_expert().0, 2);
-/// # Ok::<(), pacstream::Error>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(remote = "Self")]
-pub struct WeightedMajority {
-    params: WeightedMajorityConfig,
-    core: Core,
-    mistakes: u64,
+/// Every expert's mistake on a binary `round` (1 where its advice is not the outcome), in
+/// the core's buffer of the experts' losses, taken out so that `finish` can borrow the core;
+/// the caller puts it back.
+fn take_mistakes(core: &mut Core, round: &AdviceRound<'_>) -> Vec<f64> {
+    let mut wrong = std::mem::take(&mut core.expert_losses);
+    for (flag, &advice) in wrong.iter_mut().zip(round.advice) {
+        *flag = f64::from(u8::from(advice != round.outcome));
+    }
+    wrong
 }
 
-validated_snapshot!(WeightedMajority);
+core_learner! {
+    /// Deterministic Weighted Majority; see the module documentation.
+    ///
+    /// ```
+    /// use pacstream::experts::{AdviceRound, WeightedMajorityParams};
+    /// use pacstream::OnlineLearner;
+    ///
+    /// let mut wm = WeightedMajorityParams::new(3).beta(0.5).check()?.build();
+    /// // Expert 2 is always right; the others always wrong.
+    /// for t in 0..20 {
+    ///     let y = (t % 2) as f64;
+    ///     wm.learn_one(AdviceRound::new(&[1.0 - y, 1.0 - y, y], y))?;
+    /// }
+    /// assert!(wm.mistakes() <= 3);
+    /// assert_eq!(wm.ledger().best_expert().0, 2);
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    WeightedMajority(
+        "weighted majority",
+        WeightedMajorityConfig => WeightedMajorityParams,
+        AdviceRound
+    ) {
+        mistakes: u64,
+    }
+    counts(mistakes)
+}
 
 impl WeightedMajorityConfig {
     /// The learner.
@@ -104,28 +116,8 @@ impl WeightedMajority {
         self.mistakes
     }
 
-    /// Every expert's mistakes and the regret.
-    pub fn ledger(&self) -> &super::ExpertLedger {
-        &self.core.ledger
-    }
-
-    /// The normalised weights of the experts for the next round.
-    pub fn weights(&self) -> Vec<f64> {
-        self.core.next_weights()
-    }
-
-    /// The parameters.
-    pub fn params(&self) -> &WeightedMajorityParams {
-        &self.params
-    }
-
-    /// The mistake bound of the lecture notes' theorem, as a bound on the regret (mistakes
-    /// beyond the best expert's): (ln(1/β) m_i + ln N)/ln(2/(1+β)) − m_i.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.core.ledger.best_expert().0)
-    }
-
-    /// The same bound against `expert`.
+    /// The mistake bound of the lecture notes' theorem against `expert`, as a bound on the
+    /// regret (mistakes beyond the expert's): (ln(1/β) m_i + ln N)/ln(2/(1+β)) − m_i.
     ///
     /// # Panics
     /// If `expert` is not an expert index.
@@ -140,22 +132,7 @@ impl WeightedMajority {
         })
     }
 
-    fn validate_snapshot(&self) -> Result<()> {
-        self.core.validate_snapshot()?;
-        if self.core.n_experts() != self.params.n_experts || self.mistakes > self.core.n_rounds {
-            return Err(Error::InvalidSnapshot(
-                "weighted majority: inconsistent".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl OnlineLearner for WeightedMajority {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
         check_binary(&round, self.core.n_experts())?;
         let eta = self.core.begin(None);
         let (mut on_one, mut on_zero) = (0.0, 0.0);
@@ -168,10 +145,7 @@ impl OnlineLearner for WeightedMajority {
         }
         let prediction = if on_one >= on_zero { 1.0 } else { 0.0 };
         let mistake = prediction != round.outcome;
-        let mut wrong = std::mem::take(&mut self.core.expert_losses);
-        for (flag, &advice) in wrong.iter_mut().zip(round.advice) {
-            *flag = f64::from(u8::from(advice != round.outcome));
-        }
+        let wrong = take_mistakes(&mut self.core, &round);
         let loss = f64::from(u8::from(mistake));
         // Weights move only when the majority errs.
         let zeros = vec![0.0; if mistake { 0 } else { wrong.len() }];
@@ -179,46 +153,33 @@ impl OnlineLearner for WeightedMajority {
         self.core.finish(eta, None, charges, 0.0, loss, &wrong);
         self.core.expert_losses = wrong;
         self.mistakes += u64::from(mistake);
-        let (best_expert, regret) = self.core.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.core.n_rounds,
-            prediction: Some(prediction),
-            loss,
-            realised_loss: None,
-            chosen: None,
-            learning_rate: finite_rate(eta),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.core.n_rounds
+        Ok(self.core.step(eta, Some(prediction), loss, None, None))
     }
 }
 
-/// Randomized Weighted Majority; see the module documentation.
-///
-/// ```
-/// use pacstream::experts::{AdviceRound, RandomizedWeightedMajorityParams};
-/// use pacstream::OnlineLearner;
-///
-/// let mut rwm = RandomizedWeightedMajorityParams::new(2).beta(0.8).seed(1).check()?.build();
-/// let step = rwm.learn_one(AdviceRound::new(&[1.0, 0.0], 1.0))?;
-/// assert_eq!(step.loss, 0.5); // p_1 = ½: expected mistake ½
-/// assert!(step.realised_loss == Some(0.0) || step.realised_loss == Some(1.0));
-/// # Ok::<(), pacstream::Error>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(remote = "Self")]
-pub struct RandomizedWeightedMajority {
-    params: RandomizedWeightedMajorityConfig,
-    core: Core,
-    rng: StreamRng,
-    realised_mistakes: u64,
+core_learner! {
+    /// Randomized Weighted Majority; see the module documentation.
+    ///
+    /// ```
+    /// use pacstream::experts::{AdviceRound, RandomizedWeightedMajorityParams};
+    /// use pacstream::OnlineLearner;
+    ///
+    /// let mut rwm = RandomizedWeightedMajorityParams::new(2).beta(0.8).seed(1).check()?.build();
+    /// let step = rwm.learn_one(AdviceRound::new(&[1.0, 0.0], 1.0))?;
+    /// assert_eq!(step.loss, 0.5); // p_1 = ½: expected mistake ½
+    /// assert!(step.realised_loss == Some(0.0) || step.realised_loss == Some(1.0));
+    /// # Ok::<(), pacstream::Error>(())
+    /// ```
+    RandomizedWeightedMajority(
+        "randomized weighted majority",
+        RandomizedWeightedMajorityConfig => RandomizedWeightedMajorityParams,
+        AdviceRound
+    ) {
+        rng: StreamRng,
+        realised_mistakes: u64,
+    }
+    counts(realised_mistakes)
 }
-
-validated_snapshot!(RandomizedWeightedMajority);
 
 impl RandomizedWeightedMajorityConfig {
     /// The learner.
@@ -246,29 +207,10 @@ impl RandomizedWeightedMajority {
         self.realised_mistakes
     }
 
-    /// The expected mistakes E L_T = Σ_t |p_t − y_t| and every expert's mistakes.
-    pub fn ledger(&self) -> &super::ExpertLedger {
-        &self.core.ledger
-    }
-
-    /// The normalised weights of the experts for the next round.
-    pub fn weights(&self) -> Vec<f64> {
-        self.core.next_weights()
-    }
-
-    /// The parameters.
-    pub fn params(&self) -> &RandomizedWeightedMajorityParams {
-        &self.params
-    }
-
-    /// The bound of the lecture notes' theorem on the expected regret (expected mistakes
-    /// beyond the best expert's): with a fixed β, or β tuned for a horizon,
-    /// (ln(1/β) m_i + ln N)/(1 − β) − m_i; with the doubling trick, the epoch-by-epoch sum.
-    pub fn regret_bound(&self) -> Guarantee {
-        self.regret_bound_against(self.core.ledger.best_expert().0)
-    }
-
-    /// The same bound against `expert`.
+    /// The bound of the lecture notes' theorem on the expected regret against `expert`
+    /// (expected mistakes, E L_T = Σ_t |p_t − y_t|, beyond the expert's mistakes): with a
+    /// fixed β, or β tuned for a horizon, (ln(1/β) m_i + ln N)/(1 − β) − m_i; with the
+    /// doubling trick, the epoch-by-epoch sum.
     ///
     /// # Panics
     /// If `expert` is not an expert index.
@@ -298,24 +240,7 @@ impl RandomizedWeightedMajority {
         })
     }
 
-    fn validate_snapshot(&self) -> Result<()> {
-        self.core.validate_snapshot()?;
-        if self.core.n_experts() != self.params.n_experts
-            || self.realised_mistakes > self.core.n_rounds
-        {
-            return Err(Error::InvalidSnapshot(
-                "randomized weighted majority: inconsistent".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl OnlineLearner for RandomizedWeightedMajority {
-    type Input<'a> = AdviceRound<'a>;
-    type Step = ExpertStep;
-
-    fn learn_one(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
+    fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
         check_binary(&round, self.core.n_experts())?;
         let eta = self.core.begin(None);
         let on_one = self.core.mixture(round.advice, None).clamp(0.0, 1.0);
@@ -326,27 +251,12 @@ impl OnlineLearner for RandomizedWeightedMajority {
         };
         let expected = (on_one - round.outcome).abs();
         let realised = f64::from(u8::from(prediction != round.outcome));
-        let mut wrong = std::mem::take(&mut self.core.expert_losses);
-        for (flag, &advice) in wrong.iter_mut().zip(round.advice) {
-            *flag = f64::from(u8::from(advice != round.outcome));
-        }
+        let wrong = take_mistakes(&mut self.core, &round);
         self.core.finish(eta, None, &wrong, 0.0, expected, &wrong);
         self.core.expert_losses = wrong;
         self.realised_mistakes += realised as u64;
-        let (best_expert, regret) = self.core.ledger.best_expert();
-        Ok(ExpertStep {
-            round: self.core.n_rounds,
-            prediction: Some(prediction),
-            loss: expected,
-            realised_loss: Some(realised),
-            chosen: None,
-            learning_rate: finite_rate(eta),
-            best_expert,
-            regret,
-        })
-    }
-
-    fn n_rounds(&self) -> u64 {
-        self.core.n_rounds
+        Ok(self
+            .core
+            .step(eta, Some(prediction), expected, Some(realised), None))
     }
 }

@@ -288,6 +288,45 @@ macro_rules! forecaster_setters {
 }
 pub(crate) use forecaster_setters;
 
+/// The settings of a forecaster that runs with the range B of a round's charges or without
+/// it (BOA, ML-Prod): N, the loss, the gradient trick and B, with `new` (N experts, the
+/// square loss, no gradient trick, no range: opera's form), the setters and the checks of
+/// `forecaster_setters!`. The attributes after the config's name are B's serde attributes
+/// (a rule's snapshots keep the form they were first written in).
+macro_rules! ranged_forecaster_params {
+    ($(#[$meta:meta])* $params:ident => $config:ident, $(#[$bound_meta:meta])*) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub struct $params {
+            /// N.
+            pub n_experts: usize,
+            /// The loss ℓ (convex).
+            pub loss: Loss,
+            /// Charge the linearised losses (the gradient trick).
+            pub gradient: bool,
+            /// The range B of a round's charges: the paper's rates and its bound; without it,
+            /// opera's rates and no bound.
+            $(#[$bound_meta])*
+            pub loss_bound: Option<f64>,
+        }
+
+        impl $params {
+            /// N experts, the square loss, no gradient trick, no loss range (opera's form).
+            pub fn new(n_experts: usize) -> Self {
+                Self {
+                    n_experts,
+                    loss: Loss::Square,
+                    gradient: false,
+                    loss_bound: None,
+                }
+            }
+        }
+
+        forecaster_setters!($params => $config { loss, gradient, loss_bound } checked);
+    };
+}
+pub(crate) use ranged_forecaster_params;
+
 /// What every forecaster exposes the same way: its settings, its ledger, the bound against
 /// the best expert so far (from its `regret_bound_against`), and the online protocol over
 /// its inherent `learn_round`.

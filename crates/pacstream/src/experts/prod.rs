@@ -61,8 +61,8 @@ use super::bounds::{self, Bounded, Guarantee};
 use super::fixed_share::check_common;
 use super::loss::Loss;
 use super::mixing::{
-    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets, regret_guarantee,
-    softmax_awake,
+    finite_of_len, forecaster_learner, forecaster_setters, instant_regrets,
+    ranged_forecaster_params, regret_guarantee, softmax_awake,
 };
 use super::oracle::ExpertLedger;
 use super::params::{CheckParams, Checked};
@@ -70,18 +70,9 @@ use super::round::{AdviceRound, ExpertStep};
 use crate::error::{Error, Result};
 use crate::online::OnlineLearner;
 
-/// The settings of [`MlProd`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MlProdParams {
-    /// N.
-    pub n_experts: usize,
-    /// The loss ℓ (convex).
-    pub loss: Loss,
-    /// Charge the linearised losses (the gradient trick).
-    pub gradient: bool,
-    /// The range B of a round's charges: the paper's rates and its bound; without it,
-    /// opera's rates and no bound.
-    pub loss_bound: Option<f64>,
+ranged_forecaster_params! {
+    /// The settings of [`MlProd`].
+    MlProdParams => MlProdConfig,
 }
 
 /// Validated [`MlProdParams`]: what [`MlProdParams::check`] gives, and the only thing a
@@ -90,20 +81,6 @@ pub struct MlProdParams {
 /// An alias of [`Checked`]: every expert rule's config shares its one validation path (the
 /// parameters are checked again when read from a snapshot) and serialises as its parameters.
 pub type MlProdConfig = Checked<MlProdParams>;
-
-impl MlProdParams {
-    /// N experts, the square loss, no gradient trick, no loss range (opera's form).
-    pub fn new(n_experts: usize) -> Self {
-        Self {
-            n_experts,
-            loss: Loss::Square,
-            gradient: false,
-            loss_bound: None,
-        }
-    }
-}
-
-forecaster_setters!(MlProdParams => MlProdConfig { loss, gradient, loss_bound } checked);
 
 /// ln N.
 fn ln_n(n_experts: usize) -> f64 {
@@ -141,12 +118,14 @@ impl MlProdConfig {
         };
         MlProd {
             params: self.clone(),
-            scaled_log_weights: vec![scaled; n],
-            rates: vec![rate; n],
-            squared: vec![0.0; n],
-            largest: vec![0.0; n],
-            second_order: vec![0.0; n],
-            rate_drift: 0.0,
+            state: ProdState {
+                scaled_log_weights: vec![scaled; n],
+                rates: vec![rate; n],
+                squared: vec![0.0; n],
+                largest: vec![0.0; n],
+                second_order: vec![0.0; n],
+                rate_drift: 0.0,
+            },
             out_of_range_rounds: 0,
             ledger: ExpertLedger::new(n),
         }
@@ -158,6 +137,18 @@ impl MlProdConfig {
 #[serde(remote = "Self")]
 pub struct MlProd {
     params: MlProdConfig,
+    /// Written in a snapshot as fields of the learner's own.
+    #[serde(flatten)]
+    state: ProdState,
+    /// Rounds where some η_{t−1,i} r_{t,i} < −½ (the paper's form only).
+    out_of_range_rounds: u64,
+    ledger: ExpertLedger,
+}
+
+/// What ML-Prod learns, expert by expert, and the drift of its rates: what a round computes
+/// anew from the last, checks, and only then commits whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct ProdState {
     /// G_{t,i} = ln w_{t,i} / η_{t,i}.
     scaled_log_weights: Vec<f64>,
     /// η_{t,i}.
@@ -170,9 +161,6 @@ pub struct MlProd {
     second_order: Vec<f64>,
     /// D_t = Σ_s Σ_i (η_{s−1,i}/η_{s,i} − 1).
     rate_drift: f64,
-    /// Rounds where some η_{t−1,i} r_{t,i} < −½ (the paper's form only).
-    out_of_range_rounds: u64,
-    ledger: ExpertLedger,
 }
 
 impl MlProd {
@@ -180,16 +168,17 @@ impl MlProd {
         let n = self.params.n_experts;
         let finite = |v: &[f64]| finite_of_len(v, n);
         let non_negative = |v: &[f64]| v.iter().all(|&x| x >= 0.0);
-        if !finite(&self.scaled_log_weights)
-            || !finite(&self.rates)
-            || !finite(&self.squared)
-            || !finite(&self.largest)
-            || !finite(&self.second_order)
-            || !non_negative(&self.rates)
-            || !non_negative(&self.squared)
-            || !non_negative(&self.largest)
-            || !non_negative(&self.second_order)
-            || !(self.rate_drift >= 0.0 && self.rate_drift.is_finite())
+        let state = &self.state;
+        if !finite(&state.scaled_log_weights)
+            || !finite(&state.rates)
+            || !finite(&state.squared)
+            || !finite(&state.largest)
+            || !finite(&state.second_order)
+            || !non_negative(&state.rates)
+            || !non_negative(&state.squared)
+            || !non_negative(&state.largest)
+            || !non_negative(&state.second_order)
+            || !(state.rate_drift >= 0.0 && state.rate_drift.is_finite())
             || self.ledger.expert_losses().len() != n
         {
             return Err(Error::InvalidSnapshot("ML-Prod: inconsistent".into()));
@@ -208,7 +197,7 @@ impl MlProd {
 
     /// η_{t,i}: each expert's learning rate for the next round.
     pub fn learning_rates(&self) -> &[f64] {
-        &self.rates
+        &self.state.rates
     }
 
     /// Rounds in which some η_{t−1,i} r_{t,i} fell below −½ (a charge outside the range B).
@@ -219,9 +208,10 @@ impl MlProd {
     /// ln(η_i w_i) = ln η_i + η_i G_i; the rates all equal (uniform weights) when they are 0.
     fn awake_weights(&self, awake: Option<&[bool]>) -> Vec<f64> {
         let log_weights: Vec<f64> = self
+            .state
             .rates
             .iter()
-            .zip(&self.scaled_log_weights)
+            .zip(&self.state.scaled_log_weights)
             .map(|(&eta, &g)| if eta > 0.0 { eta.ln() + eta * g } else { 0.0 })
             .collect();
         softmax_awake(&log_weights, awake)
@@ -254,9 +244,9 @@ impl MlProd {
             bounds::ml_prod(
                 ln_n(n),
                 paper_rate(n, range, 0.0),
-                self.second_order[expert],
-                self.rates[expert],
-                self.rate_drift,
+                self.state.second_order[expert],
+                self.state.rates[expert],
+                self.state.rate_drift,
             )
         };
         regret_guarantee(
@@ -271,42 +261,26 @@ impl MlProd {
     }
 }
 
-/// What a round changes, computed before anything is committed.
-struct Update {
-    scaled_log_weights: Vec<f64>,
-    rates: Vec<f64>,
-    squared: Vec<f64>,
-    largest: Vec<f64>,
-    second_order: Vec<f64>,
-    rate_drift: f64,
-    out_of_range: bool,
-}
-
 impl MlProd {
-    fn update(&self, regrets: &[f64]) -> Update {
+    /// The state after a round of instantaneous regrets `regrets`, computed before anything
+    /// is committed, and whether some η_{t−1,i} r_{t,i} fell below −½.
+    fn update(&self, regrets: &[f64]) -> (ProdState, bool) {
         let n = self.params.n_experts;
-        let mut next = Update {
-            scaled_log_weights: self.scaled_log_weights.clone(),
-            rates: self.rates.clone(),
-            squared: self.squared.clone(),
-            largest: self.largest.clone(),
-            second_order: self.second_order.clone(),
-            rate_drift: self.rate_drift,
-            out_of_range: false,
-        };
+        let mut next = self.state.clone();
+        let mut out_of_range = false;
         if n == 1 {
             // The one expert is copied: r = 0 every round, nothing to learn.
-            return next;
+            return (next, out_of_range);
         }
         for (i, &r) in regrets.iter().enumerate() {
-            let before = self.rates[i];
+            let before = self.state.rates[i];
             next.squared[i] += r * r;
             next.largest[i] = next.largest[i].max(r.abs());
             match self.params.loss_bound {
                 Some(range) => {
                     let mut x = before * r;
                     if x < -0.5 {
-                        next.out_of_range = true;
+                        out_of_range = true;
                         x = -0.5;
                     }
                     next.scaled_log_weights[i] += x.ln_1p() / before;
@@ -322,7 +296,7 @@ impl MlProd {
                 }
             }
         }
-        next
+        (next, out_of_range)
     }
 }
 
@@ -330,7 +304,7 @@ impl MlProd {
     fn learn_round(&mut self, round: AdviceRound<'_>) -> Result<ExpertStep> {
         let played = self.play_awake(&round)?;
         let regrets = instant_regrets(&played);
-        let next = self.update(&regrets);
+        let (next, out_of_range) = self.update(&regrets);
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if !(finite(&next.scaled_log_weights)
             && finite(&next.squared)
@@ -342,13 +316,8 @@ impl MlProd {
                 "the squared regrets of this round are too large to be represented".into(),
             ));
         }
-        self.scaled_log_weights = next.scaled_log_weights;
-        self.rates = next.rates;
-        self.squared = next.squared;
-        self.largest = next.largest;
-        self.second_order = next.second_order;
-        self.rate_drift = next.rate_drift;
-        if next.out_of_range {
+        self.state = next;
+        if out_of_range {
             self.out_of_range_rounds += 1;
         }
         Ok(played.record(&mut self.ledger, round.awake, None))

@@ -186,13 +186,27 @@ impl FigureHistory {
         Ok(())
     }
 
-    /// `--plot-loss`: each expert's and each oracle's cumulative loss minus the learner's.
-    pub(super) fn draw_losses(
+    /// Draws the figures asked for, titled `title`, the experts named `names`: `--plot-loss`
+    /// into `losses`, `--plot-contributions` into `contributions`.
+    pub(super) fn draw(
         &self,
-        path: &Path,
         title: &str,
         names: &[String],
+        losses: Option<&Path>,
+        contributions: Option<&Path>,
     ) -> anyhow::Result<()> {
+        if let Some(path) = losses {
+            write_atomically(path, draw_lines(&self.losses(title, names))?.as_bytes())?;
+        }
+        if let Some(path) = contributions {
+            let figure = self.contributions(title, names);
+            write_atomically(path, draw_contributions(&figure)?.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// `--plot-loss`: each expert's and each oracle's cumulative loss minus the learner's.
+    fn losses(&self, title: &str, names: &[String]) -> LineFigure {
         let n = self.n_experts;
         let x = |k: usize| self.rounds[k] as f64;
         let mut series: Vec<Series> = (0..n)
@@ -241,27 +255,21 @@ impl FigureHistory {
             Some(reason) => format!(" (no convex/linear oracle: {reason})"),
             None => String::new(),
         };
-        let figure = LineFigure {
+        LineFigure {
             title: format!("{title}: cumulative loss minus the learner's{note}"),
             x_label: "round".to_string(),
             y_label: "cumulative loss − learner's (above 0: the learner did better)".to_string(),
             series,
             log_y: false,
             integer_y: false,
-        };
-        write_atomically(path, draw_lines(&figure)?.as_bytes())
+        }
     }
 
     /// `--plot-contributions`: weight × forecast of every expert, stacked, with the
     /// outcome and the prediction.
-    pub(super) fn draw_contributions(
-        &self,
-        path: &Path,
-        title: &str,
-        names: &[String],
-    ) -> anyhow::Result<()> {
+    fn contributions(&self, title: &str, names: &[String]) -> ContributionsFigure {
         let n = self.n_experts;
-        let figure = ContributionsFigure {
+        ContributionsFigure {
             title: format!("{title}: contribution of each expert (weight × forecast)"),
             names: names.to_vec(),
             rounds: self.rounds.iter().map(|&r| r as f64).collect(),
@@ -272,7 +280,6 @@ impl FigureHistory {
                 .collect(),
             outcomes: self.outcomes.clone(),
             predictions: self.predictions.clone(),
-        };
-        write_atomically(path, draw_contributions(&figure)?.as_bytes())
+        }
     }
 }

@@ -305,12 +305,12 @@ pub fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
             task.config.rule.name(),
             crate::commands::short_name(reader.source_name())
         );
-        if let Some(path) = &args.plot_loss {
-            figures.draw_losses(path, &title, &expert_names)?;
-        }
-        if let Some(path) = &args.plot_contributions {
-            figures.draw_contributions(path, &title, &expert_names)?;
-        }
+        figures.draw(
+            &title,
+            &expert_names,
+            args.plot_loss.as_deref(),
+            args.plot_contributions.as_deref(),
+        )?;
     }
     Ok(())
 }

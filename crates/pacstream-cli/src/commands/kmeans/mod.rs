@@ -90,48 +90,8 @@ pub struct KMeansArgs {
     #[arg(long)]
     pub online: bool,
 
-    /// Forget old points: a point's weight in its centre halves every H rows.
-    #[arg(
-        long = "decay",
-        id = "decay_half_life",
-        value_name = "H",
-        requires = "online",
-        help_heading = "Online mode"
-    )]
-    pub decay: Option<f64>,
-
-    /// Learn mini-batches of B rows (Sculley's mini-batch k-means) instead of one at a time
-    /// (1 to 1,000,000).
-    #[arg(long, value_name = "B", requires = "online", help_heading = "Online mode",
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub batch_size: Option<u64>,
-
-    /// Sum each mini-batch's per-centre statistics by chunks of C rows, merged in stream
-    /// order: the unit of work of a worker with --workers (1 to 1,000,000; default: the
-    /// whole batch). The same --batch-size and --chunk-size give the same bytes on any
-    /// number of workers and processes.
-    #[arg(long, value_name = "C", requires = "batch_size", help_heading = "Online mode",
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub chunk_size: Option<u64>,
-
-    /// Rows buffered and fitted before the first update (k to 10,000,000) [default: 10·k].
-    #[arg(
-        long,
-        value_name = "N",
-        requires = "online",
-        help_heading = "Online mode"
-    )]
-    pub init_size: Option<usize>,
-
-    /// Move a centre whose count falls below R × the largest count to a recent, badly served
-    /// point (0 = never).
-    #[arg(
-        long,
-        value_name = "R",
-        requires = "online",
-        help_heading = "Online mode"
-    )]
-    pub reassignment_ratio: Option<f64>,
+    #[command(flatten)]
+    pub online_mode: OnlineModeArgs,
 
     /// A column of sample weights: each row counts as many times as its weight (name or
     /// 1-based index; values finite and >= 0).
@@ -147,6 +107,43 @@ pub struct KMeansArgs {
 
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// The options of `--online` runs, each of which requires it, under their own heading.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Online mode")]
+pub struct OnlineModeArgs {
+    /// Forget old points: a point's weight in its centre halves every H rows.
+    #[arg(
+        long = "decay",
+        id = "decay_half_life",
+        value_name = "H",
+        requires = "online"
+    )]
+    pub decay: Option<f64>,
+
+    /// Learn mini-batches of B rows (Sculley's mini-batch k-means) instead of one at a time
+    /// (1 to 1,000,000).
+    #[arg(long, value_name = "B", requires = "online",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub batch_size: Option<u64>,
+
+    /// Sum each mini-batch's per-centre statistics by chunks of C rows, merged in stream
+    /// order: the unit of work of a worker with --workers (1 to 1,000,000; default: the
+    /// whole batch). The same --batch-size and --chunk-size give the same bytes on any
+    /// number of workers and processes.
+    #[arg(long, value_name = "C", requires = "batch_size",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub chunk_size: Option<u64>,
+
+    /// Rows buffered and fitted before the first update (k to 10,000,000) [default: 10·k].
+    #[arg(long, value_name = "N", requires = "online")]
+    pub init_size: Option<usize>,
+
+    /// Move a centre whose count falls below R × the largest count to a recent, badly served
+    /// point (0 = never).
+    #[arg(long, value_name = "R", requires = "online")]
+    pub reassignment_ratio: Option<f64>,
 }
 
 /// Runs `pacstream kmeans`.
@@ -171,7 +168,7 @@ pub fn run(args: &KMeansArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     // Settings are checked before any data is read, so a typo fails at once.
-    if args.scale_out.is_given() || args.chunk_size.is_some() {
+    if args.scale_out.is_given() || args.online_mode.chunk_size.is_some() {
         return scale_out::run(args, &options, notes);
     }
     if args.online {
@@ -202,10 +199,16 @@ fn online_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<SequentialKMean
     let params = SequentialKMeansParams::new(args.k)
         .init(args.init.to_init())
         .seed(seed)
-        .given(args.init_size, SequentialKMeansParams::init_size)
-        .given(args.decay, SequentialKMeansParams::decay_half_life)
         .given(
-            args.reassignment_ratio,
+            args.online_mode.init_size,
+            SequentialKMeansParams::init_size,
+        )
+        .given(
+            args.online_mode.decay,
+            SequentialKMeansParams::decay_half_life,
+        )
+        .given(
+            args.online_mode.reassignment_ratio,
             SequentialKMeansParams::reassignment_ratio,
         );
     params.check().map_err(library_error)

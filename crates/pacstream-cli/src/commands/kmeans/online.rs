@@ -14,16 +14,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{KMeansArgs, library_error};
-use crate::commands::clusters::{Axes, cluster_figure, write_centres_table};
+use crate::commands::clusters::{Axes, draw_sample_clusters, write_centres_table};
 use crate::commands::{
     InputSummary, human_number, no_good_rows, plural, report_heading, short_name, stream_input,
     write_summary,
 };
-use crate::io::atomic::write_atomically;
 use crate::io::reader::{ColumnLayout, InputProgress, Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::RunOptions;
-use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
+use crate::plot::{LossCurve, RowSample, ThinnedSeries};
 use crate::point_state;
 use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault, point_settings};
 use crate::ui::{Notes, report_writer};
@@ -198,7 +197,7 @@ pub(super) fn run(
 ) -> anyhow::Result<()> {
     let layout = reader.layout().clone();
     let dim = layout.features.len();
-    let batch_size = match args.batch_size {
+    let batch_size = match args.online_mode.batch_size {
         Some(size) => Some(usize::try_from(size).context("--batch-size is too large")?),
         None => None,
     };
@@ -253,26 +252,14 @@ pub(super) fn run(
         {
             curve.push((last.round as f64, mean));
         }
-        let points: Vec<&[f64]> = sample.rows.points().chunks_exact(dim).collect();
-        let figure = cluster_figure(
-            &reader,
-            axes,
-            format!(
-                "sequential k-means on {}: k = {}, {} rounds{}",
-                short_name(reader.source_name()),
-                args.k,
-                learner.n_rounds(),
-                sample.rows.sampled_note()
-            ),
-            points
-                .iter()
-                .copied()
-                .zip(sample.rows.numbers().iter().copied()),
-            points.iter().map(|p| centres.nearest(p).0),
-            centres,
-            Some(LossCurve { points: curve }),
+        let title = format!(
+            "sequential k-means on {}: k = {}, {} rounds",
+            short_name(reader.source_name()),
+            args.k,
+            learner.n_rounds()
         );
-        write_atomically(path, draw_clusters(&figure)?.as_bytes())?;
+        let curve = Some(LossCurve { points: curve });
+        draw_sample_clusters(path, &reader, axes, &title, &sample.rows, centres, curve)?;
     }
     Ok(())
 }
@@ -286,8 +273,8 @@ pub(super) fn online_settings(
     options: &RunOptions,
 ) -> anyhow::Result<Value> {
     let mut settings = point_settings(learner.settings(), layout, Some("weights"), options)?;
-    settings["batch_size"] = serde_json::to_value(args.batch_size)?;
-    if let Some(chunk_size) = args.chunk_size {
+    settings["batch_size"] = serde_json::to_value(args.online_mode.batch_size)?;
+    if let Some(chunk_size) = args.online_mode.chunk_size {
         settings["chunk_size"] = serde_json::to_value(chunk_size)?;
     }
     Ok(settings)

@@ -42,7 +42,7 @@ pub(super) fn run(args: &KMeansArgs, options: &RunOptions, notes: Notes) -> anyh
              batch k-means already uses every core of one machine",
         ));
     }
-    let Some(batch_size) = args.batch_size else {
+    let Some(batch_size) = args.online_mode.batch_size else {
         return Err(refuse(
             "sequential k-means moves a centre after every row, so no two rows can be \
              learned apart: give --batch-size B for data-parallel mini-batch k-means (the \
@@ -59,7 +59,7 @@ pub(super) fn run(args: &KMeansArgs, options: &RunOptions, notes: Notes) -> anyh
     let config: SequentialKMeansConfig = online_config(args, options.seed)?;
     // Both are at most 1,000,000 (clap checks it), below the dataflow's own limit.
     let batch_size = usize::try_from(batch_size)?;
-    let chunk_size = match args.chunk_size {
+    let chunk_size = match args.online_mode.chunk_size {
         Some(size) => usize::try_from(size)?,
         None => batch_size,
     };

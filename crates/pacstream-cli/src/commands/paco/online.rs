@@ -15,13 +15,12 @@ use super::hindsight::HindsightSummary;
 use super::paths::{CountPath, LabelTracker};
 use super::records::{CentresField, Column, ExtraColumns};
 use super::{OnlineState, PacoArgs, figures, library_error, report};
-use crate::commands::clusters::{Axes, cluster_figure};
+use crate::commands::clusters::{Axes, draw_sample_clusters};
 use crate::commands::{InputSummary, no_good_rows, short_name, stream_input, write_summary};
-use crate::io::atomic::write_atomically;
 use crate::io::reader::{Row, RowReader};
 use crate::io::records::RecordSink;
 use crate::options::{RecordFormat, RunOptions};
-use crate::plot::{LossCurve, RowSample, ThinnedSeries, draw_clusters};
+use crate::plot::{RowSample, ThinnedSeries};
 use crate::stream::{PointFamily, PointTask, check_same_sample, point_fault, point_settings};
 use crate::ui::{Notes, report_writer};
 
@@ -257,22 +256,12 @@ pub(super) fn run(
     if let (Some(path), Some(sample), Some(centres)) =
         (&options.plot, &state.plot, learner.centres())
     {
-        let points: Vec<&[f64]> = sample.points().chunks_exact(dim).collect();
-        let figure = cluster_figure(
-            &reader,
-            axes,
-            format!(
-                "PACBO on {source}: k̂ = {}, {} rounds{}",
-                centres.n_centres(),
-                learner.n_rounds(),
-                sample.sampled_note()
-            ),
-            points.iter().copied().zip(sample.numbers().iter().copied()),
-            points.iter().map(|p| centres.nearest(p).0),
-            centres,
-            None::<LossCurve>,
+        let title = format!(
+            "PACBO on {source}: k̂ = {}, {} rounds",
+            centres.n_centres(),
+            learner.n_rounds()
         );
-        write_atomically(path, draw_clusters(&figure)?.as_bytes())?;
+        draw_sample_clusters(path, &reader, axes, &title, sample, centres, None)?;
     }
     if let Some(path) = &args.plot_k {
         figures::draw_k_path(path, state, window.is_some(), &source)?;
