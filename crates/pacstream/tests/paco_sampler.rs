@@ -1045,8 +1045,6 @@ fn ks_distance(sample: &mut [f64], grid: &[f64], cdf: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// A CDF on a grid from densities at the cell midpoints (cumulative at the cells' right
-
 /// The Kolmogorov–Smirnov critical value for a sample of `n`, at the 0.001 level.
 fn critical_ks(n: usize) -> f64 {
     1.95 / (n as f64).sqrt()
@@ -1063,6 +1061,8 @@ fn assert_follows_law(what: &str, mut sample: Vec<f64>, (grid, cdf): (Vec<f64>, 
     );
     assert!(ks < critical_ks(n), "{what}: KS = {ks}");
 }
+
+/// A CDF on a grid from densities at the cell midpoints (cumulative at the cells' right
 /// edges).
 fn cdf_from_density(edges_left: f64, h: f64, density: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let total: f64 = density.iter().sum();
