@@ -494,6 +494,30 @@ impl RobustCover {
         }
     }
 
+    /// Visits groups of units that partition the memory: per part (stable, then recent),
+    /// all the units of each slot, then each group of unowned units. Each is given as its
+    /// moments about `mean`, that mean, and the largest distance from it to the group's
+    /// points (a bound, from the boxes). Used by the birth test of [`super::birth`], which
+    /// needs every point in exactly one group, whatever the centres.
+    pub(crate) fn for_each_partition_group(&self, mut visit: impl FnMut(&[f64], &[f64], f64)) {
+        let dim = self.dim;
+        let layout = MomentLayout { dim };
+        for part in [&*self.stable, &self.recent] {
+            for j in 0..self.n_slots() {
+                let count = part.count(j);
+                if count > 0 {
+                    let mean = &self.means[j * dim..(j + 1) * dim];
+                    let reach = part.reach[part.offsets[j] + count - 1];
+                    visit(part.moments(j, count, layout), mean, reach);
+                }
+            }
+            for group in &part.unowned_groups {
+                let mean = &self.means[group.slot * dim..(group.slot + 1) * dim];
+                visit(&group.moments, mean, group.reach);
+            }
+        }
+    }
+
     /// The closed-form sum of slot j's prefixes (stable, recent) at `centre`, each clamped
     /// at 0 (every term of S is ≥ 0), and their number of points.
     #[inline(always)]

@@ -620,13 +620,7 @@ pub(crate) fn closed_form(
     centre: &[f64],
 ) -> f64 {
     let dim = layout.dim;
-    let (n, sum_yy, sum_w, sum_we, sum_wee) = (
-        moments[N],
-        moments[SUM_YY],
-        moments[SUM_W],
-        moments[SUM_WE],
-        moments[SUM_WEE],
-    );
+    let (n, sum_yy, sum_w) = (moments[N], moments[SUM_YY], moments[SUM_W]);
     let mut v = [0.0f64; MAX_INDEX_DIM];
     let v = &mut v[..dim];
     let mut q = 0.0;
@@ -640,15 +634,35 @@ pub(crate) fn closed_form(
     if sum_w == 0.0 {
         return loss;
     }
+    loss + variance_part(moments, layout, v, q).0
+}
+
+/// Σ w (‖y − v‖² − ℓ̂)² over a set of points, from their moments about their mean
+/// (y = x − mean, v = centre − mean, q = ‖v‖²; module docs of [`super::index`]), and a bound
+/// on the sum of the magnitudes of the terms it is made of, down to the points' own terms in
+/// the moments (for bounds on its rounding error): by Cauchy–Schwarz, Σ|w e| ≤ √(Σw Σwe²),
+/// Σ|w e y_i| ≤ √(Σwe² M_ii), Σ|w y_i| ≤ √(Σw M_ii) and |M_ij| ≤ √(M_ii M_jj), with
+/// M = Σ w y yᵀ.
+#[inline(always)]
+pub(crate) fn variance_part(
+    moments: &[f64],
+    layout: MomentLayout,
+    v: &[f64],
+    q: f64,
+) -> (f64, f64) {
+    let dim = layout.dim;
+    let (sum_w, sum_we, sum_wee) = (moments[SUM_W], moments[SUM_WE], moments[SUM_WEE]);
     let mut v_wy = 0.0;
     let mut v_wey = 0.0;
     let mut quadratic = 0.0;
+    let mut diagonal_root = 0.0;
     let mut m = layout.sum_wyy();
     for i in 0..dim {
         v_wy = v[i].mul_add(moments[layout.sum_wy() + i], v_wy);
         v_wey = v[i].mul_add(moments[layout.sum_wey() + i], v_wey);
         // Row i of the upper triangle: M_ii v_i + 2 Σ_{j>i} M_ij v_j.
         let diagonal = moments[m] * v[i];
+        diagonal_root += moments[m].abs().sqrt() * v[i].abs();
         m += 1;
         let mut off = 0.0;
         for vj in &v[i + 1..] {
@@ -657,9 +671,14 @@ pub(crate) fn closed_form(
         }
         quadratic = v[i].mul_add(2.0f64.mul_add(off, diagonal), quadratic);
     }
-    let variance =
+    let value =
         sum_wee + 2.0 * q * sum_we + q * q * sum_w - 4.0 * v_wey - 4.0 * q * v_wy + 4.0 * quadratic;
-    loss + variance
+    let (root_w, root_wee) = (sum_w.abs().sqrt(), sum_wee.abs().sqrt());
+    let magnitude = sum_wee.abs()
+        + 2.0 * q * root_w * root_wee
+        + q * q * sum_w.abs()
+        + 4.0 * diagonal_root * (root_wee + q * root_w + diagonal_root);
+    (value, magnitude)
 }
 
 /// The terms of the given points, one by one, with every centre.

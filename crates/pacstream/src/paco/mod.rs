@@ -91,6 +91,7 @@
 //! ```
 
 mod batch;
+mod birth;
 pub mod bounds;
 mod cover;
 mod describe;

@@ -38,7 +38,11 @@
 //! 6. **One decision rule** (also with early rejection): with rest = log α + λ[S(c') − S(c)]
 //!    and thr = S(c) + (rest − log u)/λ, accept iff S(c') < thr. S(c) of the current state is
 //!    cached; S(c') is summed chunk by chunk and the move rejected as soon as the running sum
-//!    reaches thr ([`super::evaluate`]), which decides exactly as the full sum would.
+//!    reaches thr ([`super::evaluate`]), which decides exactly as the full sum would. A
+//!    birth is first tested on the difference: a bound on what the newborn can take from
+//!    S(c) (the round's cover of the current k as a partition of the memory, O(d²) per
+//!    group) rejects it without a walk when S(c) less that bound already reaches thr, again
+//!    only when the full sum would ([`super::birth`]).
 //! 7. **Draws, in this order, every iteration**: the index of k'; for each slot of c', its d
 //!    normals then the three normals of its χ²_3 (a surplus slot: d normals then one uniform);
 //!    then u = 1 − U[0, 1). Nothing the evaluation finds changes which draws are made.
@@ -47,6 +51,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::birth::birth_rejected;
 use super::cover::{CoverCache, RobustCover};
 use super::evaluate::PreparedCentres;
 use super::means::{MeansSource, ProposalMeans};
@@ -609,6 +614,7 @@ pub(crate) fn run_chain<S: MeansSource>(
         //    not −λ[S(c') − S(c)] (`rest`).
         let kind = rng.next_f64();
         let mixed = settings.moves;
+        let mut is_birth = false;
         let total = mixed.jump + mixed.birth_death + mixed.random_walk;
         let (new_k, rest, new_weight) = if kind * total < mixed.jump {
             // The paper's jump.
@@ -721,6 +727,7 @@ pub(crate) fn run_chain<S: MeansSource>(
                     _ => chain.birth_log_density(k, &proposal[k * dim..]),
                 };
                 let rest = -target.eta - density + choice_ratio(k);
+                is_birth = true;
                 (k + 1, rest, None)
             } else {
                 let x = rng.index_below(k);
@@ -759,6 +766,24 @@ pub(crate) fn run_chain<S: MeansSource>(
             (k, 0.0, None)
         };
         let u = rng.next_f64_nonzero();
+        // 5–6. One decision rule.
+        let threshold = current_loss + (rest - u.ln()) / target.lambda;
+        // A birth only adds a centre: a bound on what the newborn can take from S(c) decides
+        // most of them without a walk, as the full sum would (`super::birth`).
+        if is_birth && !settings.full_evaluation {
+            let newborn = &proposal[k * dim..(k + 1) * dim];
+            let decided = chain.get(k).cover.as_ref().is_some_and(|cover| {
+                birth_rejected(cover, &centres, newborn, current_loss, threshold, n_points)
+            });
+            if decided {
+                evaluations += 1;
+                early_rejections += 1;
+                if settings.record_decisions {
+                    decisions.push(false);
+                }
+                continue;
+            }
+        }
         if new_weight.is_none() {
             // A move on clusterings: label the proposal in its fundamental domain (the
             // labelling the jumps use, and the one the cover pairs with its means).
@@ -768,8 +793,6 @@ pub(crate) fn run_chain<S: MeansSource>(
             proposal.extend_from_slice(&labelled);
         }
 
-        // 5–6. One decision rule.
-        let threshold = current_loss + (rest - u.ln()) / target.lambda;
         prepared.set(&proposal);
         let cover = chain.get(new_k).cover.as_ref();
         let evaluation = if settings.full_evaluation {
