@@ -317,7 +317,10 @@ quad_dispatched!(candidate_potentials_fast = candidate_potentials(
 /// vector, four of them side by side do. Above, one distance is long enough to fill the
 /// vectors by itself and the candidates are taken one after the other per point.
 #[inline(always)]
-#[allow(clippy::too_many_arguments, reason = "the kernel's inputs, passed through dispatch")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the kernel's inputs, passed through dispatch"
+)]
 fn candidate_potentials<Q: Quad, const D: usize>(
     quad: Q,
     points: &WeightedPoints<'_>,
