@@ -9,11 +9,13 @@ over the same seeds of
 - scikit-learn-intelex's KMeans (Intel oneDAL; same settings),
 - faiss's Kmeans (float32, BLAS distance matrices, random seeding; `nredo` = n_init, its
   default 25 iterations, every point used: no subsampling),
-- `pacstream kmeans` (greedy k-means++, f64, Lloyd until at most a fraction 1e-4 of the
-  points change cluster in a pass: its default stopping rule, not scikit-learn's),
+- `pacstream kmeans` (greedy k-means++, f64, Lloyd with the stopping rule of the k-means spec,
+  which is scikit-learn's: total squared centre shift ≤ 1e-4 × mean feature variance; then
+  its default refinement, Hartigan's single-point moves, which the peers do not run),
 
-the ratio of each peer's time to pacstream's (> 1: pacstream is faster), and the median and
-best inertia of each. Every inertia is computed here, in f64, from the returned centres on the
+the ratio of each peer's time to pacstream's (> 1: pacstream is faster), the median and
+best inertia of each, and the Lloyd iterations each run took (scikit-learn's and intelex's
+`n_iter_`, faiss's fixed `niter`, pacstream's `n_iter`). Every inertia is computed here, in f64, from the returned centres on the
 same f64 data (each point to its nearest centre), so faiss's float32 arithmetic is judged on
 the same scale as the others. Then, for the sequential setting (§3), the time per round of
 River's cluster.KMeans (learn_one + predict_one) against pacstream's sequential k-means
@@ -79,7 +81,7 @@ def inertia(X, centres):
 
 
 def time_sklearn(X, k, n_init, seeds, estimator=KMeans):
-    times, inertias = [], []
+    times, inertias, iterations = [], [], []
     for seed in seeds:
         model = estimator(n_clusters=k, n_init=n_init, init="k-means++", algorithm="lloyd",
                           random_state=seed)
@@ -87,7 +89,8 @@ def time_sklearn(X, k, n_init, seeds, estimator=KMeans):
         model.fit(X)
         times.append(time.perf_counter() - start)
         inertias.append(inertia(X, model.cluster_centers_))
-    return times, inertias
+        iterations.append(model.n_iter_)
+    return times, inertias, iterations
 
 
 def time_intelex(X, k, n_init, seeds):
@@ -101,7 +104,7 @@ def time_faiss(X, k, n_init, seeds):
 
     faiss.omp_set_num_threads(THREADS)
     X32 = np.ascontiguousarray(X, dtype=np.float32)
-    times, inertias = [], []
+    times, inertias, iterations = [], [], []
     for seed in seeds:
         model = faiss.Kmeans(X.shape[1], k, niter=25, nredo=n_init, seed=seed,
                              max_points_per_centroid=X.shape[0], verbose=False)
@@ -109,11 +112,12 @@ def time_faiss(X, k, n_init, seeds):
         model.train(X32)
         times.append(time.perf_counter() - start)
         inertias.append(inertia(X, model.centroids))
-    return times, inertias
+        iterations.append(25)
+    return times, inertias, iterations
 
 
 def time_pacstream(path, X, k, n_init, seeds):
-    times, inertias = [], []
+    times, inertias, iterations = [], [], []
     summary = DATA / "summary.json"
     for seed in seeds:
         subprocess.run(
@@ -124,7 +128,8 @@ def time_pacstream(path, X, k, n_init, seeds):
         result = json.loads(summary.read_text())
         times.append(result["fit_seconds"])
         inertias.append(inertia(X, result["centres"]))
-    return times, inertias
+        iterations.append(result["report"]["n_iter"])
+    return times, inertias, iterations
 
 
 def river_ns_per_round(n_points, k, dim, seed=1):
@@ -178,13 +183,15 @@ def main():
             ours_time = statistics.median(results["pacstream"][0])
             ours_median = statistics.median(results["pacstream"][1])
             ours_best = min(results["pacstream"][1])
-            for tool, (times, inertias) in results.items():
+            for tool, (times, inertias, _) in results.items():
                 t, median, best = statistics.median(times), statistics.median(inertias), min(inertias)
                 print(f"{name:<16} {tool:<16} {t * 1e3:>10.1f}ms {t / ours_time:>6.2f}x"
                       f" {median:>16.8g} {(median - ours_median) / ours_median:>+17.2e}"
                       f" {best:>14.8g} {(best - ours_best) / ours_best:>+17.2e}")
             print(f"{'':<16} {'times (ms)':<16} " + "; ".join(
                 f"{tool} " + " ".join(f"{t * 1e3:.1f}" for t in results[tool][0]) for tool in results))
+            print(f"{'':<16} {'iterations':<16} " + "; ".join(
+                f"{tool} " + " ".join(str(i) for i in results[tool][2]) for tool in results))
         print("ratio = tool time / pacstream time (> 1: pacstream is faster); 'rel. to pacstream' ="
               " (tool inertia - pacstream inertia) / pacstream inertia (> 0: pacstream's is lower)")
         print()

@@ -95,7 +95,7 @@ pub(crate) fn nearest_two<const D: usize>(
 }
 
 /// Centres per group of the across-centres kernels (one AVX2 vector of f64).
-const LANES: usize = 4;
+pub(crate) const LANES: usize = 4;
 
 /// The largest dimension for which the assignment kernels compute four centres at once
 /// (below); above it one distance already fills the vectors.
@@ -122,6 +122,11 @@ impl CentreGroups {
         }
         Self { values }
     }
+
+    /// The groups, each `dim` × [`LANES`] values (coordinate-major, see above).
+    pub(crate) fn groups(&self, dim: usize) -> std::slice::ChunksExact<'_, f64> {
+        self.values.chunks_exact(dim * LANES)
+    }
 }
 
 /// The squared distances from `point` to the four centres of `group`, each with the
@@ -129,7 +134,7 @@ impl CentreGroups {
 /// coordinates are left, the rest to a tail; then (s₀ + s₁) + (s₂ + s₃) + tail), so each
 /// lane holds the very bits `squared_distance` returns for that centre.
 #[inline(always)]
-fn group_distances<Q: Quad, const D: usize>(q: Q, point: &[f64], group: &[f64]) -> Q::V {
+pub(crate) fn group_distances<Q: Quad, const D: usize>(q: Q, point: &[f64], group: &[f64]) -> Q::V {
     let point = &point[..D];
     let group = &group[..D * LANES];
     let full = D - D % 4;

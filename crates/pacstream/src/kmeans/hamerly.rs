@@ -28,6 +28,7 @@ use super::chunked::{ClusterSums, WeightedPoints, fold_chunks, quad_dispatched, 
 use super::expanded;
 use crate::geometry::{squared_distance, squared_norm};
 use crate::kernels::Quad;
+use rayon::prelude::*;
 
 /// A point's label and its distance bounds.
 #[derive(Clone, Copy, Debug)]
@@ -51,6 +52,9 @@ pub(crate) struct Hamerly {
     assigned: bool,
     /// The relative slack δ that makes the bounds conservative.
     slack: f64,
+    /// ‖x‖² of every point at d > [`MAX_GROUPED_DIM`] (computed in the first pass), for the
+    /// expanded distances: the points do not move, so neither do their norms.
+    point_norms: Vec<f64>,
     scratch: Vec<ClusterSums>,
 }
 
@@ -68,6 +72,7 @@ impl Hamerly {
             movement: vec![0.0; n_clusters],
             assigned: false,
             slack: (dim as f64 + 8.0) * f64::EPSILON,
+            point_norms: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -88,6 +93,8 @@ struct CentreInfo<'a> {
     second_largest_move: f64,
     /// ‖c_j‖² and (widened) max_j ‖c_j‖², for the expanded distances at large d.
     squared_norms: Vec<f64>,
+    /// ‖x‖² of every point, at large d.
+    point_norms: &'a [f64],
     largest_squared_norm: f64,
     /// E / (‖x‖ + max‖c‖)², the bound on the error of an expanded distance.
     expansion_error: f64,
@@ -236,7 +243,7 @@ fn hamerly_chunk_blocked(
         {
             let state = &mut states[offset];
             let previous = state.label;
-            let norm = squared_norm(point);
+            let norm = info.point_norms[first + offset];
             let (mut smallest, mut next) = (f64::INFINITY, f64::INFINITY);
             for ((a, &product), &centre_norm) in approximate
                 .iter_mut()
@@ -297,6 +304,9 @@ impl Assigner for Hamerly {
     fn assign(&mut self, points: &WeightedPoints<'_>, centres: &[f64], totals: &mut ClusterSums) {
         let (n_clusters, dim) = (centres.len() / points.dim, points.dim);
         let (farthest_moved, largest_move, second_largest_move) = two_largest(&self.movement);
+        if dim > MAX_GROUPED_DIM && self.point_norms.is_empty() {
+            self.point_norms = points.values.par_chunks(dim).map(squared_norm).collect();
+        }
         let info = CentreInfo {
             centres,
             groups: if dim <= MAX_GROUPED_DIM {
@@ -315,6 +325,7 @@ impl Assigner for Hamerly {
                 .map(squared_norm)
                 .fold(0.0, f64::max)
                 * (1.0 + self.slack),
+            point_norms: &self.point_norms,
             expansion_error: expanded::error_scale(dim),
             movement: &self.movement,
             farthest_moved,

@@ -34,11 +34,13 @@ use std::ops::Range;
 use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::chunked::{CHUNK, WeightedPoints, dispatched, with_const_dim};
+use super::assign::{CentreGroups, LANES, MAX_GROUPED_DIM, group_distances};
+use super::chunked::{CHUNK, WeightedPoints, quad_dispatched, with_const_dim};
 use super::params::Init;
 use crate::data::{Points, Weights};
 use crate::error::{Error, Result};
 use crate::geometry::squared_distance;
+use crate::kernels::Quad;
 use crate::rng::StreamRng;
 
 /// The seeded centres (row-major, in the coordinates of the points given) and what
@@ -145,15 +147,17 @@ fn kmeans_plus_plus(
     closest.fill(f64::INFINITY);
     sampler.update_closest(points, &mut closest, points.row(first));
     let mut ran_out = false;
+    let mut kept = Vec::new();
     while indices.len() < n_clusters {
         if sampler.total() <= 0.0 {
             ran_out = true;
             break;
         }
-        let next = if trials == 1 {
-            sampler
+        let (next, updated) = if trials == 1 {
+            let next = sampler
                 .draw(points, &closest, rng.next_f64())
-                .expect("invariant: the total mass is positive")
+                .expect("invariant: the total mass is positive");
+            (next, false)
         } else {
             let candidates: Vec<usize> = (0..trials)
                 .map(|_| {
@@ -162,11 +166,16 @@ fn kmeans_plus_plus(
                         .expect("invariant: the total mass is positive")
                 })
                 .collect();
-            best_candidate(points, &closest, &candidates)
+            best_candidate(points, &mut closest, &candidates, &mut kept)
         };
         indices.push(next);
         if indices.len() < n_clusters {
-            sampler.update_closest(points, &mut closest, points.row(next));
+            if updated {
+                // The same masses as the update's: Σ w·D² over each chunk in point order.
+                sampler.refresh(points, &closest);
+            } else {
+                sampler.update_closest(points, &mut closest, points.row(next));
+            }
         }
     }
     if ran_out {
@@ -183,8 +192,19 @@ fn kmeans_plus_plus(
 }
 
 /// The candidate with the lowest potential Σ w(x)·min(D(x)², ‖x − candidate‖²); ties go to
-/// the first candidate drawn.
-fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[usize]) -> usize {
+/// the first candidate drawn. Returns it and whether `closest` now holds the D² it leaves,
+/// min(D(x)², ‖x − winner‖²).
+///
+/// At d ≥ [`KEEP_MIN_DIM`] the pass keeps every candidate's min(D(x)², ‖x − candidate‖²)
+/// (in `kept`, when n × candidates ≤ [`KEEP_MAX_VALUES`]) and the winner's become the new
+/// D²: the very values the update would compute (the same distance arithmetic, the same
+/// `min`), without a second pass of long distances. Below, the caller updates D² itself.
+fn best_candidate(
+    points: &WeightedPoints<'_>,
+    closest: &mut [f64],
+    candidates: &[usize],
+    kept: &mut Vec<f64>,
+) -> (usize, bool) {
     // A candidate drawn twice (common once the mass sits on a few far points) is evaluated
     // once; keeping the first occurrences in order keeps "ties go to the first drawn".
     let mut distinct: Vec<usize> = Vec::with_capacity(candidates.len());
@@ -194,24 +214,54 @@ fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[us
         }
     }
     if distinct.len() == 1 {
-        return distinct[0];
+        return (distinct[0], false);
     }
     let candidates = &distinct[..];
     let rows: Vec<f64> = candidates
         .iter()
         .flat_map(|&i| points.row(i).iter().copied())
         .collect();
-    let partials: Vec<Vec<f64>> = points
-        .chunk_ranges()
-        .map(|range| {
-            let mut potentials = vec![0.0; candidates.len()];
-            with_const_dim!(
-                points.dim,
-                candidate_potentials_fast(points, &rows, range, closest, &mut potentials)
-            );
-            potentials
-        })
-        .collect();
+    let groups = if points.dim <= MAX_GROUPED_DIM {
+        CentreGroups::new(&rows, points.dim)
+    } else {
+        CentreGroups::default()
+    };
+    let n_points = points.n_points();
+    let keep = points.dim >= KEEP_MIN_DIM && n_points * candidates.len() <= KEEP_MAX_VALUES;
+    let width = candidates.len();
+    kept.clear();
+    if keep {
+        kept.resize(n_points * width, 0.0);
+    }
+    let reading: &[f64] = closest;
+    let potentials_of = |range: Range<usize>, kept: &mut [f64]| {
+        let mut potentials = vec![0.0; width];
+        with_const_dim!(
+            points.dim,
+            candidate_potentials_fast(
+                points,
+                &rows,
+                &groups,
+                range,
+                reading,
+                kept,
+                &mut potentials
+            )
+        );
+        potentials
+    };
+    let partials: Vec<Vec<f64>> = if keep {
+        points
+            .chunk_ranges()
+            .zip(kept.par_chunks_mut(CHUNK * width))
+            .map(|(range, kept)| potentials_of(range, kept))
+            .collect()
+    } else {
+        points
+            .chunk_ranges()
+            .map(|range| potentials_of(range, &mut []))
+            .collect()
+    };
     let mut potentials = vec![0.0; candidates.len()];
     for partial in &partials {
         for (total, p) in potentials.iter_mut().zip(partial) {
@@ -224,38 +274,120 @@ fn best_candidate(points: &WeightedPoints<'_>, closest: &[f64], candidates: &[us
             best = t;
         }
     }
-    candidates[best]
+    if keep {
+        for (d2, values) in closest.iter_mut().zip(kept.chunks_exact(width)) {
+            *d2 = values[best];
+        }
+    }
+    (candidates[best], keep)
 }
 
-dispatched!(candidate_potentials_fast = candidate_potentials(
+/// The most values [`best_candidate`] keeps (32 MB): beyond, it lets the caller update D².
+const KEEP_MAX_VALUES: usize = 1 << 22;
+
+/// The smallest dimension at which [`best_candidate`] keeps the candidates' D², from
+/// callgrind on the data sets of the k-means benchmark (one thread, the whole fit): on
+/// digits (d = 64) keeping removed the update's 28 million instructions of 443 million for
+/// about 2 million of stores and copying back; on blobs 100,000 × 10, keeping (with the
+/// candidates in the lanes of a vector) took 133 million instructions where the update
+/// takes 132 million, and moved work from the parallel update to the sequential copy.
+const KEEP_MIN_DIM: usize = MAX_GROUPED_DIM + 1;
+
+quad_dispatched!(candidate_potentials_fast = candidate_potentials(
     points: &'a WeightedPoints<'b>,
     candidates: &'a [f64],
+    groups: &'a CentreGroups,
     range: Range<usize>,
     closest: &'a [f64],
+    kept: &'a mut [f64],
     potentials: &'a mut [f64],
 ));
 
-/// Adds Σ_{i ∈ range} w(i)·min(D(i)², ‖x_i − candidate_t‖²) to `potentials[t]`.
+/// Adds Σ_{i ∈ range} w(i)·min(D(i)², ‖x_i − candidate_t‖²) to `potentials[t]`, and, when
+/// `kept` is not empty, stores min(D(i)², ‖x_i − candidate_t‖²) in
+/// `kept[(i − range.start)·m + t]` for the m candidates.
 ///
 /// Up to four candidates at a time, each point visited once for all of them: every
 /// candidate's sum still runs over the points in index order (the same bits as one
 /// candidate at a time), but the four sums are independent chains of additions, so the
-/// processor overlaps them instead of waiting on one addition's latency per point.
+/// processor overlaps them instead of waiting on one addition's latency per point. At a
+/// compile-time dimension D ≤ 16 (`groups`: the candidates in groups of four lanes) the
+/// four candidates sit in the lanes of one vector, each distance with the arithmetic of
+/// [`squared_distance`] ([`group_distances`]): a distance of a few coordinates fills no
+/// vector, four of them side by side do. Above, one distance is long enough to fill the
+/// vectors by itself and the candidates are taken one after the other per point.
 #[inline(always)]
-fn candidate_potentials<const D: usize>(
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the kernel's inputs, passed through dispatch"
+)]
+fn candidate_potentials<Q: Quad, const D: usize>(
+    quad: Q,
+    points: &WeightedPoints<'_>,
+    candidates: &[f64],
+    groups: &CentreGroups,
+    range: Range<usize>,
+    closest: &[f64],
+    kept: &mut [f64],
+    potentials: &mut [f64],
+) {
+    if D == 0 {
+        candidate_potentials_each(quad, points, candidates, range, closest, kept, potentials);
+        return;
+    }
+    // Nothing is kept at d ≤ 16 (`KEEP_MIN_DIM`).
+    debug_assert!(kept.is_empty());
+    let values = &points.values[range.start * D..range.end * D];
+    let closest = &closest[range.clone()];
+    // Lanes past the last candidate hold NaN; their sums are dropped by the zip below.
+    for (potentials, group) in potentials.chunks_mut(LANES).zip(groups.groups(D)) {
+        let mut sums = quad.splat(0.0);
+        match points.weights {
+            Weights::Unit => {
+                for (point, &d2) in values.chunks_exact(D).zip(closest) {
+                    let distance = group_distances::<Q, D>(quad, point, group);
+                    // `min` keeps d2 only where it is the smaller: f64::min's value here
+                    // (no NaN in a real lane, and no −0: both are sums of squares).
+                    sums = quad.add(sums, quad.min(quad.splat(d2), distance));
+                }
+            }
+            Weights::Given(weights) => {
+                let weights = &weights[range.clone()];
+                for ((point, &d2), &w) in values.chunks_exact(D).zip(closest).zip(weights) {
+                    let distance = group_distances::<Q, D>(quad, point, group);
+                    let nearer = quad.min(quad.splat(d2), distance);
+                    sums = quad.add(sums, quad.mul(quad.splat(w), nearer));
+                }
+            }
+        }
+        for (potential, sum) in potentials.iter_mut().zip(quad.to_array(sums)) {
+            *potential += sum;
+        }
+    }
+}
+
+/// [`candidate_potentials`] at a run-time dimension: per point, the distances to four
+/// candidates at once ([`four_distances`]), each sum in point order.
+#[inline(always)]
+fn candidate_potentials_each<Q: Quad>(
+    quad: Q,
     points: &WeightedPoints<'_>,
     candidates: &[f64],
     range: Range<usize>,
     closest: &[f64],
+    kept: &mut [f64],
     potentials: &mut [f64],
 ) {
-    let dim = if D == 0 { points.dim } else { D };
+    let dim = points.dim;
+    let width = potentials.len();
     let values = &points.values[range.start * dim..range.end * dim];
     let closest = &closest[range.clone()];
-    for (potentials, group) in potentials
+    for (g, (potentials, group)) in potentials
         .chunks_mut(GROUP)
         .zip(candidates.chunks(GROUP * dim))
+        .enumerate()
     {
+        let (first, in_group) = (g * GROUP, potentials.len());
         // A group of fewer than four repeats its last candidate; those sums are dropped.
         let last = potentials.len() - 1;
         let candidate = |t: usize| &group[t.min(last) * dim..(t.min(last) + 1) * dim];
@@ -265,20 +397,27 @@ fn candidate_potentials<const D: usize>(
         let mut sums = [0.0; GROUP];
         match points.weights {
             Weights::Unit => {
-                for (point, d2) in values.chunks_exact(dim).zip(closest) {
-                    let point = &point[..dim];
-                    for (sum, candidate) in sums.iter_mut().zip(group) {
-                        *sum += d2.min(squared_distance(point, candidate));
+                for (p, (point, d2)) in values.chunks_exact(dim).zip(closest).enumerate() {
+                    let distances = four_distances(quad, point, group);
+                    for (sum, distance) in sums.iter_mut().zip(distances) {
+                        *sum += d2.min(distance);
                     }
+                    keep_nearer(kept, p * width + first, *d2, &distances[..in_group]);
                 }
             }
             Weights::Given(weights) => {
                 let weights = &weights[range.clone()];
-                for ((point, d2), w) in values.chunks_exact(dim).zip(closest).zip(weights) {
-                    let point = &point[..dim];
-                    for (sum, candidate) in sums.iter_mut().zip(group) {
-                        *sum += w * d2.min(squared_distance(point, candidate));
+                for (p, ((point, d2), w)) in values
+                    .chunks_exact(dim)
+                    .zip(closest)
+                    .zip(weights)
+                    .enumerate()
+                {
+                    let distances = four_distances(quad, point, group);
+                    for (sum, distance) in sums.iter_mut().zip(distances) {
+                        *sum += w * d2.min(distance);
                     }
+                    keep_nearer(kept, p * width + first, *d2, &distances[..in_group]);
                 }
             }
         }
@@ -288,10 +427,66 @@ fn candidate_potentials<const D: usize>(
     }
 }
 
+/// The squared distances from `point` to four candidates (rows of the point's length), each
+/// with the arithmetic of [`squared_distance`]: coordinate f of the whole blocks of four
+/// goes to lane f mod 4 of that candidate's vector, the rest to a tail, and the result is
+/// (l₀ + l₁) + (l₂ + l₃) + tail, the same bits. Each block of the point is loaded once for
+/// the four candidates, and the four sums are independent chains, which is where this
+/// gains over four calls of [`squared_distance`] at a run-time dimension.
+#[inline(always)]
+fn four_distances<Q: Quad>(quad: Q, point: &[f64], candidates: [&[f64]; 4]) -> [f64; 4] {
+    let dim = point.len();
+    let full = dim - dim % 4;
+    let zero = quad.splat(0.0);
+    let mut sums = [zero; 4];
+    for ((((x, c0), c1), c2), c3) in point[..full]
+        .chunks_exact(4)
+        .zip(candidates[0][..full].chunks_exact(4))
+        .zip(candidates[1][..full].chunks_exact(4))
+        .zip(candidates[2][..full].chunks_exact(4))
+        .zip(candidates[3][..full].chunks_exact(4))
+    {
+        let x = quad.load(block(x));
+        for (sum, c) in sums.iter_mut().zip([c0, c1, c2, c3]) {
+            let diff = quad.sub(x, quad.load(block(c)));
+            *sum = quad.add(*sum, quad.mul(diff, diff));
+        }
+    }
+    let mut distances = [0.0; 4];
+    for ((distance, sum), candidate) in distances.iter_mut().zip(sums).zip(candidates) {
+        let mut tail = 0.0;
+        for (x, c) in point[full..].iter().zip(&candidate[full..dim]) {
+            let diff = x - c;
+            tail += diff * diff;
+        }
+        *distance = crate::kernels::sum_quad(quad.to_array(sum)) + tail;
+    }
+    distances
+}
+
+/// Stores min(d2, distance_t) at `kept[at + t]` for each distance, unless `kept` is empty.
+#[inline(always)]
+fn keep_nearer(kept: &mut [f64], at: usize, d2: f64, distances: &[f64]) {
+    if !kept.is_empty() {
+        for (slot, distance) in kept[at..at + distances.len()].iter_mut().zip(distances) {
+            *slot = d2.min(*distance);
+        }
+    }
+}
+
+/// A block of four values from `chunks_exact(4)`. (A function, not a closure, so that it is
+/// compiled for the instruction set of the kernel that calls it.)
+#[inline(always)]
+fn block(values: &[f64]) -> &[f64; 4] {
+    values
+        .try_into()
+        .expect("invariant: chunks_exact(4) gives blocks of four")
+}
+
 /// Candidates whose potentials are summed side by side.
 const GROUP: usize = 4;
 
-dispatched!(update_chunk_fast = update_chunk(
+quad_dispatched!(update_chunk_fast = update_chunk(
     points: &'a WeightedPoints<'b>,
     first: usize,
     closest: &'a mut [f64],
@@ -299,9 +494,14 @@ dispatched!(update_chunk_fast = update_chunk(
 ) -> f64);
 
 /// closest(i) ← min(closest(i), ‖x_i − centre‖²) over one chunk starting at point `first`;
-/// returns the chunk's new mass Σ w(i)·closest(i).
+/// returns the chunk's new mass Σ w(i)·closest(i), summed in point order.
+///
+/// At a compile-time dimension D ≥ 1 four consecutive points sit in the lanes of one
+/// vector (as in plain Lloyd's pass), each distance with the arithmetic of
+/// [`squared_distance`], so every closest(i) has the bits of the one-point loop.
 #[inline(always)]
-fn update_chunk<const D: usize>(
+fn update_chunk<Q: Quad, const D: usize>(
+    quad: Q,
     points: &WeightedPoints<'_>,
     first: usize,
     closest: &mut [f64],
@@ -310,16 +510,64 @@ fn update_chunk<const D: usize>(
     let dim = if D == 0 { points.dim } else { D };
     let centre = &centre[..dim];
     let values = &points.values[first * dim..(first + closest.len()) * dim];
-    for (d2, point) in closest.iter_mut().zip(values.chunks_exact(dim)) {
+    let n_full = if D == 0 {
+        0
+    } else {
+        closest.len() - closest.len() % LANES
+    };
+    let (full, rest) = closest.split_at_mut(n_full);
+    let (full_values, rest_values) = values.split_at(n_full * dim);
+    if D > 0 {
+        let zero = quad.splat(0.0);
+        let centre_lanes: [Q::V; D] = std::array::from_fn(|f| quad.splat(centre[f]));
+        let full_dims = D - D % 4;
+        for (d2, rows) in full
+            .chunks_exact_mut(LANES)
+            .zip(full_values.chunks_exact(LANES * D))
+        {
+            let rows = &rows[..LANES * D];
+            let d2: &mut [f64; LANES] =
+                d2.try_into().expect("invariant: a block holds four points");
+            let mut partial = [zero; 4];
+            let mut tail = zero;
+            for f in 0..D {
+                let x = quad.load(&[rows[f], rows[D + f], rows[2 * D + f], rows[3 * D + f]]);
+                let diff = quad.sub(x, centre_lanes[f]);
+                if f < full_dims {
+                    partial[f % 4] = quad.add(partial[f % 4], quad.mul(diff, diff));
+                } else {
+                    tail = quad.add(tail, quad.mul(diff, diff));
+                }
+            }
+            let distance = quad.add(
+                quad.add(
+                    quad.add(partial[0], partial[1]),
+                    quad.add(partial[2], partial[3]),
+                ),
+                tail,
+            );
+            // `min` keeps the old value only where it is the smaller: f64::min's value here
+            // (no NaN, and no −0: both are sums of squares or +∞).
+            quad.store(d2, quad.min(quad.load(d2), distance));
+        }
+    }
+    for (d2, point) in rest.iter_mut().zip(rest_values.chunks_exact(dim)) {
         *d2 = d2.min(squared_distance(&point[..dim], centre));
     }
+    let mut mass = 0.0;
     match points.weights {
-        Weights::Unit => closest.iter().fold(0.0, |acc, d2| acc + d2),
-        Weights::Given(weights) => closest
-            .iter()
-            .zip(&weights[first..first + closest.len()])
-            .fold(0.0, |acc, (d2, w)| acc + w * d2),
+        Weights::Unit => {
+            for d2 in closest.iter() {
+                mass += d2;
+            }
+        }
+        Weights::Given(weights) => {
+            for (d2, w) in closest.iter().zip(&weights[first..first + closest.len()]) {
+                mass += w * d2;
+            }
+        }
     }
+    mass
 }
 
 /// k distinct indices, each drawn ∝ w among those not drawn yet. Returns the indices and
@@ -486,6 +734,7 @@ fn has_duplicates(centres: &[f64], dim: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::Portable;
 
     fn weighted<'a>(values: &'a [f64], dim: usize, weights: Weights<'a>) -> WeightedPoints<'a> {
         WeightedPoints {
@@ -570,17 +819,38 @@ mod tests {
                         .map(|_| rng.standard_normal())
                         .collect();
                     let mut grouped = vec![0.5; n_candidates];
+                    let groups = if dim <= MAX_GROUPED_DIM {
+                        CentreGroups::new(&candidates, dim)
+                    } else {
+                        CentreGroups::default()
+                    };
                     with_const_dim!(
                         dim,
                         candidate_potentials_fast(
                             &points,
                             &candidates,
+                            &groups,
                             0..n,
                             &closest,
+                            &mut [],
                             &mut grouped
                         )
                     );
+                    let mut portable = vec![0.5; n_candidates];
+                    with_const_dim!(
+                        dim,
+                        candidate_potentials_portable(
+                            &points,
+                            &candidates,
+                            &groups,
+                            0..n,
+                            &closest,
+                            &mut [],
+                            &mut portable
+                        )
+                    );
                     for (t, candidate) in candidates.chunks_exact(dim).enumerate() {
+                        assert_eq!(grouped[t].to_bits(), portable[t].to_bits());
                         let mut sum = 0.0;
                         for i in 0..n {
                             let w = points.weight(i);
@@ -602,6 +872,129 @@ mod tests {
         }
     }
 
+    fn candidate_potentials_portable<const D: usize>(
+        points: &WeightedPoints<'_>,
+        candidates: &[f64],
+        groups: &CentreGroups,
+        range: Range<usize>,
+        closest: &[f64],
+        kept: &mut [f64],
+        potentials: &mut [f64],
+    ) {
+        candidate_potentials::<Portable, D>(
+            Portable, points, candidates, groups, range, closest, kept, potentials,
+        );
+    }
+
+    fn update_chunk_portable<const D: usize>(
+        points: &WeightedPoints<'_>,
+        first: usize,
+        closest: &mut [f64],
+        centre: &[f64],
+    ) -> f64 {
+        update_chunk::<Portable, D>(Portable, points, first, closest, centre)
+    }
+
+    /// The D² update, four points per vector at compile-time dimensions, has the bits of
+    /// the one-point loop (closest(i) ← min(closest(i), ‖x_i − c‖²), then the mass summed in
+    /// point order) on this CPU's instructions and on the portable build, with and without
+    /// weights, for a chunk that starts inside the data and ends in fewer than four points;
+    /// some points sit on the centre and some D² are still infinite.
+    #[test]
+    fn grouped_update_has_the_bits_of_one_point_at_a_time() {
+        let mut rng = StreamRng::seed_from(12);
+        for dim in [1, 2, 3, 4, 5, 10, 16, 20] {
+            let n = 1500;
+            let mut values: Vec<f64> = (0..n * dim).map(|_| rng.standard_normal()).collect();
+            let centre: Vec<f64> = (0..dim).map(|_| rng.standard_normal()).collect();
+            for i in [9, 10, 400] {
+                values[i * dim..(i + 1) * dim].copy_from_slice(&centre);
+            }
+            let closest: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i % 5 == 0 {
+                        f64::INFINITY
+                    } else {
+                        3.0 * dim as f64 * rng.next_f64()
+                    }
+                })
+                .collect();
+            let given: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+            let (first, len) = (7, 1023);
+            for weights in [Weights::Unit, Weights::Given(&given)] {
+                let points = weighted(&values, dim, weights);
+                let mut expected = closest[first..first + len].to_vec();
+                let mut mass = 0.0;
+                for (offset, d2) in expected.iter_mut().enumerate() {
+                    let i = first + offset;
+                    *d2 = d2.min(squared_distance(points.row(i), &centre));
+                    mass += if matches!(weights, Weights::Unit) {
+                        *d2
+                    } else {
+                        points.weight(i) * *d2
+                    };
+                }
+                let bits = |values: &[f64]| values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                let mut fast = closest[first..first + len].to_vec();
+                let fast_mass =
+                    with_const_dim!(dim, update_chunk_fast(&points, first, &mut fast, &centre));
+                let mut portable = closest[first..first + len].to_vec();
+                let portable_mass = with_const_dim!(
+                    dim,
+                    update_chunk_portable(&points, first, &mut portable, &centre)
+                );
+                assert_eq!(bits(&fast), bits(&expected), "d {dim}");
+                assert_eq!(bits(&portable), bits(&expected), "d {dim}");
+                assert_eq!(fast_mass.to_bits(), mass.to_bits(), "d {dim}");
+                assert_eq!(portable_mass.to_bits(), mass.to_bits(), "d {dim}");
+            }
+        }
+    }
+
+    /// From d = 17 on, the potentials' pass leaves the winner's min(D², ‖x − winner‖²) in
+    /// `closest`: the bits the D² update computes, with and without weights, with a
+    /// candidate drawn twice and one whose D² is already 0; at d ≤ 16 it leaves `closest`
+    /// alone. The winner is the one whose potential, summed one candidate at a time, is
+    /// lowest.
+    #[test]
+    fn kept_distances_are_the_update_of_the_winner() {
+        let mut rng = StreamRng::seed_from(13);
+        for dim in [2, 10, 17, 20, 64] {
+            let n = 2 * CHUNK + 300;
+            let values: Vec<f64> = (0..n * dim).map(|_| rng.standard_normal()).collect();
+            let given: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+            for weights in [Weights::Unit, Weights::Given(&given)] {
+                let points = weighted(&values, dim, weights);
+                let mut closest: Vec<f64> = (0..n).map(|_| 3.0 * rng.next_f64()).collect();
+                closest[2000] = 0.0;
+                let candidates = [5, 1500, 2000, 1500, 77, 2100];
+                let mut kept = Vec::new();
+                let mut updated = closest.clone();
+                let (winner, done) = best_candidate(&points, &mut updated, &candidates, &mut kept);
+                assert_eq!(done, dim >= KEEP_MIN_DIM, "d {dim}");
+                let potential = |c: usize| {
+                    (0..n).fold(0.0, |acc, i| {
+                        acc + points.weight(i)
+                            * closest[i].min(squared_distance(points.row(i), points.row(c)))
+                    })
+                };
+                let lowest = candidates
+                    .iter()
+                    .copied()
+                    .min_by(|&a, &b| potential(a).total_cmp(&potential(b)))
+                    .unwrap();
+                assert_eq!(winner, lowest, "d {dim}");
+                let mut expected = closest.clone();
+                if done {
+                    let mut sampler = MassSampler::new(n);
+                    sampler.update_closest(&points, &mut expected, points.row(winner));
+                }
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&updated), bits(&expected), "d {dim}");
+            }
+        }
+    }
+
     #[test]
     fn greedy_picks_the_candidate_with_the_lowest_potential() {
         // Centre at 0: candidate 10 leaves potential 0 + 1 + 1 + 0 + 1 = 3, candidate 1
@@ -609,9 +1002,12 @@ mod tests {
         let values = [0.0, 1.0, 9.0, 10.0, 11.0];
         let points = weighted(&values, 1, Weights::Unit);
         let closest: Vec<f64> = values.iter().map(|x| x * x).collect();
-        assert_eq!(best_candidate(&points, &closest, &[1, 3]), 3);
-        assert_eq!(best_candidate(&points, &closest, &[3, 1]), 3);
+        let best = |candidates: &[usize]| {
+            best_candidate(&points, &mut closest.clone(), candidates, &mut Vec::new()).0
+        };
+        assert_eq!(best(&[1, 3]), 3);
+        assert_eq!(best(&[3, 1]), 3);
         // Equal potentials: the first drawn wins.
-        assert_eq!(best_candidate(&points, &closest, &[2, 4, 2]), 2);
+        assert_eq!(best(&[2, 4, 2]), 2);
     }
 }

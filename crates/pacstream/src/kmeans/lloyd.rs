@@ -5,13 +5,13 @@
 //!
 //! - when an assignment changes no label (*strict convergence*: the centres are then
 //!   already the means of their points, and the labels match them);
-//! - when the points whose label changed in the last pass weigh at most `tol` × the total
-//!   weight ([`Stopping::ChangedLabels`], the default), or, with
-//!   [`Stopping::CentreShift`], when the total squared centre shift Σ_j ‖c_j' − c_j‖² is at
-//!   most `tol` × (mean per-feature variance of the data), scikit-learn's rule, where the
-//!   variance of a feature is the *weighted population* variance Σ w(x)(x_f − μ_f)² / Σ w(x)
-//!   (with unit weights, exactly `numpy.var`); see [`Stopping`] for why the default counts
-//!   labels;
+//! - with [`Stopping::CentreShift`] (the default, the spec's rule and scikit-learn's), when
+//!   the total squared centre shift Σ_j ‖c_j' − c_j‖² of the update is at most
+//!   `tol` × (mean per-feature variance of the data), where the variance of a feature is
+//!   the *weighted population* variance Σ w(x)(x_f − μ_f)² / Σ w(x) (with unit weights,
+//!   exactly `numpy.var`); or, with [`Stopping::ChangedLabels`], when the points whose
+//!   label changed in the last pass weigh at most `tol` × the total weight (see
+//!   [`Stopping`] for where the two differ);
 //! - after `max_iter` iterations.
 //!
 //! In the last two cases the points are assigned once more so that the labels match the

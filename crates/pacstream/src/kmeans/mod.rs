@@ -9,9 +9,10 @@
 //!
 //! - **Batch** ([`KMeansParams`] → [`KMeansConfig::fit`] → [`KMeans`]): seeding by greedy
 //!   k-means++ (default), vanilla k-means++, random points or given centres; then Lloyd's
-//!   iterations on the data translated to their weighted mean, until at most a fraction
-//!   `tol` of the points change cluster in a pass ([`Stopping`]; scikit-learn's centre-shift
-//!   rule is one option away), or `max_iter`; empty clusters
+//!   iterations on the data translated to their weighted mean, until the total squared
+//!   centre shift of a pass is at most `tol` × the mean per-feature variance (the spec's and
+//!   scikit-learn's rule; counting the points that change cluster is one option away:
+//!   [`Stopping`]), or `max_iter`; empty clusters
 //!   re-seeded at the farthest point; then (by default) Hartigan's single-point moves
 //!   ([`Refinement`]), which reach lower local optima than Lloyd's fixed points; `n_init`
 //!   restarts on independent child streams. The
