@@ -4,7 +4,9 @@
 //! beside the wall-clock time, so that the division of the work shows even on a busy
 //! machine. Run with
 //! `cargo run --release -p pacstream-dataflow --example throughput -- [rows [pattern
-//! [workers [keyed epoch size]]]]`, for example `... -- 10000000 keyed 1,2 4096`.
+//! [workers [keyed epoch size [nosummary]]]]]`, for example `... -- 10000000 keyed 1,2 4096`.
+//! Keyed learners write their summary document to a sink (worker 0 merging every worker's
+//! entries, as the command line does with `--summary`), unless told `nosummary`.
 #![allow(clippy::print_stdout)]
 
 use std::sync::Arc;
@@ -15,8 +17,14 @@ use pacstream::kmeans::SequentialKMeansParams;
 use pacstream_dataflow::experts::{ConstantGrid, ShardedHedge, run_sharded_hedge};
 use pacstream_dataflow::keyed::{AggregatorFamily, KeyedRow, run_keyed};
 use pacstream_dataflow::kmeans::{KMeansJob, run_kmeans};
-use pacstream_dataflow::{Result, RunFiles, Source};
+use pacstream_dataflow::{Result, RunFiles, Selection, Source};
 use timely::Config;
+
+/// The allocator of the `pacstream` binary (mimalloc), so that the figures are those of the
+/// command line's: every generated row is an allocation or two, and keyed rows are freed by
+/// another thread than the one that built them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Rows generated from their index: d values around one of 8 centres.
 #[derive(Debug)]
@@ -53,17 +61,31 @@ impl Source for Generated {
     fn next_selected(
         &mut self,
         n: usize,
-        keep: &dyn Fn(usize) -> bool,
+        keep: &Selection,
         out: &mut Vec<(usize, Vec<f64>)>,
     ) -> Result<usize> {
         let passed = (n as u64).min(self.end - self.next) as usize;
-        for offset in (0..passed).filter(|&o| keep(o)) {
+        for offset in selected(keep, passed) {
             let index = self.next + offset as u64;
             out.push((offset, (0..self.dim).map(|c| value(index, c)).collect()));
         }
         self.next += passed as u64;
         Ok(passed)
     }
+}
+
+/// The offsets below `passed` that `keep` selects, range by range.
+fn selected(keep: &Selection, passed: usize) -> impl Iterator<Item = usize> + '_ {
+    let mut next = 0;
+    std::iter::from_fn(move || {
+        (next < passed).then(|| {
+            let range = keep.next_range(next);
+            let range = range.start.min(passed)..range.end.min(passed);
+            next = range.end;
+            range
+        })
+    })
+    .flatten()
 }
 
 /// Keyed rows: 10 experts' advice and the outcome, keys cycling over `keys`.
@@ -90,12 +112,12 @@ impl Source for KeyedGenerated {
     fn next_selected(
         &mut self,
         n: usize,
-        keep: &dyn Fn(usize) -> bool,
+        keep: &Selection,
         out: &mut Vec<(usize, KeyedRow)>,
     ) -> Result<usize> {
         let start = self.inner.next;
         let passed = (n as u64).min(self.inner.end - start) as usize;
-        for offset in (0..passed).filter(|&o| keep(o)) {
+        for offset in selected(keep, passed) {
             let i = start + offset as u64;
             let row: Vec<f64> = (0..self.inner.dim).map(|c| value(i, c) / 30.0).collect();
             out.push((offset, (format!("k{}", i % self.keys), row)));
@@ -183,6 +205,9 @@ fn main() {
         .nth(4)
         .and_then(|a| a.parse().ok())
         .unwrap_or(65_536);
+    // Keyed learners write their summary (every key's entry, merged by worker 0 into a sink,
+    // as `pacstream experts --key --summary` writes the file) unless told "nosummary".
+    let summary = std::env::args().nth(5).as_deref() != Some("nosummary");
     println!(
         "pattern | workers | rows (or rounds) | seconds | rows/s | ratio to 1 worker | CPU seconds per worker | seconds waiting for a core | seconds asleep (waiting for the other workers)"
     );
@@ -225,14 +250,12 @@ fn main() {
                 },
                 keys: 100_000,
             };
-            run_keyed(
-                worker,
-                &*family,
-                epoch_size,
-                &mut source,
-                &RunFiles::default(),
-            )
-            .unwrap();
+            let files = RunFiles {
+                summary,
+                ..RunFiles::default()
+            };
+            let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files).unwrap();
+            outcome.summary.write_to(&mut std::io::sink()).unwrap();
         });
         println!(
             "keyed Hedge (10^5 keys x 10 experts) | {workers} | {keyed_rows} | {seconds:.2} | {:.0} | {:.2} | {cpu}",

@@ -136,11 +136,14 @@ impl Store {
 }
 
 /// How a worker starts a run: its checkpoint store, the epoch the cluster resumes from with
-/// this worker's state of that epoch, and whether any worker writes records.
+/// this worker's state of that epoch, and whether any worker writes records, a summary or
+/// checkpoints.
 pub(crate) struct Start<S> {
     pub(crate) store: Option<Store>,
     pub(crate) resumed: Option<(u64, S)>,
     pub(crate) want_records: bool,
+    pub(crate) want_summary: bool,
+    pub(crate) any_checkpoints: bool,
 }
 
 /// Opens this worker's checkpoints and agrees with the others on where to start
@@ -155,8 +158,12 @@ pub(crate) fn start<S: DeserializeOwned>(
         .as_ref()
         .map(|config| Store::new(config, index, worker.peers()))
         .transpose()?;
-    let writes_records = index == 0 && files.records.is_some();
-    let (resume, want_records) = agree_on_epoch(worker, store.as_ref(), writes_records)?;
+    let writes = Writes {
+        records: index == 0 && files.records.is_some(),
+        summary: index == 0 && files.summary,
+        checkpoints: store.is_some(),
+    };
+    let (resume, wanted) = agree_on_epoch(worker, store.as_ref(), writes)?;
     let resumed = match (resume, &store) {
         (Some(epoch), Some(store)) => Some((epoch, store.load(epoch)?)),
         _ => None,
@@ -164,7 +171,9 @@ pub(crate) fn start<S: DeserializeOwned>(
     Ok(Start {
         store,
         resumed,
-        want_records,
+        want_records: wanted.records,
+        want_summary: wanted.summary,
+        any_checkpoints: wanted.checkpoints,
     })
 }
 
@@ -185,22 +194,30 @@ pub(crate) fn save_if_due<S: Serialize>(
     Ok(())
 }
 
+/// What a worker writes, or (agreed) what some worker of the cluster writes.
+#[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize)]
+pub(crate) struct Writes {
+    pub(crate) records: bool,
+    pub(crate) summary: bool,
+    pub(crate) checkpoints: bool,
+}
+
 /// The epoch the cluster resumes from: the largest one every worker holds (None: start
-/// afresh); and whether any worker writes records (only process 0 may be given a records
-/// file, yet every worker must know whether to send them). Every worker must call it, at the
-/// same point of the run.
+/// afresh); and whether any worker writes records or a summary (only process 0 may be given
+/// the files, yet every worker must know whether to send records and summary entries).
+/// Every worker must call it, at the same point of the run.
 pub(crate) fn agree_on_epoch(
     worker: &mut Worker,
     store: Option<&Store>,
-    writes_records: bool,
-) -> Result<(Option<u64>, bool)> {
+    writes: Writes,
+) -> Result<(Option<u64>, Writes)> {
     let peers = worker.peers();
     let (mine, others) = match store {
         Some(store) => (store.epochs()?, store.other_cluster_sizes(peers)?),
         None => (Vec::new(), Vec::new()),
     };
-    let mut channel = Channel::<(Vec<u64>, bool, Vec<u64>)>::broadcast(worker);
-    let all = channel.round(worker, [(mine, writes_records, others)]);
+    let mut channel = Channel::<(Vec<u64>, Writes, Vec<u64>)>::broadcast(worker);
+    let all = channel.round(worker, [(mine, writes, others)]);
     // Every worker sees every worker's answer, so all refuse together.
     let mut sizes: Vec<u64> = all.iter().flat_map(|(_, _, o)| o.iter().copied()).collect();
     sizes.sort_unstable();
@@ -214,7 +231,11 @@ pub(crate) fn agree_on_epoch(
             sizes.join(" or ")
         )));
     }
-    let records = all.iter().any(|(_, writes, _)| *writes);
+    let wanted = Writes {
+        records: all.iter().any(|(_, writes, _)| writes.records),
+        summary: all.iter().any(|(_, writes, _)| writes.summary),
+        checkpoints: all.iter().any(|(_, writes, _)| writes.checkpoints),
+    };
     let mut common: Option<Vec<u64>> = None;
     for (epochs, _, _) in all {
         common = Some(match common {
@@ -222,7 +243,7 @@ pub(crate) fn agree_on_epoch(
             Some(common) => common.into_iter().filter(|e| epochs.contains(e)).collect(),
         });
     }
-    Ok((common.and_then(|c| c.into_iter().max()), records))
+    Ok((common.and_then(|c| c.into_iter().max()), wanted))
 }
 
 /// The most symlinks followed before giving up (as the kernel's ELOOP).

@@ -15,6 +15,7 @@
 //! experts' advice followed by the outcome).
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 
 use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
@@ -30,7 +31,7 @@ use crate::channel::Channel;
 use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
-use crate::{ROWS_LIMIT, Source};
+use crate::{ROWS_LIMIT, Selection, Source};
 
 /// A keyed row: the key and the values.
 pub type KeyedRow = (String, Vec<f64>);
@@ -201,17 +202,151 @@ struct State<S> {
 /// What a worker ends with.
 #[derive(Debug)]
 pub struct KeyedOutcome {
-    /// On worker 0, every key's summary as one JSON object (key → summary, in key order),
-    /// pretty-printed as `serde_json::to_string_pretty` prints the map; empty elsewhere.
-    pub summary_json: String,
+    /// On worker 0 of a run that writes a summary ([`RunFiles::summary`]), every key's entry
+    /// of the summary document; empty elsewhere.
+    pub summary: KeyedSummary,
     /// The epoch the run resumed from (None: it started afresh).
     pub resumed_from: Option<u64>,
 }
 
 impl KeyedOutcome {
-    /// Key → summary, read back from [`KeyedOutcome::summary_json`] (worker 0).
+    /// Key → summary, read back from the summary document (worker 0).
     pub fn summaries(&self) -> BTreeMap<String, serde_json::Value> {
-        serde_json::from_str(&self.summary_json).unwrap_or_default()
+        serde_json::from_str(&self.summary.to_json()).unwrap_or_default()
+    }
+}
+
+/// Every key's entry of the summary document, as the workers printed them: each worker's
+/// entries in key order, in pieces of about [`PIECE_BYTES`]. [`KeyedSummary::write_to`]
+/// merges the workers' runs in key order straight into the output, so that no worker joins
+/// the whole document (at 10^5 keys, 366 MB that worker 0 alone used to copy while the
+/// others waited).
+#[derive(Debug, Default)]
+pub struct KeyedSummary {
+    /// Per worker, its pieces in order.
+    runs: Vec<Vec<Piece>>,
+}
+
+/// The bytes of summary entries a piece holds before the next one starts: a worker's run is
+/// sent in pieces, not one message of a hundred megabytes.
+pub const PIECE_BYTES: usize = 1 << 24;
+
+/// Consecutive summary entries of one worker, in key order: entry i is `keys[i]`'s, the
+/// bytes of `text` up to `ends[i]` (from the previous entry's end).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Piece {
+    worker: usize,
+    piece: usize,
+    text: String,
+    keys: Vec<String>,
+    ends: Vec<usize>,
+}
+
+impl Piece {
+    fn entry(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+}
+
+impl KeyedSummary {
+    /// Whether it holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.runs
+            .iter()
+            .flatten()
+            .all(|piece| piece.keys.is_empty())
+    }
+
+    /// Writes the summary document, key → summary in key order: the bytes
+    /// `serde_json::to_string_pretty` prints for the whole map (`{}` without keys).
+    pub fn write_to<W: Write + ?Sized>(&self, out: &mut W) -> std::io::Result<()> {
+        if self.is_empty() {
+            return out.write_all(b"{}");
+        }
+        out.write_all(b"{\n")?;
+        // One cursor (piece, entry) per worker; the runs are sorted and hold disjoint keys
+        // (a key lives on one worker), so the smallest head is the next key.
+        let mut cursors = vec![(0usize, 0usize); self.runs.len()];
+        let mut first = true;
+        loop {
+            let mut next: Option<(usize, &str)> = None;
+            for (worker, run) in self.runs.iter().enumerate() {
+                let (piece, entry) = &mut cursors[worker];
+                while *piece < run.len() && *entry >= run[*piece].keys.len() {
+                    *piece += 1;
+                    *entry = 0;
+                }
+                if let Some(head) = run.get(*piece) {
+                    let key = head.keys[*entry].as_str();
+                    if next.is_none_or(|(_, smallest)| key < smallest) {
+                        next = Some((worker, key));
+                    }
+                }
+            }
+            let Some((worker, _)) = next else { break };
+            let (piece, entry) = &mut cursors[worker];
+            if !first {
+                out.write_all(b",\n")?;
+            }
+            first = false;
+            out.write_all(self.runs[worker][*piece].entry(*entry).as_bytes())?;
+            *entry += 1;
+        }
+        out.write_all(b"\n}")
+    }
+
+    /// The summary document as one string ([`KeyedSummary::write_to`]).
+    pub fn to_json(&self) -> String {
+        let mut bytes = Vec::new();
+        // Writing to memory cannot fail, and the entries are text.
+        let _ = self.write_to(&mut bytes);
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
+    /// This worker's run: its keys' entries in key order, in pieces.
+    fn run_of<F: KeyedFamily>(
+        family: &F,
+        worker: usize,
+        learners: &HashMap<String, F::State>,
+        piece_bytes: usize,
+    ) -> Result<Vec<Piece>> {
+        let mut keys: Vec<&String> = learners.keys().collect();
+        keys.sort_unstable();
+        let mut pieces = Vec::new();
+        let mut piece = Piece {
+            worker,
+            ..Piece::default()
+        };
+        for key in keys {
+            if piece.text.len() >= piece_bytes {
+                let next = Piece {
+                    worker,
+                    piece: piece.piece + 1,
+                    ..Piece::default()
+                };
+                pieces.push(std::mem::replace(&mut piece, next));
+            }
+            piece
+                .text
+                .push_str(&family.summary_entry(key, &learners[key])?);
+            piece.keys.push(key.clone());
+            piece.ends.push(piece.text.len());
+        }
+        pieces.push(piece);
+        Ok(pieces)
+    }
+
+    /// Worker 0's summary from every worker's pieces, received in any order.
+    fn from_pieces(peers: usize, mut pieces: Vec<Piece>) -> Self {
+        pieces.sort_unstable_by_key(|piece| (piece.worker, piece.piece));
+        let mut runs: Vec<Vec<Piece>> = (0..peers).map(|_| Vec::new()).collect();
+        for piece in pieces {
+            if let Some(run) = runs.get_mut(piece.worker) {
+                run.push(piece);
+            }
+        }
+        Self { runs }
     }
 }
 
@@ -248,6 +383,8 @@ pub fn run_keyed<F: KeyedFamily>(
         store,
         resumed,
         want_records,
+        want_summary,
+        ..
     } = start::<State<F::State>>(worker, files)?;
     let resume = resumed.as_ref().map(|(epoch, _)| *epoch);
     let (mut learners, mut done, records_len, mut epoch) = match resumed {
@@ -261,10 +398,11 @@ pub fn run_keyed<F: KeyedFamily>(
     let mut records_channel = Channel::<(u64, String)>::exchange(worker, |_| 0);
     let mut status_channel = Channel::<Failure>::broadcast(worker);
     let mut mine = Vec::new();
+    let share = Selection::blocks(1, peers, index);
     loop {
         mine.clear();
         // Worker w reads (parses, generates) only the rows at offsets w mod W.
-        let read = rows.next_selected(epoch_size, &|offset| offset % peers == index, &mut mine);
+        let read = rows.next_selected(epoch_size, &share, &mut mine);
         let (batch_len, mut failure) = match read {
             Ok(0) => break,
             Ok(passed) => (passed as u64, None),
@@ -333,40 +471,89 @@ pub fn run_keyed<F: KeyedFamily>(
     if let Some(records) = &mut records {
         records.sync()?;
     }
-    // Every worker formats its keys' entries of the summary document; worker 0 only joins
-    // them in key order.
-    let entries = learners
-        .iter()
-        .map(|(key, state)| Ok((key.clone(), family.summary_entry(key, state)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let mut summaries_channel = Channel::<(String, String)>::exchange(worker, |_| 0);
-    let mut entries = summaries_channel.round(worker, entries);
-    entries.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-    let summary_json = if index != 0 {
-        String::new()
-    } else if entries.is_empty() {
-        "{}".to_string()
-    } else {
-        // Sized once: at 10^5 keys the document is hundreds of megabytes, and growing it by
-        // doubling cost worker 0 copies and page faults the other workers wait for.
-        let length = entries
-            .iter()
-            .map(|(_, entry)| entry.len() + 2)
-            .sum::<usize>()
-            + 2;
-        let mut document = String::with_capacity(length);
-        document.push_str("{\n");
-        for (i, (_, entry)) in entries.iter().enumerate() {
-            if i > 0 {
-                document.push_str(",\n");
-            }
-            document.push_str(entry);
+    // Every worker prints its keys' entries of the summary document, in key order, when a
+    // summary is written (every worker knows it); worker 0 only holds the runs, which
+    // `KeyedSummary::write_to` merges into the output.
+    let summary = if want_summary {
+        let run = KeyedSummary::run_of(family, index, &learners, PIECE_BYTES)?;
+        let mut summaries_channel = Channel::<Piece>::exchange(worker, |_| 0);
+        let pieces = summaries_channel.round(worker, run);
+        if index == 0 {
+            KeyedSummary::from_pieces(peers, pieces)
+        } else {
+            KeyedSummary::default()
         }
-        document.push_str("\n}");
-        document
+    } else {
+        KeyedSummary::default()
     };
     Ok(KeyedOutcome {
-        summary_json,
+        summary,
         resumed_from: resume,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A family whose state is a count and whose summary is a small document.
+    struct Counts;
+
+    impl KeyedFamily for Counts {
+        type State = u64;
+        fn build(&self) -> Result<u64> {
+            Ok(0)
+        }
+        fn learn(&self, state: &mut u64, _: &[f64], _: Option<&mut Vec<u8>>) -> Result<()> {
+            *state += 1;
+            Ok(())
+        }
+        fn summary_entry(&self, key: &str, state: &u64) -> Result<String> {
+            summary_entry(
+                key,
+                &serde_json::json!({"rows": state, "nested": [1.5, {"a": key}]}),
+            )
+        }
+    }
+
+    /// The workers' runs, merged, are the bytes `to_string_pretty` prints for the whole map,
+    /// whatever the pieces and the order they arrive in.
+    #[test]
+    fn the_merged_runs_are_the_pretty_printed_map() {
+        let keys: Vec<String> = (0..50).map(|i| format!("k{}", i * 37 % 101)).collect();
+        let expected: BTreeMap<&str, serde_json::Value> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| {
+                (
+                    key.as_str(),
+                    serde_json::json!({"rows": i, "nested": [1.5, {"a": key}]}),
+                )
+            })
+            .collect();
+        let expected = serde_json::to_string_pretty(&expected).unwrap();
+        for (peers, piece_bytes) in [(1, PIECE_BYTES), (3, 1), (3, 200), (4, 1)] {
+            let mut pieces = Vec::new();
+            for worker in 0..peers {
+                let learners: HashMap<String, u64> = keys
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, key)| key_hash(key) % peers as u64 == worker as u64)
+                    .map(|(i, key)| (key.clone(), i as u64))
+                    .collect();
+                pieces
+                    .extend(KeyedSummary::run_of(&Counts, worker, &learners, piece_bytes).unwrap());
+            }
+            // Arrival order does not matter.
+            pieces.reverse();
+            let summary = KeyedSummary::from_pieces(peers, pieces);
+            assert_eq!(
+                summary.to_json(),
+                expected,
+                "{peers} workers, pieces of {piece_bytes}"
+            );
+        }
+        let none = KeyedSummary::run_of(&Counts, 0, &HashMap::new(), 1).unwrap();
+        assert_eq!(KeyedSummary::from_pieces(2, none).to_json(), "{}");
+    }
 }

@@ -25,9 +25,13 @@
 //! sums in one pass against sums of chunk sums): a relative difference of the order of
 //! 1e-15 per batch. Each row's label and loss are those `learn_batch` gives, bit for bit.
 //!
-//! Each chunk's losses travel with its statistics, so every worker can replay the totals
-//! (the cumulative loss, summed in stream order) and format the records of its own chunks;
-//! worker 0 only writes the formatted blocks in stream order.
+//! The totals (the cumulative loss, summed in stream order) are replayed from each chunk's
+//! losses, which travel with its statistics. In a run that writes records or checkpoints,
+//! every worker replays them (to format the records of its own chunks, or to save them in
+//! its checkpoint); worker 0 only writes the formatted blocks in stream order. Otherwise
+//! only worker 0 replays them (for the summary), the losses go to worker 0 alone and the
+//! other workers receive only the statistics: no worker does per-row work for the rows of
+//! other workers.
 //!
 //! Reassignment of dying centres is refused: it draws from the recent points of the whole
 //! stream, which no worker holds.
@@ -46,7 +50,7 @@ use crate::channel::Channel;
 use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
-use crate::{ROWS_LIMIT, Source};
+use crate::{ROWS_LIMIT, Selection, Source};
 
 /// The largest `batch_size` and `chunk_size` (checked before anything is allocated).
 pub const BATCH_LIMIT: usize = ROWS_LIMIT;
@@ -89,8 +93,8 @@ impl KMeansJob {
 pub struct KMeansOutcome {
     /// The learner (the same on every worker).
     pub learner: SequentialKMeans,
-    /// The totals of the records (worker 0, and every worker of a run that writes records;
-    /// the others hold empty totals).
+    /// The totals of the records (worker 0, and every worker of a run that writes records or
+    /// checkpoints; the others hold empty totals).
     pub totals: Prequential,
     /// The totals after the last round (worker 0).
     pub last: Option<Totals>,
@@ -123,6 +127,8 @@ pub fn run_kmeans(
         store,
         resumed,
         want_records,
+        any_checkpoints,
+        ..
     } = start::<State>(worker, files)?;
     let resume = resumed.as_ref().map(|(epoch, _)| *epoch);
     let (mut learner, mut done, mut totals, mut last, records_len, mut epoch) = match resumed {
@@ -146,24 +152,30 @@ pub fn run_kmeans(
     let mut records = Records::for_worker(files, index, records_len)?;
     rows.skip_rows(done)?;
     let chunk_size = job.chunk_size;
-    let mut parts_channel = Channel::<Part>::broadcast(worker);
+    // Each part goes to the worker it names: the statistics to every worker, the losses only
+    // to the workers that replay the totals.
+    let mut parts_channel = Channel::<(usize, Part)>::exchange(worker, |(to, _)| *to as u64);
     let mut lines_channel = Channel::<(u64, Vec<u8>)>::exchange(worker, |_| 0);
-    // Totals are replayed on every worker, records or not: worker 0 needs them for the
-    // summary, every worker for the records of its own chunks, and a run resumed with a
-    // records file its first part did not write must find them in every worker's checkpoint.
-    let replays = true;
+    // Who replays the totals: worker 0 always (the summary); every worker in a run that
+    // writes records (the records of its own chunks) or checkpoints (a run resumed with a
+    // records file its first part did not write must find them in every worker's
+    // checkpoint, which therefore holds them as in a run with records). Every worker knows
+    // both from the start, so each sender knows who needs the losses.
+    let everyone_replays = want_records || any_checkpoints;
+    let replays = everyone_replays || index == 0;
+    let my_chunks_of = Selection::blocks(chunk_size, peers, index);
     let mut batch: Vec<(usize, Vec<f64>)> = Vec::new();
     loop {
         batch.clear();
         // While the learner warms up, every worker reads the whole batch (the warm-up is
         // learned by every replica); afterwards a worker reads only the rows of its chunks.
         let whole = learner.is_warming_up();
-        let read = if whole {
-            rows.next_selected(job.batch_size, &|_| true, &mut batch)
+        let share = if whole {
+            Selection::all()
         } else {
-            let mine = |offset: usize| (offset / chunk_size) % peers == index;
-            rows.next_selected(job.batch_size, &mine, &mut batch)
+            my_chunks_of
         };
+        let read = rows.next_selected(job.batch_size, &share, &mut batch);
         let (passed, mut failure) = match read {
             Ok(0) => break,
             Ok(passed) => (passed, None),
@@ -240,9 +252,20 @@ pub fn run_kmeans(
         if let Some(failure) = &failure {
             parts = vec![Part::Failed(Failure::of(failure))];
         }
-        // Every chunk's statistics and losses travel to every worker; the statistics are
-        // merged in chunk order.
-        let mut all = parts_channel.round(worker, parts);
+        // Every chunk's statistics travel to every worker, its losses to those that replay
+        // the totals; the statistics are merged in chunk order.
+        let mut addressed = Vec::with_capacity(parts.len() * peers);
+        for part in parts {
+            for to in 1..peers {
+                addressed.push((to, part.for_worker(everyone_replays)));
+            }
+            addressed.push((0, part));
+        }
+        let mut all: Vec<Part> = parts_channel
+            .round(worker, addressed)
+            .into_iter()
+            .map(|(_, part)| part)
+            .collect();
         let failures = all.iter().filter_map(|part| match part {
             Part::Failed(failure) => Some(failure),
             Part::Chunk { .. } => None,
@@ -310,7 +333,13 @@ pub fn run_kmeans(
                 }
             }
         }
-        let mut blocks = lines_channel.round(worker, blocks);
+        // Without a records file (every worker knows it) no block is formatted, and the
+        // round is not held: each round is a wait for the slowest worker.
+        let mut blocks = if want_records {
+            lines_channel.round(worker, blocks)
+        } else {
+            Vec::new()
+        };
         if let Some(records) = &mut records {
             blocks.sort_unstable_by_key(|(position, _)| *position);
             for (_, block) in &blocks {
@@ -389,6 +418,27 @@ enum Part {
 }
 
 impl Part {
+    /// The part as a worker gets it: with the losses if `with_losses` (it replays the
+    /// totals), else the statistics only.
+    fn for_worker(&self, with_losses: bool) -> Self {
+        match self {
+            Self::Chunk {
+                chunk,
+                stats,
+                losses,
+            } => Self::Chunk {
+                chunk: *chunk,
+                stats: stats.clone(),
+                losses: if with_losses {
+                    losses.clone()
+                } else {
+                    Vec::new()
+                },
+            },
+            Self::Failed(failure) => Self::Failed(failure.clone()),
+        }
+    }
+
     fn chunk(&self) -> u64 {
         match self {
             Self::Chunk { chunk, .. } => *chunk,

@@ -52,6 +52,10 @@ pub struct RunFiles {
     pub records: Option<PathBuf>,
     /// Epoch checkpoints.
     pub checkpoints: Option<crate::checkpoint::Checkpoints>,
+    /// Whether worker 0's process writes the run's summary. Keyed learners format their
+    /// keys' summary entries only then (at 10^5 keys they are hundreds of megabytes); only
+    /// process 0 need say so, every worker learns it at the start.
+    pub summary: bool,
 }
 
 impl Records {

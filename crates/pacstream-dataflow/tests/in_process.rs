@@ -38,6 +38,7 @@ fn records_only() -> (tempfile::TempDir, PathBuf, RunFiles) {
     let files = RunFiles {
         records: Some(records.clone()),
         checkpoints: None,
+        summary: true,
     };
     (dir, records, files)
 }
@@ -118,6 +119,50 @@ fn data_parallel_kmeans_is_the_same_bits_for_any_number_of_workers() {
         }
     }
     assert!(largest < 1e-12, "relative difference {largest}");
+}
+
+/// Worker 0's totals of a data-parallel k-means run on `workers` threads with `files`.
+fn kmeans_totals(
+    workers: usize,
+    rows: &Arc<Vec<Vec<f64>>>,
+    files: RunFiles,
+) -> (Prequential, Option<pacstream::eval::Totals>) {
+    let rows = Arc::clone(rows);
+    let job = KMeansJob {
+        config: kmeans_config(),
+        batch_size: 256,
+        chunk_size: 64,
+    };
+    let totals = Arc::new(Mutex::new(None));
+    let sink = Arc::clone(&totals);
+    timely::execute(Config::process(workers), move |worker| {
+        let mut source = VecSource::new(Arc::clone(&rows));
+        let outcome = run_kmeans(worker, &job, &mut source, &files).unwrap();
+        if worker.index() == 0 {
+            *sink.lock().unwrap() = Some((outcome.totals, outcome.last));
+        }
+    })
+    .unwrap()
+    .join()
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let outcome = totals.lock().unwrap().take();
+    outcome.unwrap()
+}
+
+/// Without records or checkpoints only worker 0 replays the totals, from losses sent to it
+/// alone: its totals (the summary's) are those of a run with records, on any number of
+/// workers.
+#[test]
+fn data_parallel_kmeans_without_records_keeps_worker_0s_totals() {
+    let rows = Arc::new(points(3000, 4));
+    let (_dir, _records, files) = records_only();
+    let expected = kmeans_totals(1, &rows, files);
+    assert_eq!(expected.0.rounds(), 3000);
+    for workers in [1, 2, 3] {
+        let totals = kmeans_totals(workers, &rows, RunFiles::default());
+        assert_eq!(totals, expected, "{workers} workers");
+    }
 }
 
 #[test]
@@ -349,7 +394,7 @@ impl pacstream_dataflow::Source for Counting {
     fn next_selected(
         &mut self,
         n: usize,
-        keep: &dyn Fn(usize) -> bool,
+        keep: &pacstream_dataflow::Selection,
         out: &mut Vec<(usize, Vec<f64>)>,
     ) -> pacstream_dataflow::Result<usize> {
         let before = out.len();

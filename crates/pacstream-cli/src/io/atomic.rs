@@ -11,7 +11,7 @@
 //! safe, refuse them.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::files::{Destination, destination};
@@ -24,16 +24,26 @@ const TEMPORARY_RANDOM_CHARS: usize = 6;
 /// Writes a document (a summary, a figure) to `path`: atomically over a regular file (or a
 /// symlink's target); through to a device or FIFO, which is never replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_atomically_with(path, |out| out.write_all(bytes))
+}
+
+/// [`write_atomically`] of the bytes `write` writes, straight to the file (through a
+/// buffer): a document of hundreds of megabytes need not be built in memory first.
+pub fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     match destination(path)? {
-        Destination::Replace(target) => replace(&target, path, bytes),
+        Destination::Replace(target) => replace_with(&target, path, write),
         Destination::WriteThrough(target) => {
             let name = path.display();
-            let mut file = OpenOptions::new()
+            let file = OpenOptions::new()
                 .write(true)
                 .open(&target)
                 .map_err(|e| bad_input(format!("cannot open '{name}': {}", describe_io(&e))))?;
-            file.write_all(bytes)
-                .and_then(|()| file.flush())
+            let mut out = BufWriter::new(file);
+            write(&mut out)
+                .and_then(|()| out.flush())
                 .map_err(|e| io_failure(format!("cannot write to '{name}'"), &e))
         }
     }
@@ -56,6 +66,15 @@ pub fn checkpoint_path(path: &Path) -> anyhow::Result<PathBuf> {
 /// Replaces the regular file (or nothing) at `target` with `bytes`, atomically; `shown` is
 /// the name given by the user, for messages.
 pub fn replace(target: &Path, shown: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    replace_with(target, shown, |out| out.write_all(bytes))
+}
+
+/// [`replace`] with the bytes `write` writes.
+fn replace_with(
+    target: &Path,
+    shown: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let path = target;
     let name = shown.display().to_string();
     let directory = match path.parent() {
@@ -83,8 +102,11 @@ pub fn replace(target: &Path, shown: &Path, bytes: &[u8]) -> anyhow::Result<()> 
     let mut temporary = builder
         .tempfile_in(directory)
         .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e))))?;
-    temporary
-        .write_all(bytes)
+    let written = {
+        let mut out = BufWriter::new(temporary.as_file_mut());
+        write(&mut out).and_then(|()| out.flush())
+    };
+    written
         .and_then(|()| temporary.as_file().sync_all())
         .map_err(|e| io_failure(format!("cannot write '{name}'"), &e))?;
     temporary
@@ -137,11 +159,19 @@ fn sync_directory(directory: &Path) -> std::io::Result<()> {
 
 /// Writes a whole document (a summary, a figure) to a file atomically or to stdout.
 pub fn write_document(target: &OutputTarget, bytes: &[u8]) -> anyhow::Result<()> {
+    write_document_with(target, |out| out.write_all(bytes))
+}
+
+/// [`write_document`] of the bytes `write` writes, straight to the file or stdout.
+pub fn write_document_with(
+    target: &OutputTarget,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     match target {
-        OutputTarget::File(path) => write_atomically(path, bytes),
+        OutputTarget::File(path) => write_atomically_with(path, write),
         OutputTarget::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            write(&mut out)
                 .and_then(|()| out.flush())
                 .map_err(|e| io_failure("cannot write to '<stdout>'", &e))
         }

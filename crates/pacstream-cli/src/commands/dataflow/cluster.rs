@@ -2,7 +2,7 @@
 //! what worker 0's process writes at the end.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -12,7 +12,7 @@ use timely::{CommunicationConfig, Config, WorkerConfig};
 
 use super::ClusterArgs;
 use crate::failure::bad_input;
-use crate::io::atomic::write_atomically;
+use crate::io::atomic::write_atomically_with;
 use crate::io::files::file_id;
 use crate::ui::Notes;
 
@@ -146,6 +146,7 @@ pub(crate) fn files(args: &ClusterArgs) -> RunFiles {
             dir,
             every: args.checkpoint_every,
         }),
+        summary: args.summary.is_some(),
     }
 }
 
@@ -181,9 +182,13 @@ where
     Ok(first)
 }
 
-/// Worker 0's process notes a resumption and writes the summary.
+/// Worker 0's process notes a resumption and writes the summary (the bytes `summary`
+/// writes).
 pub(super) fn finish(
-    outcome: Option<(Vec<u8>, Option<u64>)>,
+    outcome: Option<(
+        impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+        Option<u64>,
+    )>,
     cluster: &ClusterArgs,
 ) -> anyhow::Result<()> {
     let Some((summary, resumed_from)) = outcome else {
@@ -200,7 +205,7 @@ pub(super) fn finish(
         ));
     }
     if let Some(path) = &cluster.summary {
-        write_atomically(path, &summary)?;
+        write_atomically_with(path, summary)?;
     }
     Ok(())
 }

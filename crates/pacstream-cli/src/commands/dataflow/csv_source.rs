@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use pacstream_dataflow::keyed::KeyedRow;
-use pacstream_dataflow::{Error as FlowError, Source};
+use pacstream_dataflow::{Error as FlowError, Selection, Source};
 
 use crate::failure::bad_input;
 
@@ -146,33 +146,43 @@ impl CsvSource {
     fn next_selected_rows<R>(
         &mut self,
         n: usize,
-        keep: &dyn Fn(usize) -> bool,
+        keep: &Selection,
         out: &mut Vec<(usize, R)>,
         view: impl Fn((String, Vec<f64>)) -> R,
     ) -> Result<usize, FlowError> {
         let mut passed = 0;
+        // The selected rows come by ranges: no test per row beyond two comparisons.
+        let mut selected = keep.next_range(0);
         while passed < n {
-            if keep(passed) {
+            if passed >= selected.end {
+                selected = keep.next_range(passed);
+            }
+            if passed >= selected.start {
                 match self.next_row()? {
                     Some(row) => out.push((passed, view(row))),
                     None => break,
                 }
-            } else {
-                let more = self
-                    .reader
-                    .read_byte_record(&mut self.passed)
-                    .map_err(|e| FlowError::Row {
-                        row: self.row + 1,
-                        message: e.to_string(),
-                    })?;
-                if !more {
-                    break;
-                }
-                self.row += 1;
+            } else if !self.pass_row()? {
+                break;
             }
             passed += 1;
         }
         Ok(passed)
+    }
+
+    /// Passes over one row without decoding it; false at the end of the input.
+    fn pass_row(&mut self) -> Result<bool, FlowError> {
+        let more = self
+            .reader
+            .read_byte_record(&mut self.passed)
+            .map_err(|e| FlowError::Row {
+                row: self.row + 1,
+                message: e.to_string(),
+            })?;
+        if more {
+            self.row += 1;
+        }
+        Ok(more)
     }
 }
 
@@ -190,14 +200,10 @@ impl Source for CsvSource {
     }
 
     fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
-        let mut left = n;
-        while left > 0 {
-            let step = usize::try_from(left).unwrap_or(usize::MAX);
-            let passed = self.next_selected_rows(step, &|_| false, &mut Vec::new(), |_| ())?;
-            if passed == 0 {
+        for _ in 0..n {
+            if !self.pass_row()? {
                 break;
             }
-            left -= passed as u64;
         }
         Ok(())
     }
@@ -205,7 +211,7 @@ impl Source for CsvSource {
     fn next_selected(
         &mut self,
         n: usize,
-        keep: &dyn Fn(usize) -> bool,
+        keep: &Selection,
         out: &mut Vec<(usize, Vec<f64>)>,
     ) -> Result<usize, FlowError> {
         self.next_selected_rows(n, keep, out, |(_, values)| values)
@@ -235,7 +241,7 @@ impl Source for KeyedCsv {
     fn next_selected(
         &mut self,
         n: usize,
-        keep: &dyn Fn(usize) -> bool,
+        keep: &Selection,
         out: &mut Vec<(usize, KeyedRow)>,
     ) -> Result<usize, FlowError> {
         self.0.next_selected_rows(n, keep, out, |row| row)

@@ -11,6 +11,7 @@
 mod cluster;
 mod csv_source;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,7 +20,9 @@ use pacstream::describe::Describe;
 use pacstream::experts::{AggregatorParams, Rule};
 use pacstream::kmeans::{SequentialKMeansConfig, SequentialKMeansParams};
 use pacstream_dataflow::RunFiles;
-use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, PointFamily, run_keyed};
+use pacstream_dataflow::keyed::{
+    AggregatorFamily, KeyedFamily, KeyedSummary, PointFamily, run_keyed,
+};
 use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
 use timely::Config;
 
@@ -163,7 +166,8 @@ fn run_kmeans_command(args: &KMeansArgs) -> anyhow::Result<()> {
             .learner
             .summary(&outcome.totals, outcome.last.as_ref());
         let bytes = serde_json::to_vec_pretty(&summary).unwrap_or_default();
-        (bytes, outcome.resumed_from)
+        let write = move |out: &mut dyn Write| out.write_all(&bytes);
+        (write, outcome.resumed_from)
     });
     finish(summary, cluster)
 }
@@ -225,27 +229,29 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
         }
         _ => return Err(bad_input("give exactly one of --k and --rule")),
     };
+    let summary = summary.map(|(summary, resumed_from)| {
+        let write = move |out: &mut dyn Write| summary.write_to(out);
+        (write, resumed_from)
+    });
     finish(summary, cluster)
 }
 
-/// Runs keyed learners on every worker of this process; returns worker 0's summary document
-/// and the epoch it resumed from (if this process holds worker 0).
+/// Runs keyed learners on every worker of this process; returns worker 0's summary entries
+/// (when `files` asks for a summary) and the epoch it resumed from (if this process holds
+/// worker 0).
 pub(crate) fn keyed<F>(
     config: Config,
     columns: CsvColumns,
     family: Arc<F>,
     epoch_size: usize,
     files: RunFiles,
-) -> anyhow::Result<Option<(Vec<u8>, Option<u64>)>>
+) -> anyhow::Result<Option<(KeyedSummary, Option<u64>)>>
 where
     F: KeyedFamily + Send + Sync + 'static,
 {
     execute(config, move |worker| {
         let mut source = KeyedCsv(CsvSource::open(&columns)?);
         let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
-        Ok(
-            (worker.index() == 0)
-                .then(|| (outcome.summary_json.into_bytes(), outcome.resumed_from)),
-        )
+        Ok((worker.index() == 0).then_some((outcome.summary, outcome.resumed_from)))
     })
 }

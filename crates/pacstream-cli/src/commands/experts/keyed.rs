@@ -31,7 +31,7 @@ use crate::commands::InputSummary;
 use crate::commands::dataflow::{CsvColumns, keyed};
 use crate::commands::scale_out::check_shared_options;
 use crate::failure::bad_input;
-use crate::io::atomic::write_document;
+use crate::io::atomic::write_document_with;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{FirstRow, RowReader};
 use crate::ui::Notes;
@@ -139,14 +139,19 @@ pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     let run_files = RunFiles {
         records: files.records.clone(),
         checkpoints: None,
+        summary: options.summary.is_some(),
     };
-    let Some((mut summary, _)) = keyed(cluster, columns, family, EPOCH_SIZE, run_files)? else {
+    let Some((summary, _)) = keyed(cluster, columns, family, EPOCH_SIZE, run_files)? else {
         // Another process holds worker 0: it writes the outputs.
         return Ok(());
     };
     if let Some(target) = &options.summary {
-        summary.push(b'\n');
-        write_document(target, &summary)?;
+        // Merged from the workers' runs straight into the file: the document (366 MB at
+        // 10^5 keys) is never built in memory.
+        write_document_with(target, |out| {
+            summary.write_to(out)?;
+            out.write_all(b"\n")
+        })?;
     }
     Ok(())
 }

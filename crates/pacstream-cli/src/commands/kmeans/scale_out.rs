@@ -84,6 +84,7 @@ pub(super) fn run(args: &KMeansArgs, options: &RunOptions, notes: Notes) -> anyh
     let run_files = RunFiles {
         records: files.records.clone(),
         checkpoints: None,
+        summary: options.summary.is_some(),
     };
     let Some(outcome) = kmeans_on_cluster(cluster, job, columns, run_files)? else {
         // Another process holds worker 0: it writes the outputs.
