@@ -67,8 +67,9 @@ impl PyKMeans {
 
 #[pymethods]
 impl PyKMeans {
-    /// `stopping`: "changed-labels" (stop when at most tol × n points changed cluster)
-    /// or "centre-shift"; `algorithm`: "auto", "lloyd" or "hamerly" (the same fit, two
+    /// `stopping`: "centre-shift" (the default, scikit-learn's rule: the centres' total
+    /// squared shift at most tol × the mean per-feature variance) or "changed-labels" (at
+    /// most tol × n points changed cluster); `algorithm`: "auto", "lloyd" or "hamerly" (the same fit, two
     /// ways of computing it); `refinement`: "hartigan" (single-point moves after Lloyd,
     /// the default) or "none".
     #[new]

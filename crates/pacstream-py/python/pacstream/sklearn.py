@@ -57,10 +57,11 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     max_iter : int, default=300
         The largest number of Lloyd iterations per restart.
     tol : float, default=1e-4
-        Lloyd stops when at most ``tol`` × n points changed cluster (``stopping=
-        "changed-labels"``) or when the centres moved less than ``tol`` (``"centre-shift"``,
-        scikit-learn's rule).
-    stopping : {"changed-labels", "centre-shift"}, default="changed-labels"
+        Lloyd stops when the centres' total squared shift is at most ``tol`` × the mean
+        per-feature variance of X (``stopping="centre-shift"``, scikit-learn's rule and the
+        library's default) or when at most ``tol`` × n points changed cluster
+        (``"changed-labels"``).
+    stopping : {"centre-shift", "changed-labels"}, default="centre-shift"
     algorithm : {"auto", "lloyd", "hamerly"}, default="auto"
         How the assignment step is computed (the same fit either way).
     refinement : {"hartigan", "none"}, default="hartigan"
@@ -88,7 +89,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         n_init=1,
         max_iter=300,
         tol=1e-4,
-        stopping="changed-labels",
+        stopping="centre-shift",
         algorithm="auto",
         refinement="hartigan",
         random_state=None,
