@@ -179,14 +179,7 @@ fn kmeans_plus_plus(
         }
     }
     if ran_out {
-        closest.fill(1.0);
-        sampler.refresh(points, &closest);
-        while indices.len() < n_clusters {
-            let next = sampler
-                .draw(points, &closest, rng.next_f64())
-                .expect("invariant: the weights are not all zero");
-            indices.push(next);
-        }
+        sampler.complete_by_weight(points, &mut closest, rng, &mut indices, n_clusters);
     }
     (indices, ran_out)
 }
@@ -594,14 +587,7 @@ fn random_indices(
         sampler.refresh_chunk(points, &available, next / CHUNK);
     }
     if ran_out {
-        available.fill(1.0);
-        sampler.refresh(points, &available);
-        while indices.len() < n_clusters {
-            let next = sampler
-                .draw(points, &available, rng.next_f64())
-                .expect("invariant: the weights are not all zero");
-            indices.push(next);
-        }
+        sampler.complete_by_weight(points, &mut available, rng, &mut indices, n_clusters);
     }
     (indices, ran_out)
 }
@@ -653,6 +639,26 @@ impl MassSampler {
             .enumerate()
             .for_each(|(c, mass)| *mass = Self::chunk_mass(points, factors, c));
         self.accumulate();
+    }
+
+    /// When the draws ran out of mass (fewer distinct points with weight than clusters): the
+    /// remaining indices drawn by weight alone (`factors` set to 1), repeats allowed.
+    fn complete_by_weight(
+        &mut self,
+        points: &WeightedPoints<'_>,
+        factors: &mut [f64],
+        rng: &mut StreamRng,
+        indices: &mut Vec<usize>,
+        n_clusters: usize,
+    ) {
+        factors.fill(1.0);
+        self.refresh(points, factors);
+        while indices.len() < n_clusters {
+            let next = self
+                .draw(points, factors, rng.next_f64())
+                .expect("invariant: the weights are not all zero");
+            indices.push(next);
+        }
     }
 
     /// Recomputes the mass of one chunk whose factors changed.

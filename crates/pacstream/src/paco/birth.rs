@@ -269,47 +269,11 @@ fn quadratic_form(upper: &[f64], h: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paco::cover::CoverCache;
     use crate::paco::evaluate::PreparedCentres;
+    use crate::paco::evaluate::index_tests::{cover_for, reference};
     use crate::paco::memory::PointMemory;
     use crate::paco::params::{Memory as MemoryMode, Summation};
     use crate::rng::StreamRng;
-
-    /// Σ_s [ℓ + w(ℓ − ℓ̂)²] by direct differences, with Neumaier's compensation.
-    fn reference(memory: &PointMemory, centres: &[f64]) -> f64 {
-        let dim = memory.dim();
-        let (mut sum, mut compensation) = (0.0f64, 0.0f64);
-        let (rows, predicted, variance) =
-            memory.positions(memory.pushed() - memory.len() as u64, memory.pushed());
-        for ((x, &hat), &w) in rows.chunks_exact(dim).zip(predicted).zip(variance) {
-            let loss = centres
-                .chunks_exact(dim)
-                .map(|c| squared_distance(x, c))
-                .fold(f64::INFINITY, f64::min);
-            let term = loss + w * (loss - hat) * (loss - hat);
-            let t = sum + term;
-            compensation += if sum.abs() >= term.abs() {
-                (sum - t) + term
-            } else {
-                (term - t) + sum
-            };
-            sum = t;
-        }
-        sum + compensation
-    }
-
-    fn cover_for(memory: &PointMemory, means: &[f64], scale: f64) -> RobustCover {
-        let dim = memory.dim();
-        let k = means.len() / dim;
-        RobustCover::build(
-            memory.index(),
-            dim,
-            means,
-            &vec![scale; k],
-            k,
-            &mut CoverCache::default(),
-        )
-    }
 
     /// Clusters of spread 1 around `means`, with ℓ̂_s and w_s from `terms(rng)`.
     fn clustered(

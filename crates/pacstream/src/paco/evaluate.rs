@@ -1003,7 +1003,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod index_tests {
+pub(crate) mod index_tests {
     use super::*;
     use crate::paco::cover::{CoverCache, RobustCover};
     use crate::paco::params::{Memory as MemoryMode, Summation};
@@ -1028,8 +1028,8 @@ mod index_tests {
     }
 
     /// Σ_s [ℓ + w(ℓ − ℓ̂)²] by direct differences, summed with Neumaier's compensation: the
-    /// reference.
-    fn reference(memory: &PointMemory, centres: &[f64]) -> f64 {
+    /// reference (the birth test's tests use it too).
+    pub(crate) fn reference(memory: &PointMemory, centres: &[f64]) -> f64 {
         let dim = memory.dim();
         let mut sum = 0.0f64;
         let mut compensation = 0.0f64;
@@ -1053,7 +1053,8 @@ mod index_tests {
         sum + compensation
     }
 
-    fn cover_for(memory: &PointMemory, means: &[f64], scale: f64) -> RobustCover {
+    /// The robust cover of `means`, every group scaled by `scale`, from a fresh cache.
+    pub(crate) fn cover_for(memory: &PointMemory, means: &[f64], scale: f64) -> RobustCover {
         let dim = memory.dim();
         let k = means.len() / dim;
         RobustCover::build(
