@@ -21,7 +21,11 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 
-cargo build --release -p pacstream-cli
+# The command line the equality tests run: built by the same command as the Rust tests
+# (the README runs them first), so that it is already there and nothing is compiled again; a
+# plain `cargo build -p pacstream-cli` would resolve other features and rebuild it and most
+# of its dependencies.
+cargo test --workspace --release --no-run --quiet
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --release --quiet
 
 PACSTREAM_CLI="$root/target/release/pacstream" "$venv/bin/python" -m pytest -q \
