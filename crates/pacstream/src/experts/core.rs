@@ -304,7 +304,7 @@ impl Core {
             // Charges that are not the ledger's entries may part C from L.
             self.twins = None;
         }
-        kernels::dispatch_quad(&mut RoundPass {
+        kernels::dispatch_wide(&mut RoundPass {
             values,
             aux,
             charging,

@@ -21,14 +21,14 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee};
 use super::core::{ChargeRange, Core, LossRange, core_learner};
-use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
+use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_lanes};
 use super::params::limits::{MAX_ADVICE, MAX_LOSS};
 use super::params::{EwaConfig, EwaParams, HedgeConfig, HedgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::Tuning;
 use super::weights::{Charging, OwnLoss, RecordedLosses, padded};
 use crate::error::{Error, Result};
-use crate::kernels::{self, QUAD, Quad, QuadKernel};
+use crate::kernels::{self, Lanes, QUAD, Quad, Wide, WideKernel};
 use crate::online::OnlineLearner;
 use crate::rng::StreamRng;
 
@@ -285,7 +285,7 @@ impl Ewa {
         losses.resize(advice.len(), 0.0);
         macro_rules! own_losses {
             ($kind:expr) => {
-                kernels::dispatch_quad(OwnLosses::<{ $kind }> {
+                kernels::dispatch_wide(OwnLosses::<{ $kind }> {
                     advice,
                     outcome,
                     tau,
@@ -413,8 +413,9 @@ impl Ewa {
 
 /// EWA's own losses ℓ(ỹ_i, y) (ℓ of kind `KIND`) into `losses`, before the fused pass that
 /// charges and records them ([`RecordedLosses`]); returns the least and the largest advice
-/// (NaN skipped), for their magnitude, and the largest loss, for the loss range. Losses are
-/// computed by the same four-lane operations on every path, so they are the same bits.
+/// (NaN skipped), for their magnitude, and the largest loss, for the loss range (a zero as
+/// +0: they are only compared). Losses are computed by the same operations on every path
+/// (four lanes or eight), so they are the same bits.
 struct OwnLosses<'a, const KIND: u8> {
     advice: &'a [f64],
     outcome: f64,
@@ -422,25 +423,42 @@ struct OwnLosses<'a, const KIND: u8> {
     losses: &'a mut [f64],
 }
 
-impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
+impl<const KIND: u8> WideKernel for OwnLosses<'_, KIND> {
     type Output = (f64, f64, f64);
 
     #[inline(always)]
-    fn run<Q: Quad>(self, q: Q) -> (f64, f64, f64) {
+    fn run<W: Wide>(self, w: W) -> (f64, f64, f64) {
+        let q = w.quad();
         let n = self.advice.len();
         assert_eq!(self.losses.len(), n);
-        let outcome = q.splat(self.outcome);
+        let outcome = w.splat(self.outcome);
         // `min(v, low)` is `v < low ? v : low`: a NaN keeps `low` (the fused pass refuses
         // the round: its mixture is NaN).
-        let (mut low, mut high) = (q.splat(f64::INFINITY), q.splat(f64::NEG_INFINITY));
-        let mut largest = q.splat(f64::NEG_INFINITY);
+        let (mut low, mut high) = (w.splat(f64::INFINITY), w.splat(f64::NEG_INFINITY));
+        let mut largest = w.splat(f64::NEG_INFINITY);
+        let wide_full = n - n % W::WIDTH;
+        for (a, l) in self.advice[..wide_full]
+            .chunks_exact(W::WIDTH)
+            .zip(self.losses[..wide_full].chunks_exact_mut(W::WIDTH))
+        {
+            let a = w.load_wide(a);
+            let own = value_lanes::<KIND, W>(w, self.tau, a, outcome);
+            w.store_wide(l, own);
+            low = w.min(a, low);
+            high = w.max(a, high);
+            largest = w.max(own, largest);
+        }
+        // With eight lanes, the extremes on four and a last whole chunk of four.
+        let (mut low, mut high, mut largest) =
+            (w.fold_min(low), w.fold_max(high), w.fold_max(largest));
+        let outcome = w.narrow(outcome);
         let full = n - n % QUAD;
-        for (a, l) in self.advice[..full]
+        for (a, l) in self.advice[wide_full..full]
             .chunks_exact(QUAD)
-            .zip(self.losses[..full].chunks_exact_mut(QUAD))
+            .zip(self.losses[wide_full..full].chunks_exact_mut(QUAD))
         {
             let a = q.load(a.try_into().expect("invariant: chunks_exact(QUAD)"));
-            let own = value_quad::<KIND, Q>(q, self.tau, a, outcome);
+            let own = value_lanes::<KIND, W::Quad>(q, self.tau, a, outcome);
             q.store(l.try_into().expect("invariant: chunks_exact(QUAD)"), own);
             low = q.min(a, low);
             high = q.max(a, high);
@@ -453,7 +471,7 @@ impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
         );
         if full < n {
             let a = padded(self.advice, full);
-            let own = q.to_array(value_quad::<KIND, Q>(q, self.tau, q.load(&a), outcome));
+            let own = q.to_array(value_lanes::<KIND, W::Quad>(q, self.tau, q.load(&a), outcome));
             for (i, slot) in self.losses[full..].iter_mut().enumerate() {
                 *slot = own[i];
                 low = low.min(a[i]);
@@ -461,7 +479,7 @@ impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
                 largest = largest.max(own[i]);
             }
         }
-        (low, high, largest)
+        (low + 0.0, high + 0.0, largest + 0.0)
     }
 }
 
@@ -483,8 +501,8 @@ impl<const KIND: u8> Charging for Linearised<KIND> {
     const TWIN: bool = false;
     const NONNEGATIVE: bool = false;
     #[inline(always)]
-    fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
-        let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
+    fn split<L: Lanes>(self, q: L, advice: L::V, _aux: L::V) -> (L::V, L::V) {
+        let own = value_lanes::<KIND, L>(q, self.tau, advice, q.splat(self.outcome));
         (q.mul(q.splat(self.slope), advice), own)
     }
 }
