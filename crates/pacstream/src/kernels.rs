@@ -221,11 +221,16 @@ pub(crate) trait Lanes: Copy {
     /// f64::from_bits(a.to_bits() + (k.to_bits() << 52)) (wrapping): a · 2^k, exactly when
     /// the result is normal, for k held in the low mantissa bits of `k`.
     fn add_exponent(self, a: Self::V, k: Self::V) -> Self::V;
-    /// `mask ? +0 : add_exponent(a, k)`: one masked integer add with AVX-512.
+    /// `x < floor ? +0 : add_exponent(a, k)`, the last step of the exponential: one compare
+    /// and one masked integer add with AVX-512.
     #[inline(always)]
-    fn add_exponent_unless(self, mask: Self::M, a: Self::V, k: Self::V) -> Self::V {
-        self.zero_where(mask, self.add_exponent(a, k))
+    fn add_exponent_above(self, x: Self::V, floor: Self::V, a: Self::V, k: Self::V) -> Self::V {
+        self.zero_where(self.lt(x, floor), self.add_exponent(a, k))
     }
+    /// Whether [`ExpConstants`] are kept in memory (`black_box`), read as operands of the
+    /// arithmetic: with sixteen vector registers, rather than re-broadcast on every use; with
+    /// AVX-512's thirty-two they stay in registers.
+    const CONSTANTS_IN_MEMORY: bool = true;
 }
 
 /// Four f64 lanes ([`Lanes`]): [`Portable`] (plain f64 arithmetic, any CPU) and, on x86-64
@@ -274,6 +279,11 @@ pub(crate) trait Wide: Lanes {
     /// zeros, so only a lane whose two halves hold zeros of both signs looks at `written`
     /// again, for the first of them.
     fn fold_first_least(self, v: Self::V, written: &[f64]) -> QuadV<Self>;
+    /// [`first_position`], compiled for these lanes.
+    #[inline(always)]
+    fn first_position(self, values: &[f64], target: f64) -> usize {
+        first_position(values, target)
+    }
 }
 
 /// The vector of a [`Wide`]'s four lanes.
@@ -549,9 +559,11 @@ pub(crate) struct Avx512(pulp::x86::V4);
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{Avx2, Avx512, Lanes, QUAD, QuadV, Wide, first_least_of_halves};
+    use super::{Avx2, Avx512, LANES, Lanes, QUAD, QuadV, Wide, first_least_of_halves};
     use pulp::bytemuck::cast;
-    use std::arch::x86_64::{__m256d, __m512d, __mmask8, _CMP_GE_OQ, _CMP_LT_OQ, _CMP_NEQ_UQ};
+    use std::arch::x86_64::{
+        __m256d, __m512d, __mmask8, _CMP_EQ_OQ, _CMP_GE_OQ, _CMP_LT_OQ, _CMP_NEQ_UQ, _CMP_NLT_UQ,
+    };
 
     impl Avx512 {
         /// The low and the high four lanes.
@@ -636,13 +648,16 @@ mod avx512 {
             f._mm512_castsi512_pd(f._mm512_add_epi64(f._mm512_castpd_si512(a), exponent))
         }
         #[inline(always)]
-        fn add_exponent_unless(self, mask: __mmask8, a: __m512d, k: __m512d) -> __m512d {
-            // One masked add: the lanes of the mask get all-zero bits (+0).
+        fn add_exponent_above(self, x: __m512d, floor: __m512d, a: __m512d, k: __m512d) -> __m512d {
+            // `!(x < floor)` (true for NaN, as the select's `x < floor` is false), then one
+            // masked add: the other lanes get all-zero bits (+0).
             let f = self.0.avx512f;
+            let above = f._mm512_cmp_pd_mask::<_CMP_NLT_UQ>(x, floor);
             let exponent = f._mm512_slli_epi64::<52>(f._mm512_castpd_si512(k));
-            let bits = f._mm512_maskz_add_epi64(!mask, f._mm512_castpd_si512(a), exponent);
+            let bits = f._mm512_maskz_add_epi64(above, f._mm512_castpd_si512(a), exponent);
             f._mm512_castsi512_pd(bits)
         }
+        const CONSTANTS_IN_MEMORY: bool = false;
     }
 
     impl Wide for Avx512 {
@@ -660,8 +675,7 @@ mod avx512 {
         }
         #[inline(always)]
         fn store_wide(self, values: &mut [f64], v: __m512d) {
-            let values: &mut [f64; 2 * QUAD] =
-                values.try_into().expect("invariant: a whole chunk");
+            let values: &mut [f64; 2 * QUAD] = values.try_into().expect("invariant: a whole chunk");
             *values = cast(v);
         }
         #[inline(always)]
@@ -675,7 +689,8 @@ mod avx512 {
         }
         #[inline(always)]
         fn mul_add_into(self, a: __m512d, b: __m512d, acc: QuadV<Self>) -> QuadV<Self> {
-            let (q, (a_low, a_high), (b_low, b_high)) = (self.quad(), self.halves(a), self.halves(b));
+            let (q, (a_low, a_high), (b_low, b_high)) =
+                (self.quad(), self.halves(a), self.halves(b));
             q.mul_add(a_high, b_high, q.mul_add(a_low, b_low, acc))
         }
         #[inline(always)]
@@ -692,6 +707,30 @@ mod avx512 {
         fn fold_first_least(self, v: __m512d, written: &[f64]) -> QuadV<Self> {
             let lanes: [f64; 2 * QUAD] = cast(v);
             cast(first_least_of_halves(lanes, written))
+        }
+        #[inline(always)]
+        fn first_position(self, values: &[f64], target: f64) -> usize {
+            // `first_position`'s chunks of sixteen, each tested by two compares into masks
+            // (the compiler's own code for its test is scalar with AVX-512).
+            let f = self.0.avx512f;
+            let splat = f._mm512_set1_pd(target);
+            let equal =
+                |half: &[f64]| f._mm512_cmp_pd_mask::<_CMP_EQ_OQ>(self.load_wide(half), splat);
+            let mut chunks = values.chunks_exact(LANES);
+            let mut offset = 0;
+            for chunk in &mut chunks {
+                let (low, high) = chunk.split_at(2 * QUAD);
+                if equal(low) | equal(high) != 0 {
+                    return offset + chunk.iter().position(|&v| v == target).unwrap_or(0);
+                }
+                offset += LANES;
+            }
+            offset
+                + chunks
+                    .remainder()
+                    .iter()
+                    .position(|&v| v == target)
+                    .unwrap_or(0)
         }
     }
 }
@@ -762,11 +801,16 @@ impl<K: WideKernel> pulp::WithSimd for WideWithAvx512<K> {
     }
 }
 
-/// Runs `kernel` on one AVX-512 vector per eight lanes where the CPU has AVX-512 (compiled
-/// for it), else as [`dispatch_quad`] does (one AVX2 vector per four lanes, or plain f64
-/// arithmetic); the result is the same bits.
+/// The least number of values for which [`dispatch_wide`] takes eight lanes: below it the
+/// set-up of the wider path (its constants, the folds of its lanes) costs more than its
+/// chunks save (measured: N = 10 slower by about 10 %, N = 16 already faster).
+pub(crate) const WIDE_FROM: usize = 16;
+
+/// Runs `kernel` over `len` values on one AVX-512 vector per eight lanes where the CPU has
+/// AVX-512 and `len` ≥ [`WIDE_FROM`] (compiled for it), else as [`dispatch_quad`] does (one
+/// AVX2 vector per four lanes, or plain f64 arithmetic); the result is the same bits.
 #[inline]
-pub(crate) fn dispatch_wide<K: WideKernel>(kernel: K) -> K::Output {
+pub(crate) fn dispatch_wide<K: WideKernel>(kernel: K, len: usize) -> K::Output {
     #[cfg(test)]
     match forced_path() {
         Some(Path::Portable) => return kernel.run(Portable),
@@ -775,17 +819,26 @@ pub(crate) fn dispatch_wide<K: WideKernel>(kernel: K) -> K::Output {
             let simd = pulp::x86::V3::try_new().expect("a forced path is available");
             return pulp::Simd::vectorize(simd, WideWithAvx2(kernel, Avx2(simd)));
         }
+        #[cfg(target_arch = "x86_64")]
+        Some(Path::Avx512) => {
+            // Whatever the length, so that tests reach the eight-lane kernels at every N.
+            let simd = pulp::x86::V4::try_new().expect("a forced path is available");
+            return pulp::Simd::vectorize(simd, WideWithAvx512(kernel, Avx512(simd)));
+        }
         _ => {}
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if let Some(simd) = pulp::x86::V4::try_new() {
-            return pulp::Simd::vectorize(simd, WideWithAvx512(kernel, Avx512(simd)));
+        if len >= WIDE_FROM {
+            if let Some(simd) = pulp::x86::V4::try_new() {
+                return pulp::Simd::vectorize(simd, WideWithAvx512(kernel, Avx512(simd)));
+            }
         }
         if let Some(simd) = pulp::x86::V3::try_new() {
             return pulp::Simd::vectorize(simd, WideWithAvx2(kernel, Avx2(simd)));
         }
     }
+    let _ = len;
     kernel.run(Portable)
 }
 
@@ -833,7 +886,10 @@ fn forced_path() -> Option<Path> {
 /// must be available: [`Path::available`]), for tests of whole learners on every path.
 #[cfg(test)]
 pub(crate) fn on_path<T>(path: Path, f: impl FnOnce() -> T) -> T {
-    assert!(Path::available().contains(&path), "{path:?} is not available");
+    assert!(
+        Path::available().contains(&path),
+        "{path:?} is not available"
+    );
     let before = FORCED_PATH.with(|forced| forced.replace(Some(path)));
     let result = f();
     FORCED_PATH.with(|forced| forced.set(before));
@@ -848,10 +904,16 @@ pub(crate) fn run_on_every_path<K: WideKernel>(make: impl Fn() -> K) -> Vec<K::O
     #[cfg(target_arch = "x86_64")]
     {
         if let Some(simd) = pulp::x86::V3::try_new() {
-            results.push(pulp::Simd::vectorize(simd, WideWithAvx2(make(), Avx2(simd))));
+            results.push(pulp::Simd::vectorize(
+                simd,
+                WideWithAvx2(make(), Avx2(simd)),
+            ));
         }
         if let Some(simd) = pulp::x86::V4::try_new() {
-            results.push(pulp::Simd::vectorize(simd, WideWithAvx512(make(), Avx512(simd))));
+            results.push(pulp::Simd::vectorize(
+                simd,
+                WideWithAvx512(make(), Avx512(simd)),
+            ));
         }
     }
     results
@@ -876,7 +938,7 @@ pub(crate) struct ExpConstants<V> {
 impl<V: Copy> ExpConstants<V> {
     #[inline(always)]
     pub(crate) fn new<L: Lanes<V = V>>(lanes: L) -> Self {
-        std::hint::black_box(Self {
+        let constants = Self {
             log2_e: lanes.splat(std::f64::consts::LOG2_E),
             rounder: lanes.splat(EXP_ROUNDER),
             ln2: lanes.splat(std::f64::consts::LN_2),
@@ -884,7 +946,12 @@ impl<V: Copy> ExpConstants<V> {
             one: lanes.splat(1.0),
             floor: lanes.splat(EXP_FLOOR),
             ceiling: lanes.splat(EXP_CEILING),
-        })
+        };
+        if L::CONSTANTS_IN_MEMORY {
+            std::hint::black_box(constants)
+        } else {
+            constants
+        }
     }
 
     /// The same constants on the four lanes of `wide`'s quad (the first four of each: a
@@ -915,11 +982,7 @@ pub(crate) fn exp_lanes<L: Lanes>(lanes: L, c: &ExpConstants<L::V>, x: L::V) -> 
 /// caller discards every value they write when some argument exceeds 700 (the weights
 /// engine's fused round re-weighs then).
 #[inline(always)]
-pub(crate) fn exp_lanes_below_ceiling<L: Lanes>(
-    lanes: L,
-    c: &ExpConstants<L::V>,
-    x: L::V,
-) -> L::V {
+pub(crate) fn exp_lanes_below_ceiling<L: Lanes>(lanes: L, c: &ExpConstants<L::V>, x: L::V) -> L::V {
     exp_lanes_of(lanes, c, x, x)
 }
 
@@ -940,7 +1003,7 @@ fn exp_lanes_of<L: Lanes>(q: L, c: &ExpConstants<L::V>, clamped: L::V, x: L::V) 
     let p47 = q.mul_add(p67, r2, p45);
     let poly = q.mul_add(p47, r4, p03);
     let polynomial = q.mul_add(poly, r2, q.add(r, c.one));
-    q.add_exponent_unless(q.lt(x, c.floor), polynomial, shifted)
+    q.add_exponent_above(x, c.floor, polynomial, shifted)
 }
 
 const LANES: usize = 16;
@@ -1220,7 +1283,11 @@ mod tests {
         fn run<W: Wide>(self, w: W) -> Vec<u64> {
             let constants = ExpConstants::new(w);
             let mut out = vec![0.0; self.0.len()];
-            for (x, y) in self.0.chunks_exact(W::WIDTH).zip(out.chunks_exact_mut(W::WIDTH)) {
+            for (x, y) in self
+                .0
+                .chunks_exact(W::WIDTH)
+                .zip(out.chunks_exact_mut(W::WIDTH))
+            {
                 w.store_wide(y, exp_lanes(w, &constants, w.load_wide(x)));
             }
             out.iter().map(|y| y.to_bits()).collect()
@@ -1239,7 +1306,7 @@ mod tests {
         for path in paths {
             assert_eq!(path, scalar);
         }
-        assert_eq!(dispatch_wide(ExpAll(&values)), scalar);
+        assert_eq!(dispatch_wide(ExpAll(&values), values.len()), scalar);
     }
 
     /// The eight-lane minimum folded to four lanes is the four-lane pass's state bit for bit,
@@ -1276,11 +1343,20 @@ mod tests {
         // Zeros of both signs in one lane, the first in the low half and in the high half.
         let mut written = vec![1.0; 16];
         (written[0], written[4]) = (-0.0, 0.0);
-        assert_eq!(first_least_of_halves(eight_lane(&written), &written)[0].to_bits(), (-0.0f64).to_bits());
+        assert_eq!(
+            first_least_of_halves(eight_lane(&written), &written)[0].to_bits(),
+            (-0.0f64).to_bits()
+        );
         (written[0], written[4]) = (0.0, -0.0);
-        assert_eq!(first_least_of_halves(eight_lane(&written), &written)[0].to_bits(), 0);
+        assert_eq!(
+            first_least_of_halves(eight_lane(&written), &written)[0].to_bits(),
+            0
+        );
         (written[0], written[4], written[8]) = (1.0, -0.0, 0.0);
-        assert_eq!(first_least_of_halves(eight_lane(&written), &written)[0].to_bits(), (-0.0f64).to_bits());
+        assert_eq!(
+            first_least_of_halves(eight_lane(&written), &written)[0].to_bits(),
+            (-0.0f64).to_bits()
+        );
     }
 
     struct SumOfExps<'a>(&'a [f64]);

@@ -285,12 +285,15 @@ impl Ewa {
         losses.resize(advice.len(), 0.0);
         macro_rules! own_losses {
             ($kind:expr) => {
-                kernels::dispatch_wide(OwnLosses::<{ $kind }> {
-                    advice,
-                    outcome,
-                    tau,
-                    losses: &mut losses,
-                })
+                kernels::dispatch_wide(
+                    OwnLosses::<{ $kind }> {
+                        advice,
+                        outcome,
+                        tau,
+                        losses: &mut losses,
+                    },
+                    advice.len(),
+                )
             };
         }
         let (lowest, highest, largest_loss) = match kind {
@@ -471,7 +474,12 @@ impl<const KIND: u8> WideKernel for OwnLosses<'_, KIND> {
         );
         if full < n {
             let a = padded(self.advice, full);
-            let own = q.to_array(value_lanes::<KIND, W::Quad>(q, self.tau, q.load(&a), outcome));
+            let own = q.to_array(value_lanes::<KIND, W::Quad>(
+                q,
+                self.tau,
+                q.load(&a),
+                outcome,
+            ));
             for (i, slot) in self.losses[full..].iter_mut().enumerate() {
                 *slot = own[i];
                 low = low.min(a[i]);
@@ -689,6 +697,186 @@ mod tests {
                 let expected = general.learn_one(LossRound::new(&bad)).unwrap_err();
                 assert_eq!(refused.to_string(), expected.to_string());
                 assert_eq!(serde_json::to_string(&fused).unwrap(), before);
+            }
+        }
+    }
+
+    /// Everything a round reports and the learner's state after it, as text that tells every
+    /// bit apart (Rust's shortest round-trip form; the snapshot is serialised the same way).
+    fn record(step: &ExpertStep, snapshot: Option<String>) -> String {
+        format!("{step:?} {}", snapshot.unwrap_or_default())
+    }
+
+    /// One stream of `rounds` rounds at N = `n` for the learner `variant`: Hedge (fixed rate,
+    /// losses now and then outside [0, 1] and of both zeros, sleeping experts; with a prior
+    /// and the doubling trick's restarts), and EWA (square loss with a prior, the absolute
+    /// loss's linearised charges at anytime rates with sleeping experts, the pinball loss
+    /// with advice beyond the range), with a snapshot restored half-way; the records of every
+    /// round and the snapshot at the end.
+    fn stream(n: usize, variant: usize, rounds: usize) -> Vec<String> {
+        let mut rng = StreamRng::seed_from((n * 10 + variant) as u64);
+        let prior: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+        let mut records = Vec::new();
+        let snapshot_every = |t: usize| (n <= 8 || t % 16 == 15).then_some(());
+        if variant < 2 {
+            let params = HedgeParams::new(n).loss_bound(1.0);
+            let params = if variant == 0 {
+                params.learning_rate(LearningRate::Fixed(0.7))
+            } else {
+                params.learning_rate(LearningRate::Doubling).prior(prior)
+            };
+            let mut hedge = params.check().unwrap().build();
+            for t in 0..rounds {
+                let losses: Vec<f64> = (0..n)
+                    .map(|i| match (t + i) % 11 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 if t % 3 == 0 => 1.5,
+                        _ => rng.next_f64(),
+                    })
+                    .collect();
+                let mask: Vec<bool> = (0..n).map(|i| i % 3 != t % 3).collect();
+                let awake = (t % 9 == 4 && n > 1).then_some(mask.as_slice());
+                if t == rounds / 2 {
+                    hedge = serde_json::from_str(&serde_json::to_string(&hedge).unwrap()).unwrap();
+                }
+                let step = hedge
+                    .learn_one(LossRound {
+                        losses: &losses,
+                        awake,
+                    })
+                    .unwrap();
+                let snapshot = snapshot_every(t).map(|()| serde_json::to_string(&hedge).unwrap());
+                records.push(record(&step, snapshot));
+            }
+            records.push(serde_json::to_string(&hedge).unwrap());
+        } else {
+            let (loss, rate, gradient) = match variant {
+                2 => (Loss::Square, LearningRate::Fixed(0.3), false),
+                3 => (Loss::Absolute, LearningRate::Anytime, true),
+                _ => (Loss::Pinball { tau: 0.3 }, LearningRate::Fixed(0.9), false),
+            };
+            let params = EwaParams::new(n)
+                .loss(loss)
+                .learning_rate(rate)
+                .gradient(gradient)
+                .loss_bound(1.0);
+            let params = if variant == 2 {
+                params.prior(prior)
+            } else {
+                params
+            };
+            let mut ewa = params.check().unwrap().build();
+            for t in 0..rounds {
+                let advice: Vec<f64> = (0..n)
+                    .map(|i| match (t + 2 * i) % 13 {
+                        0 => -0.0,
+                        1 if variant == 4 => 2.5,
+                        _ => 2.0 * rng.next_f64() - 0.5,
+                    })
+                    .collect();
+                let outcome = if t % 5 == 0 { 0.0 } else { rng.next_f64() };
+                let mask: Vec<bool> = (0..n).map(|i| i % 4 != t % 4).collect();
+                let awake = (variant == 3 && t % 7 == 2 && n > 1).then_some(mask.as_slice());
+                if t == rounds / 2 {
+                    ewa = serde_json::from_str(&serde_json::to_string(&ewa).unwrap()).unwrap();
+                }
+                let step = ewa
+                    .learn_one(AdviceRound {
+                        advice: &advice,
+                        outcome,
+                        awake,
+                    })
+                    .unwrap();
+                let snapshot = snapshot_every(t).map(|()| serde_json::to_string(&ewa).unwrap());
+                records.push(record(&step, snapshot));
+            }
+            records.push(serde_json::to_string(&ewa).unwrap());
+        }
+        records
+    }
+
+    /// Whole streams of Hedge and EWA (priors, sleeping experts, losses out of range, zeros
+    /// of both signs, restarts, a snapshot restored half-way) give the same records and the
+    /// same snapshots, bit for bit, on every path this CPU offers: portable, AVX2, and
+    /// AVX-512 (the fused passes on eight lanes), for every N from 1 to 40 (every length of
+    /// the last chunks of four and eight) and longer rounds.
+    #[test]
+    fn whole_streams_have_the_same_bits_on_every_path() {
+        let paths = kernels::Path::available();
+        for n in (1..=40).chain([64, 65, 203, 1000]) {
+            let rounds = if n >= 200 { 40 } else { 60 };
+            for variant in 0..5 {
+                let reference = kernels::on_path(paths[0], || stream(n, variant, rounds));
+                for &path in &paths[1..] {
+                    let other = kernels::on_path(path, || stream(n, variant, rounds));
+                    for (t, (a, b)) in reference.iter().zip(&other).enumerate() {
+                        assert_eq!(a, b, "n = {n}, variant {variant}, {path:?}, round {t}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everything EWA's loss pass returns and writes, as bits, on every path.
+    fn own_losses_on_every_path<const KIND: u8>(advice: &[f64], outcome: f64) -> Vec<Vec<u64>> {
+        struct Owned<const KIND: u8>(Vec<f64>, f64);
+        impl<const KIND: u8> WideKernel for Owned<KIND> {
+            type Output = Vec<u64>;
+            fn run<W: Wide>(self, w: W) -> Vec<u64> {
+                let mut losses = vec![0.0; self.0.len()];
+                let (low, high, largest) = OwnLosses::<KIND> {
+                    advice: &self.0,
+                    outcome: self.1,
+                    tau: 0.3,
+                    losses: &mut losses,
+                }
+                .run(w);
+                [low, high, largest]
+                    .iter()
+                    .chain(&losses)
+                    .map(|v| v.to_bits())
+                    .collect()
+            }
+        }
+        kernels::run_on_every_path(|| Owned::<KIND>(advice.to_vec(), outcome))
+    }
+
+    /// EWA's loss pass gives the same bits on every path (portable, AVX2, AVX-512), for
+    /// every loss, every size from 1 to 40 and longer, advice with zeros of both signs, NaN
+    /// and extremes in every position; and returns the least and largest advice and the
+    /// largest loss.
+    #[test]
+    fn own_losses_have_the_same_bits_on_every_path() {
+        let mut rng = StreamRng::seed_from(3);
+        for n in (1..=40).chain([63, 64, 65, 1000, 1003]) {
+            for trial in 0..6 {
+                let advice: Vec<f64> = (0..n)
+                    .map(|i| match (i + trial) % 7 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 if trial == 3 && i % 5 == 0 => f64::NAN,
+                        3 if trial == 4 => 1e6 * (rng.next_f64() - 0.5),
+                        _ => 4.0 * rng.next_f64() - 2.0,
+                    })
+                    .collect();
+                let outcome = if trial == 5 { -0.0 } else { 0.25 };
+                for paths in [
+                    own_losses_on_every_path::<SQUARE>(&advice, outcome),
+                    own_losses_on_every_path::<ABSOLUTE>(&advice, outcome),
+                    own_losses_on_every_path::<PINBALL>(&advice, outcome),
+                    own_losses_on_every_path::<ZERO_ONE>(&advice, outcome),
+                ] {
+                    assert_eq!(paths.len(), kernels::Path::available().len());
+                    for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                        assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, {path:?}");
+                    }
+                    let finite = advice.iter().filter(|a| !a.is_nan());
+                    let low = finite.clone().copied().fold(f64::INFINITY, f64::min);
+                    let high = finite.copied().fold(f64::NEG_INFINITY, f64::max);
+                    assert_eq!(f64::from_bits(paths[0][0]), low);
+                    assert_eq!(f64::from_bits(paths[0][1]), high);
+                }
             }
         }
     }

@@ -17,7 +17,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::kernels::{self, ExpConstants, Kernel, Lanes, QUAD, Quad, QuadKernel, QuadV, Wide, WideKernel};
+use crate::kernels::{
+    self, ExpConstants, Kernel, Lanes, QUAD, Quad, QuadKernel, QuadV, Wide, WideKernel,
+};
 
 /// Priors and charged cumulative losses of N experts; see the module documentation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -813,16 +815,8 @@ impl<F: Charging> RoundPass<'_, F> {
                 aux: w.load_wide(a),
                 weights: w.load_wide(wt),
                 charged: w.load_wide(c),
-                prior: if PRIOR {
-                    w.load_wide(p)
-                } else {
-                    w.splat(0.0)
-                },
-                totals: if TWIN {
-                    w.splat(0.0)
-                } else {
-                    w.load_wide(t)
-                },
+                prior: if PRIOR { w.load_wide(p) } else { w.splat(0.0) },
+                totals: if TWIN { w.splat(0.0) } else { w.load_wide(t) },
             };
             let written;
             (wide, written) = round_step::<W, F, PRIOR, RANGE, TWIN>(
@@ -923,7 +917,7 @@ impl<F: Charging> RoundPass<'_, F> {
         // wrote (a branch-free test of sixteen values at a time, from the start): cheaper
         // than carrying the index of each lane's least through the pass.
         let least_total = least_lane(q.to_array(lanes.least_total));
-        let least_total_at = kernels::first_position(totals_next, least_total);
+        let least_total_at = w.first_position(totals_next, least_total);
         let (lowest_charge, highest_charge) = if RANGE {
             let highest =
                 q.to_array(lanes.highest_charge)
@@ -1284,6 +1278,53 @@ mod tests {
                         values.iter().any(|v| !(lo..=hi).contains(&(v * v)))
                     });
                     assert_eq!(signed[0][1], u64::from(outside), "n = {n}, {range:?}");
+                }
+            }
+        }
+    }
+
+    /// Zeros of both signs: charged losses and ledger entries of ±0 charged −0 keep their
+    /// signs (−0 + −0 = −0, +0 + −0 = +0), so the least C' and L' are zeros whose sign is
+    /// that of the first zero of their lane; eight lanes hold the zeros of a lane in two
+    /// halves and must find which came first. Charges of ±0 and ±1 make the least and
+    /// largest charge zeros too. Every path gives the same bits, for every size.
+    #[test]
+    fn zeros_of_both_signs_keep_their_bits_on_every_path() {
+        let mut rng = crate::rng::StreamRng::seed_from(17);
+        let mut pick =
+            |pool: &[f64]| pool[(rng.next_f64() * pool.len() as f64) as usize % pool.len()];
+        for n in sizes().filter(|&n| n <= 128) {
+            for trial in 0..8 {
+                let mut inputs = pass_inputs(n, (n * 8 + trial) as u64);
+                for i in 0..n {
+                    inputs[2][i] = pick(&[0.0, -0.0, 0.0, -0.0, 1.0]);
+                    inputs[3][i] = pick(&[0.0, -0.0, 2.0]);
+                    inputs[0][i] = if trial % 2 == 0 {
+                        -0.0
+                    } else {
+                        pick(&[-0.0, 0.0, 1.0, -1.0])
+                    };
+                }
+                for (prior, range) in [
+                    (false, None),
+                    (true, Some((-0.5, 1.0))),
+                    (false, Some((0.0, 0.5))),
+                ] {
+                    for paths in [
+                        run_pass(&inputs, OwnLoss, prior, range, 0.7, false),
+                        run_pass(&inputs, GivenCharges, prior, range, 0.7, false),
+                    ] {
+                        for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                            assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, {path:?}");
+                        }
+                    }
+                    // Twin: C = L.
+                    let mut twin = inputs.clone();
+                    twin[3] = twin[2].clone();
+                    let paths = run_pass(&twin, OwnLoss, prior, range, 0.7, true);
+                    for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                        assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, twin, {path:?}");
+                    }
                 }
             }
         }
