@@ -3,20 +3,28 @@
 //!
 //! **Dispatch.** Library code is compiled for the portable x86-64 baseline (SSE2). A loop that
 //! computes one exponential weight per expert is much faster with AVX2 and FMA, which almost
-//! every x86-64 CPU since 2013 has. [`dispatch`] runs a [`Kernel`] through `pulp`, which
-//! detects the CPU's features once and calls the kernel from a function compiled for them;
-//! kernels are `#[inline(always)]`, so their loops are generated for the detected features.
-//! (All `unsafe` stays inside `pulp`.)
+//! every x86-64 CPU since 2013 has, and faster again with AVX-512. [`dispatch`] runs a
+//! [`Kernel`] through `pulp`, which detects the CPU's features once and calls the kernel from
+//! a function compiled for them; kernels are `#[inline(always)]`, so their loops are
+//! generated for the detected features. [`dispatch`], [`dispatch_simd`] and
+//! [`dispatch_quad`] go as far as AVX2 and FMA (pulp's V3); only [`dispatch_wide`], for the
+//! experts' fused passes, goes to AVX-512 (pulp's V4: F, DQ, CD, BW, VL) where the CPU has
+//! it. (All `unsafe` stays inside `pulp`.)
 //!
 //! **Same bits on every path.** Rust never contracts `a * b + c` into a fused multiply-add, so
 //! wherever a kernel wants one it says so with `f64::mul_add`, which is correctly rounded
-//! everywhere (a hardware FMA with AVX2, a libm call without); and every reduction has a fixed
-//! order (16 interleaved lanes combined by a fixed tree), which vectorisation does not change.
-//! A kernel therefore returns the same bits whatever the CPU, only faster or slower.
+//! everywhere (a hardware FMA with AVX2 or AVX-512, a libm call without); and every reduction
+//! has a fixed order (16 interleaved lanes combined by a fixed tree; four lanes for the
+//! experts), which vectorisation does not change. A kernel therefore returns the same bits
+//! whatever the CPU, only faster or slower.
 //!
-//! **Four-lane kernels.** The experts' fused pass is written against [`Quad`] (four f64
-//! lanes) and run by [`dispatch_quad`] on one AVX2 vector or on four plain lanes; its
-//! exponential ([`exp`], [`exp_quad`]) has a relative error below 1e−13.
+//! **Four-lane and eight-lane kernels.** The experts' fused passes are written against
+//! [`Wide`]: four f64 lanes ([`Quad`]: one AVX2 vector, or four plain lanes) or eight (one
+//! AVX-512 vector, [`Avx512`]), run by [`dispatch_wide`] (eight lanes from [`WIDE_FROM`]
+//! values on). Eight lanes hold two consecutive chunks of four; sums are kept on four lanes
+//! and take the low chunk, then the high one, which is the four-lane order, so the widest
+//! path returns the four-lane bits. Their exponential ([`exp`], [`exp_lanes`]) has a
+//! relative error below 1e−13 and the same bits on every width.
 
 /// A computation to run under [`dispatch`]. Implementations mark `run` `#[inline(always)]`.
 pub(crate) trait Kernel {
@@ -108,9 +116,9 @@ pub(crate) fn dispatch_simd<K: SimdKernel>(kernel: K) -> K::Output {
 /// applied exactly, by adding k to the exponent field of the polynomial's value (an integer
 /// add, no multiply: the result is a normal number for every x in [−708, 709]). A
 /// full-precision exponential needs degree 13 (sixteen operations by Estrin's scheme). Every
-/// call site evaluates the same operations in the same order (the four-lane [`exp_quad`]
-/// too), with fused multiply-adds that are correctly rounded on every CPU, so results are
-/// reproducible bit for bit.
+/// call site evaluates the same operations in the same order (the four- and eight-lane
+/// [`exp_lanes`] too), with fused multiply-adds that are correctly rounded on every CPU, so
+/// results are reproducible bit for bit.
 #[inline(always)]
 pub(crate) fn exp(x: f64) -> f64 {
     // `ceiling < x ? ceiling : x`, the lanes' `min`.
@@ -159,9 +167,10 @@ const EXP_Q: [f64; 8] = [
     2.763_264_212_637_514_8e-6,
 ];
 
-/// The lanes of the fused passes of the experts: one AVX2 vector of four f64. Element i goes
-/// to lane i mod 4 whatever the CPU, and the lanes are combined by [`sum_quad`], so a pass
-/// returns the same bits whether its lanes run as one vector or one after the other.
+/// The lanes of the fused passes of the experts' sums: one AVX2 vector of four f64. Element
+/// i goes to lane i mod 4 whatever the CPU, and the lanes are combined by [`sum_quad`], so a
+/// pass returns the same bits whether its lanes run as one vector, one after the other, or
+/// as the two halves of an AVX-512 vector taken in turn ([`Wide`]).
 pub(crate) const QUAD: usize = 4;
 
 /// The sum of N lanes (N a power of two) by a fixed halving tree: lane i + lane i + N/2 for

@@ -850,17 +850,32 @@ mod tests {
     fn own_losses_have_the_same_bits_on_every_path() {
         let mut rng = StreamRng::seed_from(3);
         for n in (1..=40).chain([63, 64, 65, 1000, 1003]) {
-            for trial in 0..6 {
+            for trial in 0..11 {
+                // Trials 6 to 8: the least advice, the largest, and the largest (pinball)
+                // loss are zeros, of both signs in the lanes; 9 and 10: the least (largest)
+                // advice is −0 in the second chunk of four and +0 in the third, so that
+                // eight lanes meet the +0 first.
                 let advice: Vec<f64> = (0..n)
-                    .map(|i| match (i + trial) % 7 {
-                        0 => 0.0,
-                        1 => -0.0,
-                        2 if trial == 3 && i % 5 == 0 => f64::NAN,
-                        3 if trial == 4 => 1e6 * (rng.next_f64() - 0.5),
+                    .map(|i| match ((i + trial) % 7, trial) {
+                        (_, 9 | 10) if i == 4 || i == 8 => [-0.0, 0.0][i / 8],
+                        (_, 9) => 1.0 + rng.next_f64(),
+                        (_, 10) => -1.0 - rng.next_f64(),
+                        (0, _) => 0.0,
+                        (1, _) => -0.0,
+                        (2, 3) if i % 5 == 0 => f64::NAN,
+                        (3, 4) => 1e6 * (rng.next_f64() - 0.5),
+                        (_, 6) => rng.next_f64(),
+                        (_, 7) => -rng.next_f64(),
+                        (_, 8) => [0.0, -0.0][i % 2],
                         _ => 4.0 * rng.next_f64() - 2.0,
                     })
                     .collect();
-                let outcome = if trial == 5 { -0.0 } else { 0.25 };
+                let outcome = match trial {
+                    5 | 8 => -0.0,
+                    6 => -1.0,
+                    7 => 1.0,
+                    _ => 0.25,
+                };
                 for paths in [
                     own_losses_on_every_path::<SQUARE>(&advice, outcome),
                     own_losses_on_every_path::<ABSOLUTE>(&advice, outcome),

@@ -1299,10 +1299,13 @@ mod tests {
                 for i in 0..n {
                     inputs[2][i] = pick(&[0.0, -0.0, 0.0, -0.0, 1.0]);
                     inputs[3][i] = pick(&[0.0, -0.0, 2.0]);
-                    inputs[0][i] = if trial % 2 == 0 {
-                        -0.0
-                    } else {
-                        pick(&[-0.0, 0.0, 1.0, -1.0])
+                    // Charges: all −0; ±0 and ±1; ±0 and 1 (the least charge a zero);
+                    // ±0 and −1 (the largest a zero).
+                    inputs[0][i] = match trial % 4 {
+                        0 => -0.0,
+                        1 => pick(&[-0.0, 0.0, 1.0, -1.0]),
+                        2 => pick(&[-0.0, 0.0, 1.0]),
+                        _ => pick(&[-0.0, 0.0, -1.0]),
                     };
                 }
                 for (prior, range) in [
