@@ -303,6 +303,7 @@ pub(crate) type QuadV<W> = <<W as Wide>::Quad as Lanes>::V;
 /// lane l of four holds the first least of its elements, which is the least of lanes l and
 /// l + 4 of eight, or, when both hold the same value, the earlier of them: the same bits
 /// unless they are zeros of opposite signs, where the lane's elements are searched again.
+#[cfg(any(all(target_arch = "x86_64", feature = "avx512"), test))]
 #[inline(always)]
 fn first_least_of_halves(lanes: [f64; 8], written: &[f64]) -> [f64; QUAD] {
     std::array::from_fn(|l| {
@@ -562,11 +563,15 @@ mod avx2 {
 
 /// [`Wide`] as one AVX-512 vector of eight lanes, with its AVX2 half for the sums and the
 /// last chunks (the token proves the CPU has AVX-512 F, DQ, CD, BW and VL, AVX2 and FMA).
-#[cfg(target_arch = "x86_64")]
+/// With the `avx512` feature only, which needs Rust 1.89 (the crate's MSRV, 1.85, is
+/// without it).
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+#[allow(clippy::incompatible_msrv)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Avx512(pulp::x86::V4);
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+#[allow(clippy::incompatible_msrv)]
 mod avx512 {
     use super::{Avx2, Avx512, LANES, Lanes, QUAD, QuadV, Wide, first_least_of_halves};
     use pulp::bytemuck::cast;
@@ -797,10 +802,10 @@ impl<K: WideKernel> pulp::WithSimd for WideWithAvx2<K> {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
 struct WideWithAvx512<K>(K, Avx512);
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
 impl<K: WideKernel> pulp::WithSimd for WideWithAvx512<K> {
     type Output = K::Output;
 
@@ -813,6 +818,7 @@ impl<K: WideKernel> pulp::WithSimd for WideWithAvx512<K> {
 /// The least number of values for which [`dispatch_wide`] takes eight lanes: below it the
 /// set-up of the wider path (its constants, the folds of its lanes) costs more than its
 /// chunks save (measured: N = 10 slower by about 10 %, N = 16 already faster).
+#[cfg_attr(not(all(target_arch = "x86_64", feature = "avx512")), allow(dead_code))]
 pub(crate) const WIDE_FROM: usize = 16;
 
 /// Runs `kernel` over `len` values on one AVX-512 vector per eight lanes where the CPU has
@@ -828,7 +834,7 @@ pub(crate) fn dispatch_wide<K: WideKernel>(kernel: K, len: usize) -> K::Output {
             let simd = pulp::x86::V3::try_new().expect("a forced path is available");
             return pulp::Simd::vectorize(simd, WideWithAvx2(kernel, Avx2(simd)));
         }
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
         Some(Path::Avx512) => {
             // Whatever the length, so that tests reach the eight-lane kernels at every N.
             let simd = pulp::x86::V4::try_new().expect("a forced path is available");
@@ -838,6 +844,7 @@ pub(crate) fn dispatch_wide<K: WideKernel>(kernel: K, len: usize) -> K::Output {
     }
     #[cfg(target_arch = "x86_64")]
     {
+        #[cfg(feature = "avx512")]
         if len >= WIDE_FROM {
             if let Some(simd) = pulp::x86::V4::try_new() {
                 return pulp::Simd::vectorize(simd, WideWithAvx512(kernel, Avx512(simd)));
@@ -873,6 +880,7 @@ impl Path {
             if pulp::x86::V3::try_new().is_some() {
                 paths.push(Path::Avx2);
             }
+            #[cfg(feature = "avx512")]
             if pulp::x86::V4::try_new().is_some() {
                 paths.push(Path::Avx512);
             }
@@ -918,6 +926,7 @@ pub(crate) fn run_on_every_path<K: WideKernel>(make: impl Fn() -> K) -> Vec<K::O
                 WideWithAvx2(make(), Avx2(simd)),
             ));
         }
+        #[cfg(feature = "avx512")]
         if let Some(simd) = pulp::x86::V4::try_new() {
             results.push(pulp::Simd::vectorize(
                 simd,

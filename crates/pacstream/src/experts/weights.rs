@@ -695,6 +695,12 @@ impl<F: Charging> WideKernel for &mut RoundPass<'_, F> {
     }
 }
 
+/// What one chunk of a [`RoundPass`] leaves: the accumulators and the outputs (C', w, L').
+type StepResult<L> = (
+    Accumulators<QuadV<L>, <L as Lanes>::V>,
+    [<L as Lanes>::V; 3],
+);
+
 /// One chunk of a [`RoundPass`] on the lanes of `L` (four or eight): the accumulators after
 /// it (its sums taken four lanes at a time, the low chunk first: [`Wide::add_into`]), and
 /// its outputs (C', w, L'). With `TWIN`, L' is C' (the chunk's `totals` are not read).
@@ -708,7 +714,7 @@ fn round_step<L: Wide, F: Charging, const PRIOR: bool, const RANGE: bool, const 
     chunk: Chunk<L::V>,
     minus_eta: L::V,
     shift: L::V,
-) -> (Accumulators<QuadV<L>, L::V>, [L::V; 3]) {
+) -> StepResult<L> {
     let mixture = l.mul_add_into(chunk.weights, chunk.values, lanes.mixture);
     let (charge, own) = charging.split(l, chunk.values, chunk.aux);
     let lowest_charge = if RANGE && !F::NONNEGATIVE {
