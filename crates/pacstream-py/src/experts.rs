@@ -85,10 +85,10 @@ fn rate(
     };
     if let Ok(name) = value.cast::<PyString>() {
         let name = name.to_str()?;
-        if let Some(horizon) = horizon {
-            if name == LearningRate::Horizon(horizon).name() {
-                return Ok(Some(LearningRate::Horizon(horizon)));
-            }
+        if let Some(horizon) = horizon
+            && name == LearningRate::Horizon(horizon).name()
+        {
+            return Ok(Some(LearningRate::Horizon(horizon)));
         }
         let named = [
             LearningRate::Anytime,

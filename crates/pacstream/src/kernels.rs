@@ -3,20 +3,28 @@
 //!
 //! **Dispatch.** Library code is compiled for the portable x86-64 baseline (SSE2). A loop that
 //! computes one exponential weight per expert is much faster with AVX2 and FMA, which almost
-//! every x86-64 CPU since 2013 has. [`dispatch`] runs a [`Kernel`] through `pulp`, which
-//! detects the CPU's features once and calls the kernel from a function compiled for them;
-//! kernels are `#[inline(always)]`, so their loops are generated for the detected features.
-//! (All `unsafe` stays inside `pulp`.)
+//! every x86-64 CPU since 2013 has, and faster again with AVX-512. [`dispatch`] runs a
+//! [`Kernel`] through `pulp`, which detects the CPU's features once and calls the kernel from
+//! a function compiled for them; kernels are `#[inline(always)]`, so their loops are
+//! generated for the detected features. [`dispatch`], [`dispatch_simd`] and
+//! [`dispatch_quad`] go as far as AVX2 and FMA (pulp's V3); only [`dispatch_wide`], for the
+//! experts' fused passes, goes to AVX-512 (pulp's V4: F, DQ, CD, BW, VL) where the CPU has
+//! it. (All `unsafe` stays inside `pulp`.)
 //!
 //! **Same bits on every path.** Rust never contracts `a * b + c` into a fused multiply-add, so
 //! wherever a kernel wants one it says so with `f64::mul_add`, which is correctly rounded
-//! everywhere (a hardware FMA with AVX2, a libm call without); and every reduction has a fixed
-//! order (16 interleaved lanes combined by a fixed tree), which vectorisation does not change.
-//! A kernel therefore returns the same bits whatever the CPU, only faster or slower.
+//! everywhere (a hardware FMA with AVX2 or AVX-512, a libm call without); and every reduction
+//! has a fixed order (16 interleaved lanes combined by a fixed tree; four lanes for the
+//! experts), which vectorisation does not change. A kernel therefore returns the same bits
+//! whatever the CPU, only faster or slower.
 //!
-//! **Four-lane kernels.** The experts' fused pass is written against [`Quad`] (four f64
-//! lanes) and run by [`dispatch_quad`] on one AVX2 vector or on four plain lanes; its
-//! exponential ([`exp`], [`exp_quad`]) has a relative error below 1e−13.
+//! **Four-lane and eight-lane kernels.** The experts' fused passes are written against
+//! [`Wide`]: four f64 lanes ([`Quad`]: one AVX2 vector, or four plain lanes) or eight (one
+//! AVX-512 vector, [`Avx512`]), run by [`dispatch_wide`] (eight lanes from [`WIDE_FROM`]
+//! values on). Eight lanes hold two consecutive chunks of four; sums are kept on four lanes
+//! and take the low chunk, then the high one, which is the four-lane order, so the widest
+//! path returns the four-lane bits. Their exponential ([`exp`], [`exp_lanes`]) has a
+//! relative error below 1e−13 and the same bits on every width.
 
 /// A computation to run under [`dispatch`]. Implementations mark `run` `#[inline(always)]`.
 pub(crate) trait Kernel {
@@ -35,10 +43,30 @@ impl<K: Kernel> pulp::WithSimd for Dispatched<K> {
     }
 }
 
-/// Runs `kernel` compiled for the best instruction set this CPU offers.
+/// Runs `kernel` compiled for the best instruction set this CPU offers up to AVX2 and FMA
+/// (on x86-64 not AVX-512, whose wider auto-vectorised loops these kernels were not
+/// measured with: only [`dispatch_wide`] goes there).
 #[inline]
 pub(crate) fn dispatch<K: Kernel>(kernel: K) -> K::Output {
-    pulp::Arch::new().dispatch(Dispatched(kernel))
+    up_to_avx2(Dispatched(kernel))
+}
+
+/// `pulp::Arch::new().dispatch(op)` with the instruction sets up to AVX2 and FMA: on x86-64
+/// pulp's V3 or its scalar path (not its V4, AVX-512, which `Arch` would pick where present).
+#[inline(always)]
+fn up_to_avx2<Op: pulp::WithSimd>(op: Op) -> Op::Output {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(simd) = pulp::x86::V3::try_new() {
+            pulp::Simd::vectorize(simd, op)
+        } else {
+            pulp::Simd::vectorize(pulp::Scalar::new(), op)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        pulp::Arch::new().dispatch(op)
+    }
 }
 
 /// A computation written with explicit vectors of the running CPU's width (`S::f64s`:
@@ -62,10 +90,11 @@ impl<K: SimdKernel> pulp::WithSimd for SimdDispatched<K> {
     }
 }
 
-/// Runs `kernel` with the widest vectors this CPU offers.
+/// Runs `kernel` with the widest vectors this CPU offers up to AVX2 (four f64 lanes on
+/// x86-64, AVX-512's eight excepted, as for [`dispatch`]).
 #[inline]
 pub(crate) fn dispatch_simd<K: SimdKernel>(kernel: K) -> K::Output {
-    pulp::Arch::new().dispatch(SimdDispatched(kernel))
+    up_to_avx2(SimdDispatched(kernel))
 }
 
 /// e^x with a relative error below 1e−13 for x in [−708, 709] (measured: at most 5.6e−14;
@@ -87,9 +116,9 @@ pub(crate) fn dispatch_simd<K: SimdKernel>(kernel: K) -> K::Output {
 /// applied exactly, by adding k to the exponent field of the polynomial's value (an integer
 /// add, no multiply: the result is a normal number for every x in [−708, 709]). A
 /// full-precision exponential needs degree 13 (sixteen operations by Estrin's scheme). Every
-/// call site evaluates the same operations in the same order (the four-lane [`exp_quad`]
-/// too), with fused multiply-adds that are correctly rounded on every CPU, so results are
-/// reproducible bit for bit.
+/// call site evaluates the same operations in the same order (the four- and eight-lane
+/// [`exp_lanes`] too), with fused multiply-adds that are correctly rounded on every CPU, so
+/// results are reproducible bit for bit.
 #[inline(always)]
 pub(crate) fn exp(x: f64) -> f64 {
     // `ceiling < x ? ceiling : x`, the lanes' `min`.
@@ -138,9 +167,10 @@ const EXP_Q: [f64; 8] = [
     2.763_264_212_637_514_8e-6,
 ];
 
-/// The lanes of the fused passes of the experts: one AVX2 vector of four f64. Element i goes
-/// to lane i mod 4 whatever the CPU, and the lanes are combined by [`sum_quad`], so a pass
-/// returns the same bits whether its lanes run as one vector or one after the other.
+/// The lanes of the fused passes of the experts' sums: one AVX2 vector of four f64. Element
+/// i goes to lane i mod 4 whatever the CPU, and the lanes are combined by [`sum_quad`], so a
+/// pass returns the same bits whether its lanes run as one vector, one after the other, or
+/// as the two halves of an AVX-512 vector taken in turn ([`Wide`]).
 pub(crate) const QUAD: usize = 4;
 
 /// The sum of N lanes (N a power of two) by a fixed halving tree: lane i + lane i + N/2 for
@@ -168,19 +198,16 @@ pub(crate) fn sum_quad(lanes: [f64; QUAD]) -> f64 {
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
 }
 
-/// Four f64 lanes and the IEEE operations the experts' fused passes use, lane by lane. Two
-/// implementations: [`Portable`] (plain f64 arithmetic, any CPU) and, on x86-64 CPUs with
-/// AVX2 and FMA, one AVX2 vector. Every operation is one correctly rounded IEEE operation or
-/// an exact one (compare, select, integer add and shift on the bits), with the same
-/// semantics in both (`min(a, b)` is `a < b ? a : b`, which is what `vminpd` computes), so a
-/// kernel written against this trait returns the same bits on either; the tests check it.
-pub(crate) trait Quad: Copy {
+/// Vector lanes of f64 and the IEEE operations the experts' fused passes use, lane by lane:
+/// four lanes ([`Quad`]: [`Portable`], and one AVX2 vector) or eight (one AVX-512 vector,
+/// [`Wide`]). Every operation is one correctly rounded IEEE operation or an exact one
+/// (compare, select, integer add and shift on the bits), with the same semantics in every
+/// implementation (`min(a, b)` is `a < b ? a : b`, which is what `vminpd` computes), so an
+/// element goes through the same operations whatever the width; the tests check it.
+pub(crate) trait Lanes: Copy {
     type V: Copy;
     type M: Copy;
     fn splat(self, value: f64) -> Self::V;
-    fn load(self, values: &[f64; QUAD]) -> Self::V;
-    fn store(self, values: &mut [f64; QUAD], v: Self::V);
-    fn to_array(self, v: Self::V) -> [f64; QUAD];
     fn add(self, a: Self::V, b: Self::V) -> Self::V;
     fn sub(self, a: Self::V, b: Self::V) -> Self::V;
     fn mul(self, a: Self::V, b: Self::V) -> Self::V;
@@ -203,31 +230,155 @@ pub(crate) trait Quad: Copy {
     /// f64::from_bits(a.to_bits() + (k.to_bits() << 52)) (wrapping): a · 2^k, exactly when
     /// the result is normal, for k held in the low mantissa bits of `k`.
     fn add_exponent(self, a: Self::V, k: Self::V) -> Self::V;
+    /// `x < floor ? +0 : add_exponent(a, k)`, the last step of the exponential: one compare
+    /// and one masked integer add with AVX-512.
+    #[inline(always)]
+    fn add_exponent_above(self, x: Self::V, floor: Self::V, a: Self::V, k: Self::V) -> Self::V {
+        self.zero_where(self.lt(x, floor), self.add_exponent(a, k))
+    }
+    /// Whether [`ExpConstants`] are kept in memory (`black_box`), read as operands of the
+    /// arithmetic: with sixteen vector registers, rather than re-broadcast on every use; with
+    /// AVX-512's thirty-two they stay in registers.
+    const CONSTANTS_IN_MEMORY: bool = true;
+}
+
+/// Four f64 lanes ([`Lanes`]): [`Portable`] (plain f64 arithmetic, any CPU) and, on x86-64
+/// CPUs with AVX2 and FMA, one AVX2 vector. A kernel written against this trait returns the
+/// same bits on either.
+pub(crate) trait Quad: Lanes {
+    fn load(self, values: &[f64; QUAD]) -> Self::V;
+    fn store(self, values: &mut [f64; QUAD], v: Self::V);
+    fn to_array(self, v: Self::V) -> [f64; QUAD];
+}
+
+/// The vectors a fused pass of the experts sweeps with: four lanes ([`Portable`], [`Avx2`],
+/// which are their own [`Wide::Quad`]) or eight (one AVX-512 vector, whose quad is its AVX2
+/// half). Eight lanes hold two consecutive chunks of four, and every accumulation goes as
+/// it would over those two chunks one after the other: sums stay four lanes wide and take
+/// the low chunk, then the high one ([`Wide::add_into`], [`Wide::mul_add_into`]), so that
+/// element i goes to lane i mod 4 in the same order whatever the width; minima and maxima
+/// may run eight wide (the least value does not depend on the order) and are folded to four
+/// lanes at the end ([`Wide::fold_min`], [`Wide::fold_first_least`]). A pass written
+/// against this trait returns the bits of the four-lane pass; the tests check it.
+pub(crate) trait Wide: Lanes {
+    /// The number of lanes: four or eight.
+    const WIDTH: usize;
+    /// The four lanes of the sums and of the last chunks.
+    type Quad: Quad + Wide<Quad = Self::Quad>;
+    fn quad(self) -> Self::Quad;
+    /// `values` holds exactly [`Wide::WIDTH`] values.
+    fn load_wide(self, values: &[f64]) -> Self::V;
+    fn store_wide(self, values: &mut [f64], v: Self::V);
+    /// The first four lanes.
+    fn narrow(self, v: Self::V) -> QuadV<Self>;
+    /// `acc + v` chunk of four by chunk of four, the low chunk first.
+    fn add_into(self, acc: QuadV<Self>, v: Self::V) -> QuadV<Self>;
+    /// `acc + a·b` (one rounding each) chunk of four by chunk of four, the low chunk first.
+    fn mul_add_into(self, a: Self::V, b: Self::V, acc: QuadV<Self>) -> QuadV<Self>;
+    /// Lane l of the result: the least of lanes l, l + 4, ... by `a < b ? a : b`. For
+    /// accumulators whose result is only compared (its sign when it is zero may be either
+    /// zero's: callers report a zero as +0).
+    fn fold_min(self, v: Self::V) -> QuadV<Self>;
+    /// As [`Wide::fold_min`] with `a > b ? a : b`.
+    fn fold_max(self, v: Self::V) -> QuadV<Self>;
+    /// The four-lane minimum a pass of `min(x, acc)` (`x < acc ? x : acc`, from +∞) over
+    /// `written` (a multiple of [`Wide::WIDTH`] values, element i in lane i mod 4) leaves,
+    /// from the eight-lane one `v` over the same values: the first least value of each lane
+    /// in the order of the elements, bit for bit. Equal values have equal bits but for the
+    /// zeros, so only a lane whose two halves hold zeros of both signs looks at `written`
+    /// again, for the first of them.
+    fn fold_first_least(self, v: Self::V, written: &[f64]) -> QuadV<Self>;
+    /// [`first_position`], compiled for these lanes.
+    #[inline(always)]
+    fn first_position(self, values: &[f64], target: f64) -> usize {
+        first_position(values, target)
+    }
+}
+
+/// The vector of a [`Wide`]'s four lanes.
+pub(crate) type QuadV<W> = <<W as Wide>::Quad as Lanes>::V;
+
+/// The four-lane state of `x < acc ? x : acc` passes over `written` (element i in lane
+/// i mod 4), from the state of the same passes over eight lanes (element i in lane i mod 8):
+/// lane l of four holds the first least of its elements, which is the least of lanes l and
+/// l + 4 of eight, or, when both hold the same value, the earlier of them: the same bits
+/// unless they are zeros of opposite signs, where the lane's elements are searched again.
+#[cfg(any(all(target_arch = "x86_64", feature = "avx512"), test))]
+#[inline(always)]
+fn first_least_of_halves(lanes: [f64; 8], written: &[f64]) -> [f64; QUAD] {
+    std::array::from_fn(|l| {
+        let (low, high) = (lanes[l], lanes[l + QUAD]);
+        if high < low {
+            high
+        } else if low < high || low.to_bits() == high.to_bits() {
+            low
+        } else {
+            // ±0 (a NaN never enters the lanes: `x < acc` is false for it).
+            written[l..]
+                .iter()
+                .step_by(QUAD)
+                .fold(f64::INFINITY, |acc, &x| if x < acc { x } else { acc })
+        }
+    })
+}
+
+/// [`Wide`] for a four-lane [`Quad`]: its own quad, sums and folds as they are.
+macro_rules! four_lanes_are_wide {
+    ($quad:ty) => {
+        impl Wide for $quad {
+            const WIDTH: usize = QUAD;
+            type Quad = Self;
+            #[inline(always)]
+            fn quad(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn load_wide(self, values: &[f64]) -> Self::V {
+                self.load(values.try_into().expect("invariant: a whole chunk"))
+            }
+            #[inline(always)]
+            fn store_wide(self, values: &mut [f64], v: Self::V) {
+                self.store(values.try_into().expect("invariant: a whole chunk"), v)
+            }
+            #[inline(always)]
+            fn narrow(self, v: Self::V) -> QuadV<Self> {
+                v
+            }
+            #[inline(always)]
+            fn add_into(self, acc: QuadV<Self>, v: Self::V) -> QuadV<Self> {
+                self.add(acc, v)
+            }
+            #[inline(always)]
+            fn mul_add_into(self, a: Self::V, b: Self::V, acc: QuadV<Self>) -> QuadV<Self> {
+                self.mul_add(a, b, acc)
+            }
+            #[inline(always)]
+            fn fold_min(self, v: Self::V) -> QuadV<Self> {
+                v
+            }
+            #[inline(always)]
+            fn fold_max(self, v: Self::V) -> QuadV<Self> {
+                v
+            }
+            #[inline(always)]
+            fn fold_first_least(self, v: Self::V, _written: &[f64]) -> QuadV<Self> {
+                v
+            }
+        }
+    };
 }
 
 /// [`Quad`] in plain f64 arithmetic.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Portable;
 
-impl Quad for Portable {
+impl Lanes for Portable {
     type V = [f64; QUAD];
     type M = [bool; QUAD];
 
     #[inline(always)]
     fn splat(self, value: f64) -> Self::V {
         [value; QUAD]
-    }
-    #[inline(always)]
-    fn load(self, values: &[f64; QUAD]) -> Self::V {
-        *values
-    }
-    #[inline(always)]
-    fn store(self, values: &mut [f64; QUAD], v: Self::V) {
-        *values = v;
-    }
-    #[inline(always)]
-    fn to_array(self, v: Self::V) -> [f64; QUAD] {
-        v
     }
     #[inline(always)]
     fn add(self, a: Self::V, b: Self::V) -> Self::V {
@@ -287,6 +438,23 @@ impl Quad for Portable {
     }
 }
 
+impl Quad for Portable {
+    #[inline(always)]
+    fn load(self, values: &[f64; QUAD]) -> Self::V {
+        *values
+    }
+    #[inline(always)]
+    fn store(self, values: &mut [f64; QUAD], v: Self::V) {
+        *values = v;
+    }
+    #[inline(always)]
+    fn to_array(self, v: Self::V) -> [f64; QUAD] {
+        v
+    }
+}
+
+four_lanes_are_wide!(Portable);
+
 /// [`Quad`] as one AVX2 vector (the token proves the CPU has AVX2 and FMA).
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, Debug)]
@@ -294,12 +462,12 @@ pub(crate) struct Avx2(pulp::x86::V3);
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{Avx2, QUAD, Quad};
+    use super::{Avx2, Lanes, QUAD, Quad, QuadV, Wide};
     use pulp::bytemuck::cast;
     use pulp::{Simd, f64x4};
     use std::arch::x86_64::{__m256d, _CMP_GE_OQ, _CMP_LT_OQ, _CMP_NEQ_UQ};
 
-    impl Quad for Avx2 {
+    impl Lanes for Avx2 {
         type V = f64x4;
         /// A lane of all ones or all zeros, as `vcmppd` leaves it.
         type M = __m256d;
@@ -307,18 +475,6 @@ mod avx2 {
         #[inline(always)]
         fn splat(self, value: f64) -> f64x4 {
             self.0.splat_f64s(value)
-        }
-        #[inline(always)]
-        fn load(self, values: &[f64; QUAD]) -> f64x4 {
-            cast(*values)
-        }
-        #[inline(always)]
-        fn store(self, values: &mut [f64; QUAD], v: f64x4) {
-            *values = cast(v);
-        }
-        #[inline(always)]
-        fn to_array(self, v: f64x4) -> [f64; QUAD] {
-            cast(v)
         }
         #[inline(always)]
         fn add(self, a: f64x4, b: f64x4) -> f64x4 {
@@ -386,6 +542,211 @@ mod avx2 {
             self.0.transmute_f64s_u64s(bits)
         }
     }
+
+    impl Quad for Avx2 {
+        #[inline(always)]
+        fn load(self, values: &[f64; QUAD]) -> f64x4 {
+            cast(*values)
+        }
+        #[inline(always)]
+        fn store(self, values: &mut [f64; QUAD], v: f64x4) {
+            *values = cast(v);
+        }
+        #[inline(always)]
+        fn to_array(self, v: f64x4) -> [f64; QUAD] {
+            cast(v)
+        }
+    }
+
+    four_lanes_are_wide!(Avx2);
+}
+
+/// [`Wide`] as one AVX-512 vector of eight lanes, with its AVX2 half for the sums and the
+/// last chunks (the token proves the CPU has AVX-512 F, DQ, CD, BW and VL, AVX2 and FMA).
+/// With the `avx512` feature only, which needs Rust 1.89 (the crate's MSRV, 1.85, is
+/// without it).
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+#[allow(clippy::incompatible_msrv)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Avx512(pulp::x86::V4);
+
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+#[allow(clippy::incompatible_msrv)]
+mod avx512 {
+    use super::{Avx2, Avx512, LANES, Lanes, QUAD, QuadV, Wide, first_least_of_halves};
+    use pulp::bytemuck::cast;
+    use std::arch::x86_64::{
+        __m256d, __m512d, __mmask8, _CMP_EQ_OQ, _CMP_GE_OQ, _CMP_LT_OQ, _CMP_NEQ_UQ, _CMP_NLT_UQ,
+    };
+
+    impl Avx512 {
+        /// The low and the high four lanes.
+        #[inline(always)]
+        fn halves(self, v: __m512d) -> (QuadV<Self>, QuadV<Self>) {
+            let f = self.0.avx512f;
+            let low: __m256d = f._mm512_castpd512_pd256(v);
+            let high: __m256d = f._mm512_extractf64x4_pd::<1>(v);
+            (cast(low), cast(high))
+        }
+    }
+
+    impl Lanes for Avx512 {
+        type V = __m512d;
+        /// One bit per lane, as `vcmppd` into a mask register leaves it.
+        type M = __mmask8;
+
+        #[inline(always)]
+        fn splat(self, value: f64) -> __m512d {
+            self.0.avx512f._mm512_set1_pd(value)
+        }
+        #[inline(always)]
+        fn add(self, a: __m512d, b: __m512d) -> __m512d {
+            self.0.avx512f._mm512_add_pd(a, b)
+        }
+        #[inline(always)]
+        fn sub(self, a: __m512d, b: __m512d) -> __m512d {
+            self.0.avx512f._mm512_sub_pd(a, b)
+        }
+        #[inline(always)]
+        fn mul(self, a: __m512d, b: __m512d) -> __m512d {
+            self.0.avx512f._mm512_mul_pd(a, b)
+        }
+        #[inline(always)]
+        fn mul_add(self, a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            self.0.avx512f._mm512_fmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        fn neg_mul_add(self, a: __m512d, b: __m512d, c: __m512d) -> __m512d {
+            self.0.avx512f._mm512_fnmadd_pd(a, b, c)
+        }
+        #[inline(always)]
+        fn zero_where(self, mask: __mmask8, a: __m512d) -> __m512d {
+            // The lanes outside the mask kept, the others set to all-zero bits (+0).
+            self.0.avx512f._mm512_maskz_mov_pd(!mask, a)
+        }
+        #[inline(always)]
+        fn abs(self, a: __m512d) -> __m512d {
+            self.0.avx512f._mm512_abs_pd(a)
+        }
+        #[inline(always)]
+        fn lt(self, a: __m512d, b: __m512d) -> __mmask8 {
+            self.0.avx512f._mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, b)
+        }
+        #[inline(always)]
+        fn ge(self, a: __m512d, b: __m512d) -> __mmask8 {
+            self.0.avx512f._mm512_cmp_pd_mask::<_CMP_GE_OQ>(a, b)
+        }
+        #[inline(always)]
+        fn ne(self, a: __m512d, b: __m512d) -> __mmask8 {
+            // Unordered: true when either is NaN, as `!=` is.
+            self.0.avx512f._mm512_cmp_pd_mask::<_CMP_NEQ_UQ>(a, b)
+        }
+        #[inline(always)]
+        fn select(self, mask: __mmask8, a: __m512d, b: __m512d) -> __m512d {
+            // vblendmpd takes its second operand where the mask is set.
+            self.0.avx512f._mm512_mask_blend_pd(mask, b, a)
+        }
+        #[inline(always)]
+        fn min(self, a: __m512d, b: __m512d) -> __m512d {
+            // vminpd returns its first operand when it is the smaller, the second otherwise.
+            self.0.avx512f._mm512_min_pd(a, b)
+        }
+        #[inline(always)]
+        fn max(self, a: __m512d, b: __m512d) -> __m512d {
+            self.0.avx512f._mm512_max_pd(a, b)
+        }
+        #[inline(always)]
+        fn add_exponent(self, a: __m512d, k: __m512d) -> __m512d {
+            let f = self.0.avx512f;
+            let exponent = f._mm512_slli_epi64::<52>(f._mm512_castpd_si512(k));
+            f._mm512_castsi512_pd(f._mm512_add_epi64(f._mm512_castpd_si512(a), exponent))
+        }
+        #[inline(always)]
+        fn add_exponent_above(self, x: __m512d, floor: __m512d, a: __m512d, k: __m512d) -> __m512d {
+            // `!(x < floor)` (true for NaN, as the select's `x < floor` is false), then one
+            // masked add: the other lanes get all-zero bits (+0).
+            let f = self.0.avx512f;
+            let above = f._mm512_cmp_pd_mask::<_CMP_NLT_UQ>(x, floor);
+            let exponent = f._mm512_slli_epi64::<52>(f._mm512_castpd_si512(k));
+            let bits = f._mm512_maskz_add_epi64(above, f._mm512_castpd_si512(a), exponent);
+            f._mm512_castsi512_pd(bits)
+        }
+        const CONSTANTS_IN_MEMORY: bool = false;
+    }
+
+    impl Wide for Avx512 {
+        const WIDTH: usize = 2 * QUAD;
+        type Quad = Avx2;
+
+        #[inline(always)]
+        fn quad(self) -> Avx2 {
+            Avx2(*self.0)
+        }
+        #[inline(always)]
+        fn load_wide(self, values: &[f64]) -> __m512d {
+            let values: &[f64; 2 * QUAD] = values.try_into().expect("invariant: a whole chunk");
+            cast(*values)
+        }
+        #[inline(always)]
+        fn store_wide(self, values: &mut [f64], v: __m512d) {
+            let values: &mut [f64; 2 * QUAD] = values.try_into().expect("invariant: a whole chunk");
+            *values = cast(v);
+        }
+        #[inline(always)]
+        fn narrow(self, v: __m512d) -> QuadV<Self> {
+            self.halves(v).0
+        }
+        #[inline(always)]
+        fn add_into(self, acc: QuadV<Self>, v: __m512d) -> QuadV<Self> {
+            let (q, (low, high)) = (self.quad(), self.halves(v));
+            q.add(q.add(acc, low), high)
+        }
+        #[inline(always)]
+        fn mul_add_into(self, a: __m512d, b: __m512d, acc: QuadV<Self>) -> QuadV<Self> {
+            let (q, (a_low, a_high), (b_low, b_high)) =
+                (self.quad(), self.halves(a), self.halves(b));
+            q.mul_add(a_high, b_high, q.mul_add(a_low, b_low, acc))
+        }
+        #[inline(always)]
+        fn fold_min(self, v: __m512d) -> QuadV<Self> {
+            let (q, (low, high)) = (self.quad(), self.halves(v));
+            q.min(high, low)
+        }
+        #[inline(always)]
+        fn fold_max(self, v: __m512d) -> QuadV<Self> {
+            let (q, (low, high)) = (self.quad(), self.halves(v));
+            q.max(high, low)
+        }
+        #[inline(always)]
+        fn fold_first_least(self, v: __m512d, written: &[f64]) -> QuadV<Self> {
+            let lanes: [f64; 2 * QUAD] = cast(v);
+            cast(first_least_of_halves(lanes, written))
+        }
+        #[inline(always)]
+        fn first_position(self, values: &[f64], target: f64) -> usize {
+            // `first_position`'s chunks of sixteen, each tested by two compares into masks
+            // (the compiler's own code for its test is scalar with AVX-512).
+            let f = self.0.avx512f;
+            let splat = f._mm512_set1_pd(target);
+            let equal =
+                |half: &[f64]| f._mm512_cmp_pd_mask::<_CMP_EQ_OQ>(self.load_wide(half), splat);
+            let mut chunks = values.chunks_exact(LANES);
+            let mut offset = 0;
+            for chunk in &mut chunks {
+                let (low, high) = chunk.split_at(2 * QUAD);
+                if equal(low) | equal(high) != 0 {
+                    return offset + chunk.iter().position(|&v| v == target).unwrap_or(0);
+                }
+                offset += LANES;
+            }
+            offset
+                + chunks
+                    .remainder()
+                    .iter()
+                    .position(|&v| v == target)
+                    .unwrap_or(0)
+        }
+    }
 }
 
 /// A computation written against [`Quad`], to run under [`dispatch_quad`].
@@ -411,6 +772,10 @@ impl<K: QuadKernel> pulp::WithSimd for WithAvx2<K> {
 /// for them), and in plain f64 arithmetic elsewhere; the result is the same bits.
 #[inline]
 pub(crate) fn dispatch_quad<K: QuadKernel>(kernel: K) -> K::Output {
+    #[cfg(test)]
+    if forced_path() == Some(Path::Portable) {
+        return kernel.run(Portable);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = pulp::x86::V3::try_new() {
         return pulp::Simd::vectorize(simd, WithAvx2(kernel, Avx2(simd)));
@@ -418,19 +783,161 @@ pub(crate) fn dispatch_quad<K: QuadKernel>(kernel: K) -> K::Output {
     kernel.run(Portable)
 }
 
-/// Runs `make()` on every path this CPU offers (portable, and AVX2 where present) and returns
-/// the results, for tests that check they agree bit for bit.
+/// A computation written against [`Wide`], to run under [`dispatch_wide`].
+pub(crate) trait WideKernel {
+    type Output;
+    fn run<W: Wide>(self, wide: W) -> Self::Output;
+}
+
+#[cfg(target_arch = "x86_64")]
+struct WideWithAvx2<K>(K, Avx2);
+
+#[cfg(target_arch = "x86_64")]
+impl<K: WideKernel> pulp::WithSimd for WideWithAvx2<K> {
+    type Output = K::Output;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> K::Output {
+        self.0.run(self.1)
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+struct WideWithAvx512<K>(K, Avx512);
+
+#[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+impl<K: WideKernel> pulp::WithSimd for WideWithAvx512<K> {
+    type Output = K::Output;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> K::Output {
+        self.0.run(self.1)
+    }
+}
+
+/// The least number of values for which [`dispatch_wide`] takes eight lanes: below it the
+/// set-up of the wider path (its constants, the folds of its lanes) costs more than its
+/// chunks save (measured: N = 10 slower by about 10 %, N = 16 already faster).
+#[cfg_attr(not(all(target_arch = "x86_64", feature = "avx512")), allow(dead_code))]
+pub(crate) const WIDE_FROM: usize = 16;
+
+/// Runs `kernel` over `len` values on one AVX-512 vector per eight lanes where the CPU has
+/// AVX-512 and `len` ≥ [`WIDE_FROM`] (compiled for it), else as [`dispatch_quad`] does (one
+/// AVX2 vector per four lanes, or plain f64 arithmetic); the result is the same bits.
+#[inline]
+pub(crate) fn dispatch_wide<K: WideKernel>(kernel: K, len: usize) -> K::Output {
+    #[cfg(test)]
+    match forced_path() {
+        Some(Path::Portable) => return kernel.run(Portable),
+        #[cfg(target_arch = "x86_64")]
+        Some(Path::Avx2) => {
+            let simd = pulp::x86::V3::try_new().expect("a forced path is available");
+            return pulp::Simd::vectorize(simd, WideWithAvx2(kernel, Avx2(simd)));
+        }
+        #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+        Some(Path::Avx512) => {
+            // Whatever the length, so that tests reach the eight-lane kernels at every N.
+            let simd = pulp::x86::V4::try_new().expect("a forced path is available");
+            return pulp::Simd::vectorize(simd, WideWithAvx512(kernel, Avx512(simd)));
+        }
+        _ => {}
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[cfg(feature = "avx512")]
+        if len >= WIDE_FROM {
+            if let Some(simd) = pulp::x86::V4::try_new() {
+                return pulp::Simd::vectorize(simd, WideWithAvx512(kernel, Avx512(simd)));
+            }
+        }
+        if let Some(simd) = pulp::x86::V3::try_new() {
+            return pulp::Simd::vectorize(simd, WideWithAvx2(kernel, Avx2(simd)));
+        }
+    }
+    let _ = len;
+    kernel.run(Portable)
+}
+
+/// The paths a kernel can run on, for tests that compare them.
 #[cfg(test)]
-pub(crate) fn run_on_every_path<K: QuadKernel>(make: impl Fn() -> K) -> Vec<K::Output> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// Plain f64 arithmetic.
+    Portable,
+    /// One AVX2 vector per four lanes.
+    Avx2,
+    /// One AVX-512 vector per eight lanes ([`dispatch_wide`]; [`dispatch_quad`] stays on AVX2).
+    Avx512,
+}
+
+#[cfg(test)]
+impl Path {
+    /// Every path this CPU offers.
+    pub(crate) fn available() -> Vec<Path> {
+        let mut paths = vec![Path::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if pulp::x86::V3::try_new().is_some() {
+                paths.push(Path::Avx2);
+            }
+            #[cfg(feature = "avx512")]
+            if pulp::x86::V4::try_new().is_some() {
+                paths.push(Path::Avx512);
+            }
+        }
+        paths
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    static FORCED_PATH: std::cell::Cell<Option<Path>> = const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+fn forced_path() -> Option<Path> {
+    FORCED_PATH.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with [`dispatch_wide`] and [`dispatch_quad`] held to `path` on this thread (which
+/// must be available: [`Path::available`]), for tests of whole learners on every path.
+#[cfg(test)]
+pub(crate) fn on_path<T>(path: Path, f: impl FnOnce() -> T) -> T {
+    assert!(
+        Path::available().contains(&path),
+        "{path:?} is not available"
+    );
+    let before = FORCED_PATH.with(|forced| forced.replace(Some(path)));
+    let result = f();
+    FORCED_PATH.with(|forced| forced.set(before));
+    result
+}
+
+/// Runs `make()` on every path this CPU offers (portable, AVX2 and AVX-512 where present,
+/// in that order) and returns the results, for tests that check they agree bit for bit.
+#[cfg(test)]
+pub(crate) fn run_on_every_path<K: WideKernel>(make: impl Fn() -> K) -> Vec<K::Output> {
     let mut results = vec![make().run(Portable)];
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = pulp::x86::V3::try_new() {
-        results.push(pulp::Simd::vectorize(simd, WithAvx2(make(), Avx2(simd))));
+    {
+        if let Some(simd) = pulp::x86::V3::try_new() {
+            results.push(pulp::Simd::vectorize(
+                simd,
+                WideWithAvx2(make(), Avx2(simd)),
+            ));
+        }
+        #[cfg(feature = "avx512")]
+        if let Some(simd) = pulp::x86::V4::try_new() {
+            results.push(pulp::Simd::vectorize(
+                simd,
+                WideWithAvx512(make(), Avx512(simd)),
+            ));
+        }
     }
     results
 }
 
-/// The constants of [`exp_quad`], splat to four lanes once per pass. They are passed through
+/// The constants of [`exp_lanes`], splat to the lanes once per pass. They are passed through
 /// `black_box` so that they stay values in memory (a stack slot, or a register): each
 /// multiply-add then reads its coefficient as a memory operand, where the compiler would
 /// otherwise re-broadcast every constant from its 8-byte constant-pool entry on every
@@ -448,38 +955,59 @@ pub(crate) struct ExpConstants<V> {
 
 impl<V: Copy> ExpConstants<V> {
     #[inline(always)]
-    pub(crate) fn new<Q: Quad<V = V>>(q: Q) -> Self {
-        std::hint::black_box(Self {
-            log2_e: q.splat(std::f64::consts::LOG2_E),
-            rounder: q.splat(EXP_ROUNDER),
-            ln2: q.splat(std::f64::consts::LN_2),
-            q: EXP_Q.map(|c| q.splat(c)),
-            one: q.splat(1.0),
-            floor: q.splat(EXP_FLOOR),
-            ceiling: q.splat(EXP_CEILING),
-        })
+    pub(crate) fn new<L: Lanes<V = V>>(lanes: L) -> Self {
+        let constants = Self {
+            log2_e: lanes.splat(std::f64::consts::LOG2_E),
+            rounder: lanes.splat(EXP_ROUNDER),
+            ln2: lanes.splat(std::f64::consts::LN_2),
+            q: EXP_Q.map(|c| lanes.splat(c)),
+            one: lanes.splat(1.0),
+            floor: lanes.splat(EXP_FLOOR),
+            ceiling: lanes.splat(EXP_CEILING),
+        };
+        if L::CONSTANTS_IN_MEMORY {
+            std::hint::black_box(constants)
+        } else {
+            constants
+        }
+    }
+
+    /// The same constants on the four lanes of `wide`'s quad (the first four of each: a
+    /// narrower read of the same memory, no new splat).
+    #[inline(always)]
+    pub(crate) fn narrow<W: Wide<V = V>>(&self, wide: W) -> ExpConstants<QuadV<W>> {
+        let narrow = |v: V| wide.narrow(v);
+        ExpConstants {
+            log2_e: narrow(self.log2_e),
+            rounder: narrow(self.rounder),
+            ln2: narrow(self.ln2),
+            q: self.q.map(narrow),
+            one: narrow(self.one),
+            floor: narrow(self.floor),
+            ceiling: narrow(self.ceiling),
+        }
     }
 }
 
-/// [`exp`] on four lanes: the same operations in the same order, so the same bits.
+/// [`exp`] on four or eight lanes: the same operations in the same order, so the same bits.
 #[inline(always)]
-pub(crate) fn exp_quad<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, x: Q::V) -> Q::V {
-    exp_quad_of(q, c, q.min(c.ceiling, x), x)
+pub(crate) fn exp_lanes<L: Lanes>(lanes: L, c: &ExpConstants<L::V>, x: L::V) -> L::V {
+    exp_lanes_of(lanes, c, lanes.min(c.ceiling, x), x)
 }
 
-/// [`exp_quad`] without the clamp at the ceiling (709): the same bits for every argument up
+/// [`exp_lanes`] without the clamp at the ceiling (709): the same bits for every argument up
 /// to the ceiling, one operation fewer; above it the result is meaningless. For passes whose
 /// caller discards every value they write when some argument exceeds 700 (the weights
 /// engine's fused round re-weighs then).
 #[inline(always)]
-pub(crate) fn exp_quad_below_ceiling<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, x: Q::V) -> Q::V {
-    exp_quad_of(q, c, x, x)
+pub(crate) fn exp_lanes_below_ceiling<L: Lanes>(lanes: L, c: &ExpConstants<L::V>, x: L::V) -> L::V {
+    exp_lanes_of(lanes, c, x, x)
 }
 
 /// The exponential of `clamped` (= min(709, x), or x when known to be below), 0 where x is
 /// below the floor.
 #[inline(always)]
-fn exp_quad_of<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, clamped: Q::V, x: Q::V) -> Q::V {
+fn exp_lanes_of<L: Lanes>(q: L, c: &ExpConstants<L::V>, clamped: L::V, x: L::V) -> L::V {
     let shifted = q.mul_add(clamped, c.log2_e, c.rounder);
     let k = q.sub(shifted, c.rounder);
     let r = q.neg_mul_add(k, c.ln2, clamped);
@@ -493,8 +1021,7 @@ fn exp_quad_of<Q: Quad>(q: Q, c: &ExpConstants<Q::V>, clamped: Q::V, x: Q::V) ->
     let p47 = q.mul_add(p67, r2, p45);
     let poly = q.mul_add(p47, r4, p03);
     let polynomial = q.mul_add(poly, r2, q.add(r, c.one));
-    let value = q.add_exponent(polynomial, shifted);
-    q.zero_where(q.lt(x, c.floor), value)
+    q.add_exponent_above(x, c.floor, polynomial, shifted)
 }
 
 const LANES: usize = 16;
@@ -768,35 +1295,86 @@ mod tests {
 
     struct ExpAll<'a>(&'a [f64]);
 
-    impl QuadKernel for ExpAll<'_> {
+    impl WideKernel for ExpAll<'_> {
         type Output = Vec<u64>;
         #[inline(always)]
-        fn run<Q: Quad>(self, q: Q) -> Vec<u64> {
-            self.0
-                .chunks_exact(QUAD)
-                .flat_map(|chunk| {
-                    let x = q.load(chunk.try_into().unwrap());
-                    q.to_array(exp_quad(q, &ExpConstants::new(q), x))
-                        .map(f64::to_bits)
-                })
-                .collect()
+        fn run<W: Wide>(self, w: W) -> Vec<u64> {
+            let constants = ExpConstants::new(w);
+            let mut out = vec![0.0; self.0.len()];
+            for (x, y) in self
+                .0
+                .chunks_exact(W::WIDTH)
+                .zip(out.chunks_exact_mut(W::WIDTH))
+            {
+                w.store_wide(y, exp_lanes(w, &constants, w.load_wide(x)));
+            }
+            out.iter().map(|y| y.to_bits()).collect()
         }
     }
 
-    /// The four-lane exponential gives the bits of the scalar one, on the portable path and
-    /// on the AVX2 path.
+    /// The exponential on four lanes and on eight gives the bits of the scalar one, on every
+    /// path this CPU offers (portable, AVX2, AVX-512).
     #[test]
     fn exp_has_the_same_bits_on_every_path() {
         let mut values = exp_arguments();
-        values.truncate(values.len() / QUAD * QUAD);
+        values.truncate(values.len() / 8 * 8);
         let scalar: Vec<u64> = values.iter().map(|&x| exp(x).to_bits()).collect();
-        assert_eq!(ExpAll(&values).run(Portable), scalar);
-        assert_eq!(dispatch_quad(ExpAll(&values)), scalar);
-        #[cfg(target_arch = "x86_64")]
-        if let Some(simd) = pulp::x86::V3::try_new() {
-            let avx = pulp::Simd::vectorize(simd, WithAvx2(ExpAll(&values), Avx2(simd)));
-            assert_eq!(avx, scalar);
+        let paths = run_on_every_path(|| ExpAll(&values));
+        assert_eq!(paths.len(), Path::available().len());
+        for path in paths {
+            assert_eq!(path, scalar);
         }
+        assert_eq!(dispatch_wide(ExpAll(&values), values.len()), scalar);
+    }
+
+    /// The eight-lane minimum folded to four lanes is the four-lane pass's state bit for bit,
+    /// zeros of both signs included (the first zero of a lane in the order of its values).
+    #[test]
+    fn eight_lane_minima_fold_to_the_four_lane_state() {
+        let four_lane = |written: &[f64]| -> [u64; QUAD] {
+            let mut lanes = [f64::INFINITY; QUAD];
+            for (i, &x) in written.iter().enumerate() {
+                let lane = &mut lanes[i % QUAD];
+                *lane = if x < *lane { x } else { *lane };
+            }
+            lanes.map(f64::to_bits)
+        };
+        let eight_lane = |written: &[f64]| -> [f64; 8] {
+            let mut lanes = [f64::INFINITY; 8];
+            for (i, &x) in written.iter().enumerate() {
+                let lane = &mut lanes[i % 8];
+                *lane = if x < *lane { x } else { *lane };
+            }
+            lanes
+        };
+        let mut rng = crate::rng::StreamRng::seed_from(9);
+        let pool = [0.0, -0.0, 1.0, -1.0, f64::NAN, f64::INFINITY, 0.5];
+        for length in [8, 16, 24, 40, 64] {
+            for _ in 0..2000 {
+                let written: Vec<f64> = (0..length)
+                    .map(|_| pool[(rng.next_f64() * pool.len() as f64) as usize % pool.len()])
+                    .collect();
+                let folded = first_least_of_halves(eight_lane(&written), &written);
+                assert_eq!(folded.map(f64::to_bits), four_lane(&written), "{written:?}");
+            }
+        }
+        // Zeros of both signs in one lane, the first in the low half and in the high half.
+        let mut written = vec![1.0; 16];
+        (written[0], written[4]) = (-0.0, 0.0);
+        assert_eq!(
+            first_least_of_halves(eight_lane(&written), &written)[0].to_bits(),
+            (-0.0f64).to_bits()
+        );
+        (written[0], written[4]) = (0.0, -0.0);
+        assert_eq!(
+            first_least_of_halves(eight_lane(&written), &written)[0].to_bits(),
+            0
+        );
+        (written[0], written[4], written[8]) = (1.0, -0.0, 0.0);
+        assert_eq!(
+            first_least_of_halves(eight_lane(&written), &written)[0].to_bits(),
+            (-0.0f64).to_bits()
+        );
     }
 
     struct SumOfExps<'a>(&'a [f64]);

@@ -304,26 +304,29 @@ impl Core {
             // Charges that are not the ledger's entries may part C from L.
             self.twins = None;
         }
-        kernels::dispatch_quad(&mut RoundPass {
-            values,
-            aux,
-            charging,
-            weights: &mut self.probabilities,
-            charged: self.weights.charged(),
-            charged_next: &mut self.spare_charged,
-            log_prior: self.weights.log_priors(),
-            totals: self.ledger.expert_losses(),
-            totals_next: &mut self.spare_totals,
-            eta: next_eta,
-            shift: self.weights.least(),
-            range: if check_range {
-                self.range.interval()
-            } else {
-                None
+        kernels::dispatch_wide(
+            &mut RoundPass {
+                values,
+                aux,
+                charging,
+                weights: &mut self.probabilities,
+                charged: self.weights.charged(),
+                charged_next: &mut self.spare_charged,
+                log_prior: self.weights.log_priors(),
+                totals: self.ledger.expert_losses(),
+                totals_next: &mut self.spare_totals,
+                eta: next_eta,
+                shift: self.weights.least(),
+                range: if check_range {
+                    self.range.interval()
+                } else {
+                    None
+                },
+                track_range,
+                twin,
             },
-            track_range,
-            twin,
-        })
+            values.len(),
+        )
     }
 
     /// Whether C and L hold the same bits (see `twins`), compared once when unknown.

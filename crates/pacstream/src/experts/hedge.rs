@@ -21,14 +21,14 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee};
 use super::core::{ChargeRange, Core, LossRange, core_learner};
-use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_quad};
+use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_lanes};
 use super::params::limits::{MAX_ADVICE, MAX_LOSS};
 use super::params::{EwaConfig, EwaParams, HedgeConfig, HedgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::Tuning;
 use super::weights::{Charging, OwnLoss, RecordedLosses, padded};
 use crate::error::{Error, Result};
-use crate::kernels::{self, QUAD, Quad, QuadKernel};
+use crate::kernels::{self, Lanes, QUAD, Quad, Wide, WideKernel};
 use crate::online::OnlineLearner;
 use crate::rng::StreamRng;
 
@@ -285,12 +285,15 @@ impl Ewa {
         losses.resize(advice.len(), 0.0);
         macro_rules! own_losses {
             ($kind:expr) => {
-                kernels::dispatch_quad(OwnLosses::<{ $kind }> {
-                    advice,
-                    outcome,
-                    tau,
-                    losses: &mut losses,
-                })
+                kernels::dispatch_wide(
+                    OwnLosses::<{ $kind }> {
+                        advice,
+                        outcome,
+                        tau,
+                        losses: &mut losses,
+                    },
+                    advice.len(),
+                )
             };
         }
         let (lowest, highest, largest_loss) = match kind {
@@ -413,8 +416,9 @@ impl Ewa {
 
 /// EWA's own losses ℓ(ỹ_i, y) (ℓ of kind `KIND`) into `losses`, before the fused pass that
 /// charges and records them ([`RecordedLosses`]); returns the least and the largest advice
-/// (NaN skipped), for their magnitude, and the largest loss, for the loss range. Losses are
-/// computed by the same four-lane operations on every path, so they are the same bits.
+/// (NaN skipped), for their magnitude, and the largest loss, for the loss range (a zero as
+/// +0: they are only compared). Losses are computed by the same operations on every path
+/// (four lanes or eight), so they are the same bits.
 struct OwnLosses<'a, const KIND: u8> {
     advice: &'a [f64],
     outcome: f64,
@@ -422,25 +426,42 @@ struct OwnLosses<'a, const KIND: u8> {
     losses: &'a mut [f64],
 }
 
-impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
+impl<const KIND: u8> WideKernel for OwnLosses<'_, KIND> {
     type Output = (f64, f64, f64);
 
     #[inline(always)]
-    fn run<Q: Quad>(self, q: Q) -> (f64, f64, f64) {
+    fn run<W: Wide>(self, w: W) -> (f64, f64, f64) {
+        let q = w.quad();
         let n = self.advice.len();
         assert_eq!(self.losses.len(), n);
-        let outcome = q.splat(self.outcome);
+        let outcome = w.splat(self.outcome);
         // `min(v, low)` is `v < low ? v : low`: a NaN keeps `low` (the fused pass refuses
         // the round: its mixture is NaN).
-        let (mut low, mut high) = (q.splat(f64::INFINITY), q.splat(f64::NEG_INFINITY));
-        let mut largest = q.splat(f64::NEG_INFINITY);
+        let (mut low, mut high) = (w.splat(f64::INFINITY), w.splat(f64::NEG_INFINITY));
+        let mut largest = w.splat(f64::NEG_INFINITY);
+        let wide_full = n - n % W::WIDTH;
+        for (a, l) in self.advice[..wide_full]
+            .chunks_exact(W::WIDTH)
+            .zip(self.losses[..wide_full].chunks_exact_mut(W::WIDTH))
+        {
+            let a = w.load_wide(a);
+            let own = value_lanes::<KIND, W>(w, self.tau, a, outcome);
+            w.store_wide(l, own);
+            low = w.min(a, low);
+            high = w.max(a, high);
+            largest = w.max(own, largest);
+        }
+        // With eight lanes, the extremes on four and a last whole chunk of four.
+        let (mut low, mut high, mut largest) =
+            (w.fold_min(low), w.fold_max(high), w.fold_max(largest));
+        let outcome = w.narrow(outcome);
         let full = n - n % QUAD;
-        for (a, l) in self.advice[..full]
+        for (a, l) in self.advice[wide_full..full]
             .chunks_exact(QUAD)
-            .zip(self.losses[..full].chunks_exact_mut(QUAD))
+            .zip(self.losses[wide_full..full].chunks_exact_mut(QUAD))
         {
             let a = q.load(a.try_into().expect("invariant: chunks_exact(QUAD)"));
-            let own = value_quad::<KIND, Q>(q, self.tau, a, outcome);
+            let own = value_lanes::<KIND, W::Quad>(q, self.tau, a, outcome);
             q.store(l.try_into().expect("invariant: chunks_exact(QUAD)"), own);
             low = q.min(a, low);
             high = q.max(a, high);
@@ -453,7 +474,12 @@ impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
         );
         if full < n {
             let a = padded(self.advice, full);
-            let own = q.to_array(value_quad::<KIND, Q>(q, self.tau, q.load(&a), outcome));
+            let own = q.to_array(value_lanes::<KIND, W::Quad>(
+                q,
+                self.tau,
+                q.load(&a),
+                outcome,
+            ));
             for (i, slot) in self.losses[full..].iter_mut().enumerate() {
                 *slot = own[i];
                 low = low.min(a[i]);
@@ -461,7 +487,7 @@ impl<const KIND: u8> QuadKernel for OwnLosses<'_, KIND> {
                 largest = largest.max(own[i]);
             }
         }
-        (low, high, largest)
+        (low + 0.0, high + 0.0, largest + 0.0)
     }
 }
 
@@ -483,8 +509,8 @@ impl<const KIND: u8> Charging for Linearised<KIND> {
     const TWIN: bool = false;
     const NONNEGATIVE: bool = false;
     #[inline(always)]
-    fn split<Q: Quad>(self, q: Q, advice: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
-        let own = value_quad::<KIND, Q>(q, self.tau, advice, q.splat(self.outcome));
+    fn split<L: Lanes>(self, q: L, advice: L::V, _aux: L::V) -> (L::V, L::V) {
+        let own = value_lanes::<KIND, L>(q, self.tau, advice, q.splat(self.outcome));
         (q.mul(q.splat(self.slope), advice), own)
     }
 }
@@ -671,6 +697,201 @@ mod tests {
                 let expected = general.learn_one(LossRound::new(&bad)).unwrap_err();
                 assert_eq!(refused.to_string(), expected.to_string());
                 assert_eq!(serde_json::to_string(&fused).unwrap(), before);
+            }
+        }
+    }
+
+    /// Everything a round reports and the learner's state after it, as text that tells every
+    /// bit apart (Rust's shortest round-trip form; the snapshot is serialised the same way).
+    fn record(step: &ExpertStep, snapshot: Option<String>) -> String {
+        format!("{step:?} {}", snapshot.unwrap_or_default())
+    }
+
+    /// One stream of `rounds` rounds at N = `n` for the learner `variant`: Hedge (fixed rate,
+    /// losses now and then outside [0, 1] and of both zeros, sleeping experts; with a prior
+    /// and the doubling trick's restarts), and EWA (square loss with a prior, the absolute
+    /// loss's linearised charges at anytime rates with sleeping experts, the pinball loss
+    /// with advice beyond the range), with a snapshot restored half-way; the records of every
+    /// round and the snapshot at the end.
+    fn stream(n: usize, variant: usize, rounds: usize) -> Vec<String> {
+        let mut rng = StreamRng::seed_from((n * 10 + variant) as u64);
+        let prior: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+        let mut records = Vec::new();
+        let snapshot_every = |t: usize| (n <= 8 || t % 16 == 15).then_some(());
+        if variant < 2 {
+            let params = HedgeParams::new(n).loss_bound(1.0);
+            let params = if variant == 0 {
+                params.learning_rate(LearningRate::Fixed(0.7))
+            } else {
+                params.learning_rate(LearningRate::Doubling).prior(prior)
+            };
+            let mut hedge = params.check().unwrap().build();
+            for t in 0..rounds {
+                let losses: Vec<f64> = (0..n)
+                    .map(|i| match (t + i) % 11 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 if t % 3 == 0 => 1.5,
+                        _ => rng.next_f64(),
+                    })
+                    .collect();
+                let mask: Vec<bool> = (0..n).map(|i| i % 3 != t % 3).collect();
+                let awake = (t % 9 == 4 && n > 1).then_some(mask.as_slice());
+                if t == rounds / 2 {
+                    hedge = serde_json::from_str(&serde_json::to_string(&hedge).unwrap()).unwrap();
+                }
+                let step = hedge
+                    .learn_one(LossRound {
+                        losses: &losses,
+                        awake,
+                    })
+                    .unwrap();
+                let snapshot = snapshot_every(t).map(|()| serde_json::to_string(&hedge).unwrap());
+                records.push(record(&step, snapshot));
+            }
+            records.push(serde_json::to_string(&hedge).unwrap());
+        } else {
+            let (loss, rate, gradient) = match variant {
+                2 => (Loss::Square, LearningRate::Fixed(0.3), false),
+                3 => (Loss::Absolute, LearningRate::Anytime, true),
+                _ => (Loss::Pinball { tau: 0.3 }, LearningRate::Fixed(0.9), false),
+            };
+            let params = EwaParams::new(n)
+                .loss(loss)
+                .learning_rate(rate)
+                .gradient(gradient)
+                .loss_bound(1.0);
+            let params = if variant == 2 {
+                params.prior(prior)
+            } else {
+                params
+            };
+            let mut ewa = params.check().unwrap().build();
+            for t in 0..rounds {
+                let advice: Vec<f64> = (0..n)
+                    .map(|i| match (t + 2 * i) % 13 {
+                        0 => -0.0,
+                        1 if variant == 4 => 2.5,
+                        _ => 2.0 * rng.next_f64() - 0.5,
+                    })
+                    .collect();
+                let outcome = if t % 5 == 0 { 0.0 } else { rng.next_f64() };
+                let mask: Vec<bool> = (0..n).map(|i| i % 4 != t % 4).collect();
+                let awake = (variant == 3 && t % 7 == 2 && n > 1).then_some(mask.as_slice());
+                if t == rounds / 2 {
+                    ewa = serde_json::from_str(&serde_json::to_string(&ewa).unwrap()).unwrap();
+                }
+                let step = ewa
+                    .learn_one(AdviceRound {
+                        advice: &advice,
+                        outcome,
+                        awake,
+                    })
+                    .unwrap();
+                let snapshot = snapshot_every(t).map(|()| serde_json::to_string(&ewa).unwrap());
+                records.push(record(&step, snapshot));
+            }
+            records.push(serde_json::to_string(&ewa).unwrap());
+        }
+        records
+    }
+
+    /// Whole streams of Hedge and EWA (priors, sleeping experts, losses out of range, zeros
+    /// of both signs, restarts, a snapshot restored half-way) give the same records and the
+    /// same snapshots, bit for bit, on every path this CPU offers: portable, AVX2, and
+    /// AVX-512 (the fused passes on eight lanes), for every N from 1 to 40 (every length of
+    /// the last chunks of four and eight) and longer rounds.
+    #[test]
+    fn whole_streams_have_the_same_bits_on_every_path() {
+        let paths = kernels::Path::available();
+        for n in (1..=40).chain([64, 65, 203, 1000]) {
+            let rounds = if n >= 200 { 40 } else { 60 };
+            for variant in 0..5 {
+                let reference = kernels::on_path(paths[0], || stream(n, variant, rounds));
+                for &path in &paths[1..] {
+                    let other = kernels::on_path(path, || stream(n, variant, rounds));
+                    for (t, (a, b)) in reference.iter().zip(&other).enumerate() {
+                        assert_eq!(a, b, "n = {n}, variant {variant}, {path:?}, round {t}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everything EWA's loss pass returns and writes, as bits, on every path.
+    fn own_losses_on_every_path<const KIND: u8>(advice: &[f64], outcome: f64) -> Vec<Vec<u64>> {
+        struct Owned<const KIND: u8>(Vec<f64>, f64);
+        impl<const KIND: u8> WideKernel for Owned<KIND> {
+            type Output = Vec<u64>;
+            fn run<W: Wide>(self, w: W) -> Vec<u64> {
+                let mut losses = vec![0.0; self.0.len()];
+                let (low, high, largest) = OwnLosses::<KIND> {
+                    advice: &self.0,
+                    outcome: self.1,
+                    tau: 0.3,
+                    losses: &mut losses,
+                }
+                .run(w);
+                [low, high, largest]
+                    .iter()
+                    .chain(&losses)
+                    .map(|v| v.to_bits())
+                    .collect()
+            }
+        }
+        kernels::run_on_every_path(|| Owned::<KIND>(advice.to_vec(), outcome))
+    }
+
+    /// EWA's loss pass gives the same bits on every path (portable, AVX2, AVX-512), for
+    /// every loss, every size from 1 to 40 and longer, advice with zeros of both signs, NaN
+    /// and extremes in every position; and returns the least and largest advice and the
+    /// largest loss.
+    #[test]
+    fn own_losses_have_the_same_bits_on_every_path() {
+        let mut rng = StreamRng::seed_from(3);
+        for n in (1..=40).chain([63, 64, 65, 1000, 1003]) {
+            for trial in 0..11 {
+                // Trials 6 to 8: the least advice, the largest, and the largest (pinball)
+                // loss are zeros, of both signs in the lanes; 9 and 10: the least (largest)
+                // advice is −0 in the second chunk of four and +0 in the third, so that
+                // eight lanes meet the +0 first.
+                let advice: Vec<f64> = (0..n)
+                    .map(|i| match ((i + trial) % 7, trial) {
+                        (_, 9 | 10) if i == 4 || i == 8 => [-0.0, 0.0][i / 8],
+                        (_, 9) => 1.0 + rng.next_f64(),
+                        (_, 10) => -1.0 - rng.next_f64(),
+                        (0, _) => 0.0,
+                        (1, _) => -0.0,
+                        (2, 3) if i % 5 == 0 => f64::NAN,
+                        (3, 4) => 1e6 * (rng.next_f64() - 0.5),
+                        (_, 6) => rng.next_f64(),
+                        (_, 7) => -rng.next_f64(),
+                        (_, 8) => [0.0, -0.0][i % 2],
+                        _ => 4.0 * rng.next_f64() - 2.0,
+                    })
+                    .collect();
+                let outcome = match trial {
+                    5 | 8 => -0.0,
+                    6 => -1.0,
+                    7 => 1.0,
+                    _ => 0.25,
+                };
+                for paths in [
+                    own_losses_on_every_path::<SQUARE>(&advice, outcome),
+                    own_losses_on_every_path::<ABSOLUTE>(&advice, outcome),
+                    own_losses_on_every_path::<PINBALL>(&advice, outcome),
+                    own_losses_on_every_path::<ZERO_ONE>(&advice, outcome),
+                ] {
+                    assert_eq!(paths.len(), kernels::Path::available().len());
+                    for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                        assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, {path:?}");
+                    }
+                    let finite = advice.iter().filter(|a| !a.is_nan());
+                    let low = finite.clone().copied().fold(f64::INFINITY, f64::min);
+                    let high = finite.copied().fold(f64::NEG_INFINITY, f64::max);
+                    assert_eq!(f64::from_bits(paths[0][0]), low);
+                    assert_eq!(f64::from_bits(paths[0][1]), high);
+                }
             }
         }
     }

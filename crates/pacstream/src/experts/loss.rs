@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::kernels::Quad;
+use crate::kernels::Lanes;
 
 /// A loss ℓ(prediction, outcome).
 ///
@@ -67,7 +67,7 @@ impl Loss {
     }
 
     /// Which of the losses this is, as the constant the four-lane kernels are compiled for
-    /// ([`value_quad`]), and its level τ (pinball; 0 otherwise).
+    /// ([`value_lanes`]), and its level τ (pinball; 0 otherwise).
     pub(crate) fn kind(&self) -> (u8, f64) {
         match *self {
             Loss::Square => (SQUARE, 0.0),
@@ -168,16 +168,16 @@ pub(crate) const ABSOLUTE: u8 = 1;
 pub(crate) const PINBALL: u8 = 2;
 pub(crate) const ZERO_ONE: u8 = 3;
 
-/// [`Loss::value`] on four lanes for the loss of kind `KIND` ([`Loss::kind`]): the same
-/// operations, so the same bits. The kind is a constant so that a kernel is compiled for one
-/// loss, with no branch in its loop.
+/// [`Loss::value`] on four or eight lanes for the loss of kind `KIND` ([`Loss::kind`]): the
+/// same operations, so the same bits. The kind is a constant so that a kernel is compiled for
+/// one loss, with no branch in its loop.
 #[inline(always)]
-pub(crate) fn value_quad<const KIND: u8, Q: Quad>(
-    q: Q,
+pub(crate) fn value_lanes<const KIND: u8, L: Lanes>(
+    q: L,
     tau: f64,
-    prediction: Q::V,
-    outcome: Q::V,
-) -> Q::V {
+    prediction: L::V,
+    outcome: L::V,
+) -> L::V {
     match KIND {
         SQUARE => {
             let difference = q.sub(prediction, outcome);

@@ -17,7 +17,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::kernels::{self, ExpConstants, Kernel, QUAD, Quad, QuadKernel};
+use crate::kernels::{
+    self, ExpConstants, Kernel, Lanes, QUAD, Quad, QuadKernel, QuadV, Wide, WideKernel,
+};
 
 /// Priors and charged cumulative losses of N experts; see the module documentation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -400,7 +402,7 @@ impl Weigh<'_> {
             } else {
                 q.splat(0.0)
             };
-            let w = weight_quad::<Q, PRIOR, true>(
+            let w = weight_lanes::<Q, PRIOR, true>(
                 q,
                 &constants,
                 q.load(quad(self.charged, base)),
@@ -416,7 +418,7 @@ impl Weigh<'_> {
             let (base, valid) = tail_chunk(q, n);
             let load = |values: &[f64]| load_tail(q, values, base, n);
             let prior = if PRIOR { load(log_prior) } else { q.splat(0.0) };
-            let w = weight_quad::<Q, PRIOR, true>(
+            let w = weight_lanes::<Q, PRIOR, true>(
                 q,
                 &constants,
                 load(self.charged),
@@ -429,17 +431,6 @@ impl Weigh<'_> {
         }
         kernels::sum_quad(q.to_array(total))
     }
-}
-
-/// A chunk of exactly four values as an array.
-#[inline(always)]
-fn as_quad(chunk: &[f64]) -> &[f64; QUAD] {
-    chunk.try_into().expect("invariant: chunks_exact(QUAD)")
-}
-
-#[inline(always)]
-fn as_quad_mut(chunk: &mut [f64]) -> &mut [f64; QUAD] {
-    chunk.try_into().expect("invariant: chunks_exact(QUAD)")
 }
 
 /// The four values from `base` on.
@@ -508,29 +499,29 @@ pub(crate) fn load_tail<Q: Quad>(q: Q, values: &[f64], base: usize, n: usize) ->
 }
 
 /// The canonical weight π_i e^{−η(C_i − shift)} (π_i dropped for the uniform prior); every
-/// pass that writes weights uses this one expression.
+/// pass that writes weights uses this one expression, on four lanes or eight.
 /// Without `CLAMP`, exponents above 709 give meaningless weights
-/// ([`kernels::exp_quad_below_ceiling`]): for the fused pass, whose weights are all
+/// ([`kernels::exp_lanes_below_ceiling`]): for the fused pass, whose weights are all
 /// recomputed when some exponent exceeds 700 ([`RoundPass`]); the same bits otherwise.
 #[inline(always)]
-fn weight_quad<Q: Quad, const PRIOR: bool, const CLAMP: bool>(
-    q: Q,
-    constants: &ExpConstants<Q::V>,
-    charged: Q::V,
-    log_prior: Q::V,
-    minus_eta: Q::V,
-    shift: Q::V,
-) -> Q::V {
-    let centred = q.sub(charged, shift);
+fn weight_lanes<L: Lanes, const PRIOR: bool, const CLAMP: bool>(
+    l: L,
+    constants: &ExpConstants<L::V>,
+    charged: L::V,
+    log_prior: L::V,
+    minus_eta: L::V,
+    shift: L::V,
+) -> L::V {
+    let centred = l.sub(charged, shift);
     let exponent = if PRIOR {
-        q.mul_add(minus_eta, centred, log_prior)
+        l.mul_add(minus_eta, centred, log_prior)
     } else {
-        q.mul(minus_eta, centred)
+        l.mul(minus_eta, centred)
     };
     if CLAMP {
-        kernels::exp_quad(q, constants, exponent)
+        kernels::exp_lanes(l, constants, exponent)
     } else {
-        kernels::exp_quad_below_ceiling(q, constants, exponent)
+        kernels::exp_lanes_below_ceiling(l, constants, exponent)
     }
 }
 
@@ -543,7 +534,7 @@ pub(crate) trait Charging: Copy {
     /// The charges of finite values are ≥ 0: a range [lower, upper] with lower ≤ 0 needs
     /// only the largest charge.
     const NONNEGATIVE: bool;
-    fn split<Q: Quad>(self, q: Q, value: Q::V, aux: Q::V) -> (Q::V, Q::V);
+    fn split<L: Lanes>(self, l: L, value: L::V, aux: L::V) -> (L::V, L::V);
 }
 
 /// Hedge: the loss is both the charge and the ledger's entry.
@@ -554,7 +545,7 @@ impl Charging for OwnLoss {
     const TWIN: bool = true;
     const NONNEGATIVE: bool = false;
     #[inline(always)]
-    fn split<Q: Quad>(self, _q: Q, value: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
+    fn split<L: Lanes>(self, _l: L, value: L::V, _aux: L::V) -> (L::V, L::V) {
         (value, value)
     }
 }
@@ -567,7 +558,7 @@ impl Charging for GivenCharges {
     const TWIN: bool = false;
     const NONNEGATIVE: bool = false;
     #[inline(always)]
-    fn split<Q: Quad>(self, _q: Q, value: Q::V, aux: Q::V) -> (Q::V, Q::V) {
+    fn split<L: Lanes>(self, _l: L, value: L::V, aux: L::V) -> (L::V, L::V) {
         (value, aux)
     }
 }
@@ -582,7 +573,7 @@ impl Charging for RecordedLosses {
     const TWIN: bool = true;
     const NONNEGATIVE: bool = true;
     #[inline(always)]
-    fn split<Q: Quad>(self, _q: Q, _value: Q::V, aux: Q::V) -> (Q::V, Q::V) {
+    fn split<L: Lanes>(self, _l: L, _value: L::V, aux: L::V) -> (L::V, L::V) {
         (aux, aux)
     }
 }
@@ -608,9 +599,10 @@ impl Charging for RecordedLosses {
 /// η (shift − min C'), exceeds 700, and that is the largest exponent of the pass bit for bit
 /// (the same subtraction and product; with a prior, ln π_i ≤ 0 and rounding is monotone).
 ///
-/// Element i goes to lane i mod 4 of every accumulator, whatever the CPU; the lanes are
-/// combined in a fixed order ([`kernels::sum_quad`]): the result is the same bits whether the
-/// lanes run as one AVX2 vector or one after another ([`kernels::dispatch_quad`]).
+/// Element i goes to lane i mod 4 of every sum, in the order of the elements, whatever the
+/// CPU; the lanes are combined in a fixed order ([`kernels::sum_quad`]): the result is the
+/// same bits whether the lanes run as one AVX2 vector, one after another, or as eight lanes
+/// of one AVX-512 vector holding two chunks of four ([`Wide`], [`kernels::dispatch_wide`]).
 pub(crate) struct RoundPass<'a, F> {
     pub(crate) values: &'a [f64],
     pub(crate) aux: &'a [f64],
@@ -655,15 +647,16 @@ pub(crate) struct RoundTotals {
     pub(crate) least_total_at: usize,
 }
 
-/// The per-lane accumulators of a [`RoundPass`].
+/// The per-lane accumulators of a [`RoundPass`]: the sums on four lanes (`S`), the extremes
+/// on the lanes of the sweep (`E`: four, or eight with AVX-512; see [`Wide`]).
 #[derive(Clone, Copy)]
-struct Lanes<V> {
-    mixture: V,
-    lowest_charge: V,
-    highest_charge: V,
-    least_charged: V,
-    total: V,
-    least_total: V,
+struct Accumulators<S, E> {
+    mixture: S,
+    total: S,
+    lowest_charge: E,
+    highest_charge: E,
+    least_charged: E,
+    least_total: E,
 }
 
 /// One chunk's inputs.
@@ -678,71 +671,78 @@ struct Chunk<V> {
 
 /// The kernel is handed over by reference: the dispatch copies it into the function compiled
 /// for the CPU's instructions, and a reference is one word.
-impl<F: Charging> QuadKernel for &mut RoundPass<'_, F> {
+impl<F: Charging> WideKernel for &mut RoundPass<'_, F> {
     type Output = RoundTotals;
 
     #[inline(always)]
-    fn run<Q: Quad>(self, q: Q) -> RoundTotals {
+    fn run<W: Wide>(self, w: W) -> RoundTotals {
         let range = self.range.is_some() || self.track_range;
         if F::TWIN && self.twin {
             match (self.log_prior, range) {
-                (None, false) => self.sweep::<Q, false, false, true>(q, &[]),
-                (None, true) => self.sweep::<Q, false, true, true>(q, &[]),
-                (Some(prior), false) => self.sweep::<Q, true, false, true>(q, prior),
-                (Some(prior), true) => self.sweep::<Q, true, true, true>(q, prior),
+                (None, false) => self.sweep::<W, false, false, true>(w, &[]),
+                (None, true) => self.sweep::<W, false, true, true>(w, &[]),
+                (Some(prior), false) => self.sweep::<W, true, false, true>(w, prior),
+                (Some(prior), true) => self.sweep::<W, true, true, true>(w, prior),
             }
         } else {
             match (self.log_prior, range) {
-                (None, false) => self.sweep::<Q, false, false, false>(q, &[]),
-                (None, true) => self.sweep::<Q, false, true, false>(q, &[]),
-                (Some(prior), false) => self.sweep::<Q, true, false, false>(q, prior),
-                (Some(prior), true) => self.sweep::<Q, true, true, false>(q, prior),
+                (None, false) => self.sweep::<W, false, false, false>(w, &[]),
+                (None, true) => self.sweep::<W, false, true, false>(w, &[]),
+                (Some(prior), false) => self.sweep::<W, true, false, false>(w, prior),
+                (Some(prior), true) => self.sweep::<W, true, true, false>(w, prior),
             }
         }
     }
 }
 
-/// One chunk of a [`RoundPass`]: the accumulators after it, and its outputs (C', w, L').
-/// With `TWIN`, L' is C' (the chunk's `totals` are not read).
+/// What one chunk of a [`RoundPass`] leaves: the accumulators and the outputs (C', w, L').
+type StepResult<L> = (
+    Accumulators<QuadV<L>, <L as Lanes>::V>,
+    [<L as Lanes>::V; 3],
+);
+
+/// One chunk of a [`RoundPass`] on the lanes of `L` (four or eight): the accumulators after
+/// it (its sums taken four lanes at a time, the low chunk first: [`Wide::add_into`]), and
+/// its outputs (C', w, L'). With `TWIN`, L' is C' (the chunk's `totals` are not read).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn round_step<Q: Quad, F: Charging, const PRIOR: bool, const RANGE: bool, const TWIN: bool>(
-    q: Q,
-    constants: &ExpConstants<Q::V>,
+fn round_step<L: Wide, F: Charging, const PRIOR: bool, const RANGE: bool, const TWIN: bool>(
+    l: L,
+    constants: &ExpConstants<L::V>,
     charging: F,
-    lanes: Lanes<Q::V>,
-    chunk: Chunk<Q::V>,
-    minus_eta: Q::V,
-    shift: Q::V,
-) -> (Lanes<Q::V>, [Q::V; 3]) {
-    let mixture = q.mul_add(chunk.weights, chunk.values, lanes.mixture);
-    let (charge, own) = charging.split(q, chunk.values, chunk.aux);
+    lanes: Accumulators<QuadV<L>, L::V>,
+    chunk: Chunk<L::V>,
+    minus_eta: L::V,
+    shift: L::V,
+) -> StepResult<L> {
+    let mixture = l.mul_add_into(chunk.weights, chunk.values, lanes.mixture);
+    let (charge, own) = charging.split(l, chunk.values, chunk.aux);
     let lowest_charge = if RANGE && !F::NONNEGATIVE {
-        q.min(charge, lanes.lowest_charge)
+        l.min(charge, lanes.lowest_charge)
     } else {
         lanes.lowest_charge
     };
     let highest_charge = if RANGE {
-        q.max(charge, lanes.highest_charge)
+        l.max(charge, lanes.highest_charge)
     } else {
         lanes.highest_charge
     };
-    let charged = q.add(chunk.charged, charge);
-    let least_charged = q.min(charged, lanes.least_charged);
-    let w = weight_quad::<Q, PRIOR, false>(q, constants, charged, chunk.prior, minus_eta, shift);
-    let total = q.add(lanes.total, w);
+    let charged = l.add(chunk.charged, charge);
+    let least_charged = l.min(charged, lanes.least_charged);
+    let w = weight_lanes::<L, PRIOR, false>(l, constants, charged, chunk.prior, minus_eta, shift);
+    let total = l.add_into(lanes.total, w);
     let (totals, least_total) = if TWIN {
         (charged, least_charged)
     } else {
-        let totals = q.add(chunk.totals, own);
-        (totals, q.min(totals, lanes.least_total))
+        let totals = l.add(chunk.totals, own);
+        (totals, l.min(totals, lanes.least_total))
     };
-    let lanes = Lanes {
+    let lanes = Accumulators {
         mixture,
+        total,
         lowest_charge,
         highest_charge,
         least_charged,
-        total,
         least_total,
     };
     (lanes, [charged, w, totals])
@@ -758,11 +758,12 @@ fn least_lane(lanes: [f64; QUAD]) -> f64 {
 
 impl<F: Charging> RoundPass<'_, F> {
     #[inline(always)]
-    fn sweep<Q: Quad, const PRIOR: bool, const RANGE: bool, const TWIN: bool>(
+    fn sweep<W: Wide, const PRIOR: bool, const RANGE: bool, const TWIN: bool>(
         &mut self,
-        q: Q,
+        w: W,
         log_prior: &[f64],
     ) -> RoundTotals {
+        let q = w.quad();
         // Locals, so that the slices are not re-read through `self` in the loop.
         let (values, aux, charged, totals) = (self.values, self.aux, self.charged, self.totals);
         let weights = &mut *self.weights;
@@ -787,56 +788,102 @@ impl<F: Charging> RoundPass<'_, F> {
                     .zip(totals)
                     .all(|(c, t)| c.to_bits() == t.to_bits())
         );
-        let (minus_eta, shift) = (q.splat(-self.eta), q.splat(self.shift));
-        let mut lanes = Lanes {
+        let (minus_eta, shift) = (w.splat(-self.eta), w.splat(self.shift));
+        let mut wide = Accumulators {
             mixture: q.splat(0.0),
-            lowest_charge: q.splat(f64::INFINITY),
-            highest_charge: q.splat(f64::NEG_INFINITY),
-            least_charged: q.splat(f64::INFINITY),
             total: q.splat(0.0),
-            least_total: q.splat(f64::INFINITY),
+            lowest_charge: w.splat(f64::INFINITY),
+            highest_charge: w.splat(f64::NEG_INFINITY),
+            least_charged: w.splat(f64::INFINITY),
+            least_total: w.splat(f64::INFINITY),
         };
-        let constants = ExpConstants::new(q);
-        let full = n - n % QUAD;
+        let constants = ExpConstants::new(w);
+        // Whole chunks of the sweep's width (two chunks of four each with eight lanes).
+        let wide_full = n - n % W::WIDTH;
         // Without a prior, the prior's chunks are read from `charged` and ignored; in a twin
         // pass, so are the ledger's.
         let priors = if PRIOR { log_prior } else { charged };
         let ledger = if TWIN { charged } else { totals };
         // Chunk iterators rather than indices: no bounds check per chunk.
-        let inputs = values[..full]
-            .chunks_exact(QUAD)
-            .zip(aux[..full].chunks_exact(QUAD))
-            .zip(charged[..full].chunks_exact(QUAD))
-            .zip(priors[..full].chunks_exact(QUAD))
-            .zip(ledger[..full].chunks_exact(QUAD));
-        let outputs = weights[..full]
-            .chunks_exact_mut(QUAD)
-            .zip(charged_next[..full].chunks_exact_mut(QUAD))
-            .zip(totals_next[..full].chunks_exact_mut(QUAD));
-        for (((((v, a), c), p), t), ((w, c_next), t_next)) in inputs.zip(outputs) {
+        let inputs = values[..wide_full]
+            .chunks_exact(W::WIDTH)
+            .zip(aux[..wide_full].chunks_exact(W::WIDTH))
+            .zip(charged[..wide_full].chunks_exact(W::WIDTH))
+            .zip(priors[..wide_full].chunks_exact(W::WIDTH))
+            .zip(ledger[..wide_full].chunks_exact(W::WIDTH));
+        let outputs = weights[..wide_full]
+            .chunks_exact_mut(W::WIDTH)
+            .zip(charged_next[..wide_full].chunks_exact_mut(W::WIDTH))
+            .zip(totals_next[..wide_full].chunks_exact_mut(W::WIDTH));
+        for (((((v, a), c), p), t), ((wt, c_next), t_next)) in inputs.zip(outputs) {
             let chunk = Chunk {
-                values: q.load(as_quad(v)),
-                aux: q.load(as_quad(a)),
-                weights: q.load(as_quad(w)),
-                charged: q.load(as_quad(c)),
+                values: w.load_wide(v),
+                aux: w.load_wide(a),
+                weights: w.load_wide(wt),
+                charged: w.load_wide(c),
+                prior: if PRIOR { w.load_wide(p) } else { w.splat(0.0) },
+                totals: if TWIN { w.splat(0.0) } else { w.load_wide(t) },
+            };
+            let written;
+            (wide, written) = round_step::<W, F, PRIOR, RANGE, TWIN>(
+                w, &constants, charging, wide, chunk, minus_eta, shift,
+            );
+            w.store_wide(c_next, written[0]);
+            w.store_wide(wt, written[1]);
+            w.store_wide(t_next, written[2]);
+        }
+        // The extremes folded to four lanes (nothing to do with four), the least C' and L'
+        // bit for bit as four lanes would have left them (from what the sweep wrote).
+        let least_charged = w.fold_first_least(wide.least_charged, &charged_next[..wide_full]);
+        let mut lanes = Accumulators {
+            mixture: wide.mixture,
+            total: wide.total,
+            lowest_charge: if RANGE && !F::NONNEGATIVE {
+                w.fold_min(wide.lowest_charge)
+            } else {
+                q.splat(f64::INFINITY)
+            },
+            highest_charge: if RANGE {
+                w.fold_max(wide.highest_charge)
+            } else {
+                q.splat(f64::NEG_INFINITY)
+            },
+            least_charged,
+            least_total: if TWIN {
+                least_charged
+            } else {
+                w.fold_first_least(wide.least_total, &totals_next[..wide_full])
+            },
+        };
+        // With eight lanes, a last whole chunk of four (none with four lanes), then the last,
+        // partial chunk, on four lanes: the four-lane pass's chunks, in its order.
+        let constants = constants.narrow(w);
+        let (minus_eta, shift) = (w.narrow(minus_eta), w.narrow(shift));
+        let full = n - n % QUAD;
+        for base in (wide_full..full).step_by(QUAD) {
+            let chunk = Chunk {
+                values: q.load(quad(values, base)),
+                aux: q.load(quad(aux, base)),
+                weights: q.load(quad(weights, base)),
+                charged: q.load(quad(charged, base)),
                 prior: if PRIOR {
-                    q.load(as_quad(p))
+                    q.load(quad(log_prior, base))
                 } else {
                     q.splat(0.0)
                 },
                 totals: if TWIN {
                     q.splat(0.0)
                 } else {
-                    q.load(as_quad(t))
+                    q.load(quad(totals, base))
                 },
             };
             let written;
-            (lanes, written) = round_step::<Q, F, PRIOR, RANGE, TWIN>(
+            (lanes, written) = round_step::<W::Quad, F, PRIOR, RANGE, TWIN>(
                 q, &constants, charging, lanes, chunk, minus_eta, shift,
             );
-            q.store(as_quad_mut(c_next), written[0]);
-            q.store(as_quad_mut(w), written[1]);
-            q.store(as_quad_mut(t_next), written[2]);
+            q.store(quad_mut(charged_next, base), written[0]);
+            q.store(quad_mut(weights, base), written[1]);
+            q.store(quad_mut(totals_next, base), written[2]);
         }
         if full < n {
             // The last, partial chunk: the last four experts (overlapping the chunk before,
@@ -854,16 +901,16 @@ impl<F: Charging> RoundPass<'_, F> {
                 prior: if PRIOR { load(log_prior) } else { q.splat(0.0) },
                 totals: if TWIN { q.splat(0.0) } else { load(totals) },
             };
-            let (moved, outputs) = round_step::<Q, F, PRIOR, RANGE, TWIN>(
+            let (moved, outputs) = round_step::<W::Quad, F, PRIOR, RANGE, TWIN>(
                 q, &constants, charging, lanes, chunk, minus_eta, shift,
             );
             let keep = |new, old| q.select(valid, new, old);
-            lanes = Lanes {
+            lanes = Accumulators {
                 mixture: keep(moved.mixture, lanes.mixture),
+                total: keep(moved.total, lanes.total),
                 lowest_charge: keep(moved.lowest_charge, lanes.lowest_charge),
                 highest_charge: keep(moved.highest_charge, lanes.highest_charge),
                 least_charged: keep(moved.least_charged, lanes.least_charged),
-                total: keep(moved.total, lanes.total),
                 least_total: keep(moved.least_total, lanes.least_total),
             };
             // The overlapped experts' outputs are written again with the same bits (the same
@@ -876,7 +923,7 @@ impl<F: Charging> RoundPass<'_, F> {
         // wrote (a branch-free test of sixteen values at a time, from the start): cheaper
         // than carrying the index of each lane's least through the pass.
         let least_total = least_lane(q.to_array(lanes.least_total));
-        let least_total_at = kernels::first_position(totals_next, least_total);
+        let least_total_at = w.first_position(totals_next, least_total);
         let (lowest_charge, highest_charge) = if RANGE {
             let highest =
                 q.to_array(lanes.highest_charge)
@@ -890,7 +937,9 @@ impl<F: Charging> RoundPass<'_, F> {
             } else {
                 least_lane(q.to_array(lanes.lowest_charge))
             };
-            (lowest, highest)
+            // A zero as +0: which zero a lane kept depends on the order of its values,
+            // which eight lanes do not keep (the values are only compared).
+            (lowest + 0.0, highest + 0.0)
         } else {
             (f64::INFINITY, f64::NEG_INFINITY)
         };
@@ -1104,9 +1153,9 @@ mod tests {
         outputs: [Vec<f64>; 2],
     }
 
-    impl<F: Charging> QuadKernel for RoundPassOwned<F> {
+    impl<F: Charging> WideKernel for RoundPassOwned<F> {
         type Output = (RoundTotals, Vec<f64>);
-        fn run<Q: Quad>(mut self, q: Q) -> (RoundTotals, Vec<f64>) {
+        fn run<W: Wide>(mut self, w: W) -> (RoundTotals, Vec<f64>) {
             let [charged_next, totals_next] = &mut self.outputs;
             let totals = (&mut RoundPass {
                 values: &self.values,
@@ -1124,7 +1173,7 @@ mod tests {
                 track_range: false,
                 twin: self.twin,
             })
-                .run(q);
+                .run(w);
             let mut written = self.weights;
             written.extend(&self.outputs[0]);
             written.extend(&self.outputs[1]);
@@ -1132,19 +1181,29 @@ mod tests {
         }
     }
 
-    /// The fused pass gives the same bits on the portable path and on the AVX2 path, for
-    /// every size (whole chunks and every tail length), prior or not, range or not, and
-    /// every way of charging; and what it writes is what its definition says.
+    /// The sizes the bit-identity tests sweep: every length of the last chunks of four and
+    /// of eight (n = 1..40), and longer rounds.
+    fn sizes() -> impl Iterator<Item = usize> {
+        (1..=40).chain([63, 64, 65, 127, 1000, 1003])
+    }
+
+    /// The fused pass gives the same bits on the portable path, the AVX2 path and the
+    /// AVX-512 path (where the CPU has them), for every size (whole chunks and every tail
+    /// length), prior or not, range or not, and every way of charging; and what it writes is
+    /// what its definition says.
     #[test]
     fn fused_pass_has_the_same_bits_on_every_path() {
-        for n in [1, 2, 3, 4, 5, 6, 7, 8, 10, 33, 1000] {
+        for n in sizes() {
             for prior in [false, true] {
                 for range in [None, Some((-0.2, 1.0))] {
                     let inputs = pass_inputs(n, n as u64);
                     let own = run_pass(&inputs, OwnLoss, prior, range, 0.7, false);
                     let given = run_pass(&inputs, GivenCharges, prior, range, 0.7, false);
                     for paths in [&own, &given] {
-                        assert!(paths.windows(2).all(|w| w[0] == w[1]), "n = {n}");
+                        assert_eq!(paths.len(), kernels::Path::available().len());
+                        for (path, bits) in kernels::Path::available().iter().zip(paths) {
+                            assert_eq!(bits, &paths[0], "n = {n}, {path:?}");
+                        }
                     }
                     // The definition, element by element, in scalar arithmetic.
                     let [values, weights, charged, totals, log_prior] = &inputs;
@@ -1185,8 +1244,8 @@ mod tests {
     impl<const NONNEGATIVE: bool> Charging for Squared<NONNEGATIVE> {
         const TWIN: bool = true;
         const NONNEGATIVE: bool = NONNEGATIVE;
-        fn split<Q: Quad>(self, q: Q, value: Q::V, _aux: Q::V) -> (Q::V, Q::V) {
-            let square = q.mul(value, value);
+        fn split<L: Lanes>(self, l: L, value: L::V, _aux: L::V) -> (L::V, L::V) {
+            let square = l.mul(value, value);
             (square, square)
         }
     }
@@ -1197,7 +1256,7 @@ mod tests {
     /// range (a range below 0 is never left by them).
     #[test]
     fn twin_and_nonnegative_passes_keep_the_bits() {
-        for n in [1, 3, 4, 7, 10, 33, 1000] {
+        for n in sizes() {
             for prior in [false, true] {
                 for range in [None, Some((-0.2, 1.0)), Some((0.0, 0.5)), Some((0.0, 4.0))] {
                     let mut inputs = pass_inputs(n, 3 * n as u64);
@@ -1225,6 +1284,56 @@ mod tests {
                         values.iter().any(|v| !(lo..=hi).contains(&(v * v)))
                     });
                     assert_eq!(signed[0][1], u64::from(outside), "n = {n}, {range:?}");
+                }
+            }
+        }
+    }
+
+    /// Zeros of both signs: charged losses and ledger entries of ±0 charged −0 keep their
+    /// signs (−0 + −0 = −0, +0 + −0 = +0), so the least C' and L' are zeros whose sign is
+    /// that of the first zero of their lane; eight lanes hold the zeros of a lane in two
+    /// halves and must find which came first. Charges of ±0 and ±1 make the least and
+    /// largest charge zeros too. Every path gives the same bits, for every size.
+    #[test]
+    fn zeros_of_both_signs_keep_their_bits_on_every_path() {
+        let mut rng = crate::rng::StreamRng::seed_from(17);
+        let mut pick =
+            |pool: &[f64]| pool[(rng.next_f64() * pool.len() as f64) as usize % pool.len()];
+        for n in sizes().filter(|&n| n <= 128) {
+            for trial in 0..8 {
+                let mut inputs = pass_inputs(n, (n * 8 + trial) as u64);
+                for i in 0..n {
+                    inputs[2][i] = pick(&[0.0, -0.0, 0.0, -0.0, 1.0]);
+                    inputs[3][i] = pick(&[0.0, -0.0, 2.0]);
+                    // Charges: all −0; ±0 and ±1; ±0 and 1 (the least charge a zero);
+                    // ±0 and −1 (the largest a zero).
+                    inputs[0][i] = match trial % 4 {
+                        0 => -0.0,
+                        1 => pick(&[-0.0, 0.0, 1.0, -1.0]),
+                        2 => pick(&[-0.0, 0.0, 1.0]),
+                        _ => pick(&[-0.0, 0.0, -1.0]),
+                    };
+                }
+                for (prior, range) in [
+                    (false, None),
+                    (true, Some((-0.5, 1.0))),
+                    (false, Some((0.0, 0.5))),
+                ] {
+                    for paths in [
+                        run_pass(&inputs, OwnLoss, prior, range, 0.7, false),
+                        run_pass(&inputs, GivenCharges, prior, range, 0.7, false),
+                    ] {
+                        for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                            assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, {path:?}");
+                        }
+                    }
+                    // Twin: C = L.
+                    let mut twin = inputs.clone();
+                    twin[3] = twin[2].clone();
+                    let paths = run_pass(&twin, OwnLoss, prior, range, 0.7, true);
+                    for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                        assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, twin, {path:?}");
+                    }
                 }
             }
         }
