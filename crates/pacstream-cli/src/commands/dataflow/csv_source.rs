@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use pacstream_dataflow::keyed::KeyedRow;
 use pacstream_dataflow::{Error as FlowError, Selection, Source};
 
+use super::csv_scan::Scanner;
 use crate::failure::bad_input;
 
 /// The input's columns, resolved from its header before the workers start.
@@ -87,68 +88,66 @@ impl CsvColumns {
 }
 
 /// The rows of a CSV file (each worker opens its own reader, and parses the numbers of its
-/// own rows only: the others are passed over as bytes).
+/// own rows only: the others are passed over by their line end, see [`Scanner`]).
 pub(super) struct CsvSource {
     columns: CsvColumns,
-    reader: csv::Reader<File>,
-    record: csv::StringRecord,
-    passed: csv::ByteRecord,
+    scanner: Scanner<File>,
+    /// The values of the row last read (reused: no allocation per row).
+    values: Vec<f64>,
     row: u64,
 }
 
 impl CsvSource {
     pub(super) fn open(columns: &CsvColumns) -> Result<Self, FlowError> {
-        let reader = csv::ReaderBuilder::new()
-            .delimiter(columns.delimiter)
-            .has_headers(columns.has_header)
-            .from_path(&columns.path)
-            .map_err(|e| FlowError::Usage(e.to_string()))?;
+        let file = File::open(&columns.path).map_err(|e| FlowError::Usage(e.to_string()))?;
         Ok(Self {
             columns: columns.clone(),
-            reader,
-            record: csv::StringRecord::new(),
-            passed: csv::ByteRecord::new(),
+            scanner: Scanner::new(file, columns.delimiter, columns.has_header),
+            values: Vec::with_capacity(columns.values.len()),
             row: 0,
         })
     }
 
-    fn next_row(&mut self) -> Result<Option<(String, Vec<f64>)>, FlowError> {
-        let more = self
-            .reader
-            .read_record(&mut self.record)
-            .map_err(|e| FlowError::Row {
-                row: self.row + 1,
-                message: e.to_string(),
-            })?;
+    /// Reads and parses the next row into `self.values` (false at the end of the input).
+    fn next_row(&mut self) -> Result<bool, FlowError> {
+        let more = self.scanner.read().map_err(|e| FlowError::Row {
+            row: self.row + 1,
+            message: e.to_string(),
+        })?;
         if !more {
-            return Ok(None);
+            return Ok(false);
         }
         self.row += 1;
-        let mut values = Vec::with_capacity(self.columns.values.len());
+        self.values.clear();
+        let record = self.scanner.record();
         for (&index, name) in self.columns.values.iter().zip(&self.columns.names) {
-            let field = self.record.get(index).unwrap_or("");
-            let value: f64 = field.trim().parse().map_err(|_| FlowError::Row {
+            let field = record.get(index).unwrap_or("");
+            let value = number(field).ok_or_else(|| FlowError::Row {
                 row: self.row,
                 message: format!("column '{name}': '{field}' is not a number"),
             })?;
-            values.push(value);
+            self.values.push(value);
         }
-        let key = self
-            .columns
-            .key
-            .map(|k| self.record.get(k).unwrap_or("").to_string())
-            .unwrap_or_default();
-        Ok(Some((key, values)))
+        Ok(true)
     }
 
-    /// [`Source::next_selected`] for both views: the rows `keep` does not select are split
-    /// into fields (to find where they end) but neither decoded nor parsed.
+    /// The key of the row last read ("" without a key column).
+    fn key(&self) -> &str {
+        let record = self.scanner.record();
+        self.columns
+            .key
+            .and_then(|index| record.get(index))
+            .unwrap_or("")
+    }
+
+    /// [`Source::next_selected`] for both views: the rows `keep` does not select are passed
+    /// over by their line end (see [`Scanner::skip`]), neither split into fields nor parsed.
     fn next_selected_rows<R>(
         &mut self,
         n: usize,
         keep: &Selection,
         out: &mut Vec<(usize, R)>,
-        view: impl Fn((String, Vec<f64>)) -> R,
+        view: impl Fn(&Self) -> R,
     ) -> Result<usize, FlowError> {
         let mut passed = 0;
         // The selected rows come by ranges: no test per row beyond two comparisons.
@@ -158,10 +157,10 @@ impl CsvSource {
                 selected = keep.next_range(passed);
             }
             if passed >= selected.start {
-                match self.next_row()? {
-                    Some(row) => out.push((passed, view(row))),
-                    None => break,
+                if !self.next_row()? {
+                    break;
                 }
+                out.push((passed, view(self)));
             } else if !self.pass_row()? {
                 break;
             }
@@ -170,15 +169,12 @@ impl CsvSource {
         Ok(passed)
     }
 
-    /// Passes over one row without decoding it; false at the end of the input.
+    /// Passes over one row without parsing it; false at the end of the input.
     fn pass_row(&mut self) -> Result<bool, FlowError> {
-        let more = self
-            .reader
-            .read_byte_record(&mut self.passed)
-            .map_err(|e| FlowError::Row {
-                row: self.row + 1,
-                message: e.to_string(),
-            })?;
+        let more = self.scanner.skip().map_err(|e| FlowError::Row {
+            row: self.row + 1,
+            message: e.to_string(),
+        })?;
         if more {
             self.row += 1;
         }
@@ -186,15 +182,28 @@ impl CsvSource {
     }
 }
 
+/// A cell's number: the cell without its surrounding white space, parsed as `f64`.
+fn number(field: &str) -> Option<f64> {
+    // `trim` walks Unicode white space from both ends; a printable ASCII byte at each end
+    // (the common case) means there is none to cut.
+    let bytes = field.as_bytes();
+    let bare = matches!(
+        (bytes.first(), bytes.last()),
+        (Some(b'!'..=b'~'), Some(b'!'..=b'~'))
+    );
+    let field = if bare { field } else { field.trim() };
+    field.parse().ok()
+}
+
 impl Source for CsvSource {
     type Row = Vec<f64>;
 
     fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> Result<(), FlowError> {
         while out.len() < n {
-            match self.next_row()? {
-                Some((_, values)) => out.push(values),
-                None => break,
+            if !self.next_row()? {
+                break;
             }
+            out.push(self.values.clone());
         }
         Ok(())
     }
@@ -214,7 +223,7 @@ impl Source for CsvSource {
         keep: &Selection,
         out: &mut Vec<(usize, Vec<f64>)>,
     ) -> Result<usize, FlowError> {
-        self.next_selected_rows(n, keep, out, |(_, values)| values)
+        self.next_selected_rows(n, keep, out, |source| source.values.clone())
     }
 }
 
@@ -226,10 +235,10 @@ impl Source for KeyedCsv {
 
     fn next_batch(&mut self, n: usize, out: &mut Vec<KeyedRow>) -> Result<(), FlowError> {
         while out.len() < n {
-            match self.0.next_row()? {
-                Some(row) => out.push(row),
-                None => break,
+            if !self.0.next_row()? {
+                break;
             }
+            out.push((self.0.key().to_string(), self.0.values.clone()));
         }
         Ok(())
     }
@@ -244,6 +253,8 @@ impl Source for KeyedCsv {
         keep: &Selection,
         out: &mut Vec<(usize, KeyedRow)>,
     ) -> Result<usize, FlowError> {
-        self.0.next_selected_rows(n, keep, out, |row| row)
+        self.0.next_selected_rows(n, keep, out, |source| {
+            (source.key().to_string(), source.values.clone())
+        })
     }
 }

@@ -9,6 +9,7 @@
 //! and the run of the workers, `csv_source.rs` the input as each worker reads it.
 
 mod cluster;
+mod csv_scan;
 mod csv_source;
 
 use std::io::Write;
