@@ -4,8 +4,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use pacstream_dataflow::keyed::KeyedRow;
-use pacstream_dataflow::{Error as FlowError, Selection, Source};
+use pacstream_dataflow::{Error as FlowError, Rows, Selection, Source};
 
 use super::csv_scan::Scanner;
 use crate::failure::bad_input;
@@ -88,11 +87,12 @@ impl CsvColumns {
 }
 
 /// The rows of a CSV file (each worker opens its own reader, and parses the numbers of its
-/// own rows only: the others are passed over by their line end, see [`Scanner`]).
+/// own rows only: the others are passed over by their line end, see [`Scanner`]). Rows go
+/// straight into the caller's [`Rows`]: no allocation per row.
 pub(super) struct CsvSource {
     columns: CsvColumns,
     scanner: Scanner<File>,
-    /// The values of the row last read (reused: no allocation per row).
+    /// The values of the row being parsed (reused).
     values: Vec<f64>,
     row: u64,
 }
@@ -108,8 +108,9 @@ impl CsvSource {
         })
     }
 
-    /// Reads and parses the next row into `self.values` (false at the end of the input).
-    fn next_row(&mut self) -> Result<bool, FlowError> {
+    /// Reads and parses the next row into `out` at `offset` (false at the end of the
+    /// input).
+    fn read_row(&mut self, offset: u64, out: &mut Rows) -> Result<bool, FlowError> {
         let more = self.scanner.read().map_err(|e| FlowError::Row {
             row: self.row + 1,
             message: e.to_string(),
@@ -128,45 +129,9 @@ impl CsvSource {
             })?;
             self.values.push(value);
         }
+        let key = self.columns.key.and_then(|k| record.get(k)).unwrap_or("");
+        out.push(offset, key, &self.values);
         Ok(true)
-    }
-
-    /// The key of the row last read ("" without a key column).
-    fn key(&self) -> &str {
-        let record = self.scanner.record();
-        self.columns
-            .key
-            .and_then(|index| record.get(index))
-            .unwrap_or("")
-    }
-
-    /// [`Source::next_selected`] for both views: the rows `keep` does not select are passed
-    /// over by their line end (see [`Scanner::skip`]), neither split into fields nor parsed.
-    fn next_selected_rows<R>(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, R)>,
-        view: impl Fn(&Self) -> R,
-    ) -> Result<usize, FlowError> {
-        let mut passed = 0;
-        // The selected rows come by ranges: no test per row beyond two comparisons.
-        let mut selected = keep.next_range(0);
-        while passed < n {
-            if passed >= selected.end {
-                selected = keep.next_range(passed);
-            }
-            if passed >= selected.start {
-                if !self.next_row()? {
-                    break;
-                }
-                out.push((passed, view(self)));
-            } else if !self.pass_row()? {
-                break;
-            }
-            passed += 1;
-        }
-        Ok(passed)
     }
 
     /// Passes over one row without parsing it; false at the end of the input.
@@ -196,14 +161,11 @@ fn number(field: &str) -> Option<f64> {
 }
 
 impl Source for CsvSource {
-    type Row = Vec<f64>;
-
-    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> Result<(), FlowError> {
-        while out.len() < n {
-            if !self.next_row()? {
+    fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<(), FlowError> {
+        for offset in 0..n as u64 {
+            if !self.read_row(offset, out)? {
                 break;
             }
-            out.push(self.values.clone());
         }
         Ok(())
     }
@@ -217,44 +179,31 @@ impl Source for CsvSource {
         Ok(())
     }
 
+    /// The rows `keep` does not select are passed over by their line end (see
+    /// [`Scanner::skip`]), neither split into fields nor parsed.
     fn next_selected(
         &mut self,
         n: usize,
         keep: &Selection,
-        out: &mut Vec<(usize, Vec<f64>)>,
+        out: &mut Rows,
     ) -> Result<usize, FlowError> {
-        self.next_selected_rows(n, keep, out, |source| source.values.clone())
-    }
-}
-
-/// The keyed view of a CSV source.
-pub(super) struct KeyedCsv(pub(super) CsvSource);
-
-impl Source for KeyedCsv {
-    type Row = KeyedRow;
-
-    fn next_batch(&mut self, n: usize, out: &mut Vec<KeyedRow>) -> Result<(), FlowError> {
-        while out.len() < n {
-            if !self.0.next_row()? {
+        let mut passed = 0;
+        // The selected rows come by ranges: no test per row beyond two comparisons.
+        let mut selected = keep.next_range(0);
+        while passed < n {
+            if passed >= selected.end {
+                selected = keep.next_range(passed);
+            }
+            let more = if passed >= selected.start {
+                self.read_row(passed as u64, out)?
+            } else {
+                self.pass_row()?
+            };
+            if !more {
                 break;
             }
-            out.push((self.0.key().to_string(), self.0.values.clone()));
+            passed += 1;
         }
-        Ok(())
-    }
-
-    fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
-        self.0.skip_rows(n)
-    }
-
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, KeyedRow)>,
-    ) -> Result<usize, FlowError> {
-        self.0.next_selected_rows(n, keep, out, |source| {
-            (source.key().to_string(), source.values.clone())
-        })
+        Ok(passed)
     }
 }

@@ -31,7 +31,7 @@ pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
 use cluster::{execute, finish};
 pub(crate) use cluster::{files, flow_error};
 pub(crate) use csv_source::CsvColumns;
-use csv_source::{CsvSource, KeyedCsv};
+use csv_source::CsvSource;
 
 use crate::failure::bad_input;
 
@@ -251,7 +251,7 @@ where
     F: KeyedFamily + Send + Sync + 'static,
 {
     execute(config, move |worker| {
-        let mut source = KeyedCsv(CsvSource::open(&columns)?);
+        let mut source = CsvSource::open(&columns)?;
         let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
         Ok((worker.index() == 0).then_some((outcome.summary, outcome.resumed_from)))
     })
