@@ -1,14 +1,17 @@
 //! A CSV reader for workers that parse only some of the records: the records a worker does
 //! not own are passed over by searching for the end of their line (`memchr`), not run
-//! through the CSV state machine, which cost every worker a full parse of the whole file.
+//! through the CSV state machine, which cost every worker a full parse of the whole file;
+//! and the records it owns are split at their delimiters the same way.
 //!
-//! A record is passed over that way only when where it ends cannot depend on CSV syntax: it
-//! holds no quote (a quoted field may hold line ends), and the delimiter is none of `"`,
-//! `\r` and `\n`. Otherwise, and always for the file's first record (which may start with a
-//! byte-order mark, and whose width the others are checked against), the record goes
-//! through `csv_core`, the state machine of the `csv` crate, as every parsed record does.
-//! The rules `csv_core` applies (and the fast path reproduces): `\r`, `\n` and `\r\n` each
-//! end a record, and empty lines (any run of `\r` and `\n` between records) are no record.
+//! A line is handled that way only when what its record is cannot depend on CSV syntax:
+//! it holds no quote (a quoted field may hold delimiters, line ends and escaped quotes), and
+//! the delimiter is none of `"`, `\r` and `\n`. Otherwise, and always for the file's first
+//! record (which may start with a byte-order mark, and whose width the others are checked
+//! against), the record goes through `csv_core`, the state machine of the `csv` crate. The
+//! rules `csv_core` applies, which the plain path reproduces: `\r`, `\n` and `\r\n` each end a
+//! record (`csv_core` consumes the `\r`, then the `\n` as an empty line), any run of line ends
+//! between records is no record (a line holding a space is a record of one field), and the
+//! fields of a line without quotes are its bytes between delimiters, unchanged.
 //!
 //! Records, positions and error messages are those of `csv::Reader` (with `has_headers`,
 //! not flexible, reading each parsed record as a `StringRecord`), byte for byte: the tests
@@ -76,11 +79,22 @@ impl fmt::Display for ScanError {
     }
 }
 
+/// Where the next record is (see [`Scanner::next_line`]).
+enum Line {
+    /// The unread bytes start with the record's `len` bytes (no quote, no line end), then
+    /// `end` bytes (0 or 1) that end it.
+    Plain { len: usize, end: usize },
+    /// `csv_core` must read it.
+    Parse,
+}
+
 /// A record read, as text.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Record<'a> {
     text: &'a str,
     ends: &'a [usize],
+    /// Bytes between a field's end and the next one's start (a delimiter, or none).
+    gap: usize,
 }
 
 impl<'a> Record<'a> {
@@ -88,7 +102,11 @@ impl<'a> Record<'a> {
     /// bounds are bounds of characters of the whole.
     pub(super) fn get(&self, i: usize) -> Option<&'a str> {
         let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] + self.gap
+        };
         self.text.get(start..end)
     }
 }
@@ -107,7 +125,9 @@ pub(super) struct Scanner<R> {
     /// `csv::Reader`, which returns none after either).
     done: bool,
     core: csv_core::Reader,
-    /// Records may be passed over by their line end (see the module's documentation).
+    delimiter: u8,
+    /// Lines without a quote may be read without `csv_core` (see the module's
+    /// documentation).
     fast: bool,
     has_header: bool,
     header_read: bool,
@@ -116,10 +136,22 @@ pub(super) struct Scanner<R> {
     pos: Position,
     /// The first record's number of fields.
     expected: Option<u64>,
-    /// The last record parsed: its unescaped bytes and the end of each field.
+    /// The fields of the last record `csv_core` parsed, unescaped.
     fields: Vec<u8>,
+    /// The end of each of the last record's `len` fields, in the bytes `held` says.
     ends: Vec<usize>,
     len: usize,
+    held: Held,
+}
+
+/// Where the last record's bytes are: parsed by `csv_core` into `fields` (each field
+/// starts where the one before ends), or a plain line still in the buffer at `start` (each
+/// field starts one delimiter after the one before ends; the buffer is refilled only by the
+/// next read or pass).
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    Parsed,
+    Line { start: usize },
 }
 
 impl<R> fmt::Debug for Scanner<R> {
@@ -144,7 +176,8 @@ impl<R: Read> Scanner<R> {
             at_eof: false,
             done: false,
             core,
-            fast: !matches!(delimiter, b'"' | b'\r' | b'\n'),
+            delimiter,
+            fast: delimiter.is_ascii() && !matches!(delimiter, b'"' | b'\r' | b'\n'),
             has_header,
             header_read: false,
             started: false,
@@ -157,28 +190,56 @@ impl<R: Read> Scanner<R> {
             fields: vec![0; 1024],
             ends: vec![0; 64],
             len: 0,
+            held: Held::Parsed,
         }
     }
 
     /// Reads the next record (false at the end), checked as `csv::Reader::read_record`
-    /// checks it: its width against the first record's, then its UTF-8.
+    /// checks it: its width against the first record's, then its UTF-8. A line without a
+    /// quote is split at its delimiters, which is what `csv_core` does with it.
     pub(super) fn read(&mut self) -> Result<bool, ScanError> {
         // `csv::Reader` reads the header within the first call, and a UTF-8 error of that
         // call names the position from before the header: so does this one.
         let before = self.pos;
         self.pass_header()?;
-        if !self.parse(true)? {
-            return Ok(false);
+        // The record's position is from before the empty lines that precede it.
+        let at = self.pos;
+        let more = match self.next_line()? {
+            Line::Plain { len, end } => {
+                self.split(len);
+                self.consume(len + end);
+                self.record_read(at, true)?
+            }
+            Line::Parse => self.parse(at, true)?,
+        };
+        if more {
+            self.validate(before)?;
         }
-        self.validate(before)?;
-        Ok(true)
+        Ok(more)
     }
 
-    /// Passes over the next record (false at the end), by its line end when possible.
+    /// Passes over the next record (false at the end), by its line end when it has no
+    /// quote; neither its width nor its UTF-8 is checked.
     pub(super) fn skip(&mut self) -> Result<bool, ScanError> {
         self.pass_header()?;
+        let at = self.pos;
+        match self.next_line()? {
+            Line::Plain { len, end } => {
+                self.consume(len + end);
+                self.pos.record += 1;
+                Ok(true)
+            }
+            Line::Parse => self.parse(at, false),
+        }
+    }
+
+    /// Finds the next record's line: passes over the empty lines before it, then looks
+    /// for its end. A record whose end does not depend on CSV syntax is `Plain`: the
+    /// unread bytes start with it. Otherwise (a quote, the first record, the end of the
+    /// input, a delimiter that is a quote or a line end) `csv_core` must read it.
+    fn next_line(&mut self) -> Result<Line, ScanError> {
         if !self.fast || !self.started || self.done {
-            return self.parse(false);
+            return Ok(Line::Parse);
         }
         // Empty lines: no record (`csv_core` discards line ends at the start of a record).
         loop {
@@ -194,7 +255,7 @@ impl<R: Read> Scanner<R> {
             }
             if !self.fill()? {
                 // The end of the input: `csv_core` says so (and the reader is done).
-                return self.parse(false);
+                return Ok(Line::Parse);
             }
         }
         // The record: up to its first line end, unless a quote comes first.
@@ -203,46 +264,81 @@ impl<R: Read> Scanner<R> {
             let rest = &self.buf[self.start..self.end];
             match memchr::memchr3(b'\n', b'\r', b'"', &rest[scanned..]) {
                 Some(found) => {
-                    let at = scanned + found;
-                    if rest[at] == b'"' {
+                    let len = scanned + found;
+                    if rest[len] == b'"' {
                         // A quoted field may hold line ends: the state machine decides.
-                        return self.parse(false);
+                        return Ok(Line::Parse);
                     }
                     // `csv_core` consumes the one byte that ends the record (of `\r\n`,
                     // the `\n` is an empty line before the next record).
-                    self.pos.line += u64::from(rest[at] == b'\n');
-                    self.consume(at + 1);
-                    self.pos.record += 1;
-                    return Ok(true);
+                    self.pos.line += u64::from(rest[len] == b'\n');
+                    return Ok(Line::Plain { len, end: 1 });
                 }
                 None => {
                     scanned = rest.len();
                     if !self.fill()? {
                         // The last record, with no line end.
-                        self.consume(scanned);
-                        self.pos.record += 1;
-                        return Ok(true);
+                        return Ok(Line::Plain {
+                            len: scanned,
+                            end: 0,
+                        });
                     }
                 }
             }
         }
     }
 
+    /// Splits the `len` bytes of a plain line (no quote, no line end) at its delimiters,
+    /// as `csv_core` would; the record's bytes stay in the buffer, where the line is.
+    fn split(&mut self, len: usize) {
+        let line = &self.buf[self.start..self.start + len];
+        let delimiter = self.delimiter;
+        let mut n = 0;
+        // A byte loop: fields are short, and a search call per field costs more.
+        for end in line
+            .iter()
+            .enumerate()
+            .filter(|&(_, &b)| b == delimiter)
+            .map(|(i, _)| i)
+            .chain(std::iter::once(len))
+        {
+            if n == self.ends.len() {
+                self.ends.resize(n * 2, 0);
+            }
+            self.ends[n] = end;
+            n += 1;
+        }
+        self.len = n;
+        self.held = Held::Line { start: self.start };
+    }
+
+    /// The bytes of the record last parsed, and what separates its fields there.
+    fn held(&self) -> (&[u8], usize) {
+        let used = self.ends[..self.len].last().copied().unwrap_or(0);
+        match self.held {
+            Held::Parsed => (&self.fields[..used], 0),
+            Held::Line { start } => (&self.buf[start..start + used], 1),
+        }
+    }
+
     /// Field `i` of the record last parsed, if it has one.
     pub(super) fn field(&self, i: usize) -> Option<&[u8]> {
+        let (bytes, gap) = self.held();
         let end = *self.ends[..self.len].get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.fields.get(start..end)
+        let start = if i == 0 { 0 } else { self.ends[i - 1] + gap };
+        bytes.get(start..end)
     }
 
     /// The record last read ([`Scanner::read`]) as text, to take its fields from: one UTF-8
     /// conversion per record, not one per field.
     pub(super) fn record(&self) -> Record<'_> {
-        let used = self.ends[..self.len].last().copied().unwrap_or(0);
+        let (bytes, gap) = self.held();
         Record {
-            // A record read is UTF-8 field by field, so the whole is UTF-8 too.
-            text: std::str::from_utf8(&self.fields[..used]).unwrap_or_default(),
+            // A record read is UTF-8 field by field, and its delimiters (if held) are
+            // ASCII, so the whole is UTF-8 too.
+            text: std::str::from_utf8(bytes).unwrap_or_default(),
             ends: &self.ends[..self.len],
+            gap,
         }
     }
 
@@ -255,7 +351,7 @@ impl<R: Read> Scanner<R> {
     fn pass_header(&mut self) -> Result<(), ScanError> {
         if self.has_header && !self.header_read {
             self.header_read = true;
-            self.parse(true)?;
+            self.parse(self.pos, true)?;
         }
         Ok(())
     }
@@ -298,8 +394,7 @@ impl<R: Read> Scanner<R> {
 
     /// Parses the next record with `csv_core` (as `csv::Reader::read_byte_record` does);
     /// with `check`, its width is checked against the first record's.
-    fn parse(&mut self, check: bool) -> Result<bool, ScanError> {
-        let at = self.pos;
+    fn parse(&mut self, at: Position, check: bool) -> Result<bool, ScanError> {
         if self.done {
             return Ok(false);
         }
@@ -331,23 +426,9 @@ impl<R: Read> Scanner<R> {
                 }
                 ReadRecordResult::Record => {
                     self.len = ends;
+                    self.held = Held::Parsed;
                     self.started = true;
-                    self.pos.record += 1;
-                    let len = ends as u64;
-                    return match self.expected {
-                        None => {
-                            self.expected = Some(len);
-                            Ok(true)
-                        }
-                        Some(expected) if check && len != expected => {
-                            Err(ScanError::UnequalLengths {
-                                pos: at,
-                                expected,
-                                len,
-                            })
-                        }
-                        Some(_) => Ok(true),
-                    };
+                    return self.record_read(at, check);
                 }
                 ReadRecordResult::End => {
                     self.done = true;
@@ -357,10 +438,28 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// Counts the record just parsed (at `at`); with `check`, its width must be the first
+    /// record's (`csv::Reader`'s check, which counts the record first).
+    fn record_read(&mut self, at: Position, check: bool) -> Result<bool, ScanError> {
+        self.pos.record += 1;
+        let len = self.len as u64;
+        match self.expected {
+            None => {
+                self.expected = Some(len);
+                Ok(true)
+            }
+            Some(expected) if check && len != expected => Err(ScanError::UnequalLengths {
+                pos: at,
+                expected,
+                len,
+            }),
+            Some(_) => Ok(true),
+        }
+    }
+
     /// The UTF-8 check of `csv`'s `StringRecord`: the first field that is not UTF-8.
     fn validate(&self, pos: Position) -> Result<(), ScanError> {
-        let used = self.ends[..self.len].last().copied().unwrap_or(0);
-        if self.fields[..used].is_ascii() {
+        if self.held().0.is_ascii() {
             return Ok(());
         }
         for i in 0..self.len {
