@@ -475,8 +475,8 @@ pub fn run_keyed<F: KeyedFamily>(
         };
         // Every worker learns whether any stopped, and all stop at the same epoch.
         let failures = status_channel.round(worker, failure.as_ref().map(Failure::of));
-        if let Some(error) = Failure::first(&failures) {
-            return Err(failure.unwrap_or(error));
+        if let Some(error) = Failure::settle(failure, &failures) {
+            return Err(error);
         }
         if let Some(records) = &mut records {
             lines.sort_unstable_by_key(|(position, _)| *position);

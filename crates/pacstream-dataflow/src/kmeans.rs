@@ -271,8 +271,8 @@ pub fn run_kmeans(
             Part::Failed(failure) => Some(failure),
             Part::Chunk { .. } => None,
         });
-        if let Some(error) = Failure::first(failures) {
-            return Err(failure.unwrap_or(error));
+        if let Some(error) = Failure::settle(failure, failures) {
+            return Err(error);
         }
         all.sort_unstable_by_key(Part::chunk);
         let mut merged: Option<CentreStats> = None;

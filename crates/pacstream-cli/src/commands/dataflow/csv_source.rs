@@ -207,3 +207,31 @@ impl Source for CsvSource {
         Ok(passed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::number;
+
+    /// A cell is trimmed as `str::trim` trims it (Unicode white space too) only when an end
+    /// could be white space; the number is `f64`'s parse of what is left.
+    #[test]
+    fn cells_are_trimmed_as_str_trim_trims_them() {
+        for cell in [
+            "1.5",
+            " 1.5",
+            "1.5 ",
+            "\t-2e3\r",
+            "\u{a0}7\u{2003}",
+            "x",
+            "",
+            " ",
+            "1 5",
+            "+.5",
+            "inf",
+            "\u{85}3",
+        ] {
+            assert_eq!(number(cell), cell.trim().parse().ok(), "{cell:?}");
+        }
+        assert_eq!(number("\u{a0}7\u{2003}"), Some(7.0));
+    }
+}
