@@ -454,6 +454,9 @@ fn a_bad_row_read_by_one_worker_of_its_share_stops_every_process() {
     }
 }
 
+/// Lines replaced: (line, its new bytes).
+type Changes<'a> = Vec<(usize, &'a [u8])>;
+
 /// The lines of `data` (line 0 the header, line r data row r) with `changes` made, joined
 /// by `end`, written as `name` in `dir`.
 fn rewritten(
@@ -515,7 +518,7 @@ fn bad_rows_in_any_workers_share_stop_every_layout_with_the_one_worker_error() {
         ),
         (kmeans_args, 1650, 1750),
     ] {
-        let cases: [(&str, Vec<(usize, &[u8])>, String); 5] = [
+        let cases: [(&str, Changes<'_>, String); 5] = [
             // Two bad rows: the earlier one, in worker 1's share, is the error, though
             // worker 0 met the later one (each worker used to report its own).
             (
