@@ -244,6 +244,58 @@ impl<R: AsRow> Source for VecSource<R> {
 mod tests {
     use super::*;
 
+    /// Rows held flat give back what was pushed, and a source's own `next_selected` gives
+    /// what the default (every row read, then filtered) gives.
+    #[test]
+    fn flat_rows_give_back_each_row() {
+        let held: Vec<(String, Vec<f64>)> = (0..30)
+            .map(|i| (format!("k{}", i % 4).repeat(i % 3), vec![i as f64; i % 5]))
+            .collect();
+        let mut rows = Rows::new();
+        for (i, (key, values)) in held.iter().enumerate() {
+            rows.push(i as u64 * 3, key, values);
+        }
+        assert_eq!(rows.len(), held.len());
+        for (i, (offset, key, values)) in rows.iter().enumerate() {
+            assert_eq!(
+                (offset, key, values),
+                (i as u64 * 3, &*held[i].0, &*held[i].1)
+            );
+        }
+        /// A source with the default `next_selected`.
+        struct Plain(VecSource<(String, Vec<f64>)>);
+        impl Source for Plain {
+            fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<()> {
+                self.0.next_batch(n, out)
+            }
+            fn skip_rows(&mut self, n: u64) -> Result<()> {
+                self.0.skip_rows(n)
+            }
+        }
+        let held = Arc::new(held);
+        for keep in [
+            Selection::all(),
+            Selection::blocks(1, 2, 1),
+            Selection::blocks(4, 3, 2),
+        ] {
+            let (mut own, mut plain) = (
+                VecSource::new(Arc::clone(&held)),
+                Plain(VecSource::new(Arc::clone(&held))),
+            );
+            let (mut a, mut b) = (Rows::new(), Rows::new());
+            loop {
+                let passed = own.next_selected(7, &keep, &mut a).unwrap();
+                assert_eq!(plain.next_selected(7, &keep, &mut b).unwrap(), passed);
+                assert_eq!(a, b, "{keep:?}");
+                if passed == 0 {
+                    break;
+                }
+                a.clear();
+                b.clear();
+            }
+        }
+    }
+
     /// Walking a selection by ranges visits exactly the offsets it contains.
     #[test]
     fn ranges_cover_exactly_the_selected_offsets() {
