@@ -228,8 +228,8 @@ pub struct KeyedSummary {
     runs: Vec<Vec<Piece>>,
 }
 
-/// The bytes of summary entries a piece holds before the next one starts: a worker's run is
-/// sent in pieces, not one message of a hundred megabytes.
+/// The most bytes of summary entries a piece holds (unless one entry is larger): a worker's
+/// run is sent in pieces, not one message of a hundred megabytes.
 pub const PIECE_BYTES: usize = 1 << 24;
 
 /// Consecutive summary entries of one worker, in key order: entry i is `keys[i]`'s, the
@@ -314,23 +314,25 @@ impl KeyedSummary {
     ) -> Result<Vec<Piece>> {
         let mut keys: Vec<&String> = learners.keys().collect();
         keys.sort_unstable();
-        let mut pieces = Vec::new();
-        let mut piece = Piece {
+        // Each piece's text is allocated once at its full size, and a piece ends before an
+        // entry that would outgrow it: grown by doubling, the pieces of 10^5 keys' entries
+        // (366 MB) were copied about once more and took twice the fresh pages, whose
+        // clearing by the kernel was half of the CPU time of a run of 3 rows per key.
+        let fresh = |piece: usize| Piece {
             worker,
+            piece,
+            text: String::with_capacity(piece_bytes),
             ..Piece::default()
         };
+        let mut pieces = Vec::new();
+        let mut piece = fresh(0);
         for key in keys {
-            if piece.text.len() >= piece_bytes {
-                let next = Piece {
-                    worker,
-                    piece: piece.piece + 1,
-                    ..Piece::default()
-                };
+            let entry = family.summary_entry(key, &learners[key])?;
+            if !piece.keys.is_empty() && piece.text.len() + entry.len() > piece_bytes {
+                let next = fresh(piece.piece + 1);
                 pieces.push(std::mem::replace(&mut piece, next));
             }
-            piece
-                .text
-                .push_str(&family.summary_entry(key, &learners[key])?);
+            piece.text.push_str(&entry);
             piece.keys.push(key.clone());
             piece.ends.push(piece.text.len());
         }
