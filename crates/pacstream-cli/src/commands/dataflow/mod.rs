@@ -6,7 +6,8 @@
 //! process 0 writes the records and the summary.
 //!
 //! The files: `mod.rs` the options and the patterns, `cluster.rs` timely's configuration
-//! and the run of the workers, `csv_source.rs` the input as each worker reads it.
+//! and the run of the workers, `csv_source.rs` the input as each worker reads it, and
+//! `csv_scan.rs` the CSV reader under it, which passes over other workers' lines by their end.
 
 mod cluster;
 mod csv_scan;
