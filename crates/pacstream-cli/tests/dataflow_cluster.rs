@@ -454,6 +454,194 @@ fn a_bad_row_read_by_one_worker_of_its_share_stops_every_process() {
     }
 }
 
+/// Lines replaced: (line, its new bytes).
+type Changes<'a> = Vec<(usize, &'a [u8])>;
+
+/// The lines of `data` (line 0 the header, line r data row r) with `changes` made, joined
+/// by `end`, written as `name` in `dir`.
+fn rewritten(
+    dir: &Path,
+    data: &Path,
+    name: &str,
+    changes: &[(usize, &[u8])],
+    end: &[u8],
+) -> PathBuf {
+    let text = fs::read(data).unwrap();
+    let mut lines: Vec<Vec<u8>> = text
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    for (i, line) in changes {
+        lines[*i] = line.to_vec();
+    }
+    let mut bytes = lines.join(end);
+    bytes.extend_from_slice(end);
+    let path = dir.join(name);
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// `args` stop with exit code 2 on every layout (1 worker; 2 and 3 threads; every process of
+/// 2 and of 3 processes), each printing the one-worker run's standard error, which names
+/// `expected`.
+fn assert_every_layout_stops_as_one_worker(dir: &Path, args: &[String], expected: &str) {
+    let (code, one) = run_one(args);
+    assert_eq!(code, Some(2), "{args:?}: {one}");
+    assert!(one.contains(expected), "{args:?}: {one}");
+    for workers in [2, 3] {
+        let mut threads = args.to_vec();
+        threads.extend(strings(&["--workers", &workers.to_string()]));
+        let (code, stderr) = run_one(&threads);
+        assert_eq!(code, Some(2), "{workers} threads, {args:?}: {stderr}");
+        assert_eq!(stderr, one, "{workers} threads, {args:?}");
+    }
+    for processes in [2, 3] {
+        for (process, (code, stderr)) in outcomes(dir, args, processes).into_iter().enumerate() {
+            assert_eq!(code, Some(2), "process {process} of {processes}: {stderr}");
+            assert_eq!(stderr, one, "process {process} of {processes}, {args:?}");
+        }
+    }
+}
+
+#[test]
+fn bad_rows_in_any_workers_share_stop_every_layout_with_the_one_worker_error() {
+    let (dir, data) = data_in_tempdir(3000);
+    // On 2 workers, keyed epochs of 300 rows: data row 1,000 is read by worker 1 only,
+    // row 1,001 by worker 0 only. k-means chunks of 100 in batches of 500: row 1,650 (chunk
+    // 1 of rows 1,501 to 2,000) by worker 1 only, row 1,750 (chunk 2) by worker 0 only.
+    for (args_of, early, late) in [
+        (
+            (|data: &Path| keyed_args(data, 300)) as fn(&Path) -> Vec<String>,
+            1000,
+            1001,
+        ),
+        (kmeans_args, 1650, 1750),
+    ] {
+        let cases: [(&str, Changes<'_>, String); 5] = [
+            // Two bad rows: the earlier one, in worker 1's share, is the error, though
+            // worker 0 met the later one (each worker used to report its own).
+            (
+                "two",
+                vec![(early, b"k1,1.0,bad"), (late, b"k1,1.0,oops")],
+                format!("input row {early}: column 'y': 'bad' is not a number"),
+            ),
+            // A row of another width, passed over by worker 0 (which does not check it) and
+            // read by worker 1.
+            (
+                "width",
+                vec![(early, b"k1,1.0"), (late, b"k1,1.0,oops")],
+                format!(
+                    "input row {early}: CSV error: record {early} (line: {}, byte: ",
+                    early + 1
+                ),
+            ),
+            // Not UTF-8.
+            (
+                "utf8",
+                vec![(early, b"k1,1.0,\xff2")],
+                format!(
+                    "input row {early}: CSV parse error: record {early} (line {}, field: 2, ",
+                    early + 1
+                ),
+            ),
+            // A quoted key holding a line end, in worker 1's share, then a bad row in
+            // worker 0's: the lines and bytes counted past the quoted record are right.
+            (
+                "quoted",
+                vec![(early, b"\"k\n1\",1.0,2.0"), (late, b"k1,1.0")],
+                format!(
+                    "input row {late}: CSV error: record {late} (line: {}, byte: ",
+                    late + 2
+                ),
+            ),
+            // An empty line and a line holding a space (a record of one field); `csv` gives
+            // a record the position from before the empty lines that precede it.
+            (
+                "blank",
+                vec![(late - 1, b"k1,1.0,2.0\n"), (late, b" ")],
+                format!(
+                    "input row {late}: CSV error: record {late} (line: {}, byte: ",
+                    late + 1
+                ),
+            ),
+        ];
+        for (name, changes, expected) in cases {
+            for (end, ends) in [("lf", &b"\n"[..]), ("crlf", b"\r\n"), ("cr", b"\r")] {
+                let file = format!("{name}-{end}.csv");
+                let path = rewritten(dir.path(), &data, &file, &changes, ends);
+                let expected = match end {
+                    // `csv` counts lines by `\n`; a CRLF record's position is before its
+                    // `\n`: only a record's own line end tells, the rows are the same.
+                    "lf" => expected.clone(),
+                    _ => expected.split(" (line").next().unwrap().to_string(),
+                };
+                assert_every_layout_stops_as_one_worker(dir.path(), &args_of(&path), &expected);
+            }
+        }
+    }
+}
+
+/// Line ends of every kind, empty lines, quoted fields holding line ends and delimiters,
+/// and a byte-order mark: every layout writes the one-worker run's files, which are those
+/// of the same rows written plainly.
+#[test]
+fn every_line_end_and_quoting_gives_the_rows_of_the_plain_file() {
+    let (dir, data) = data_in_tempdir(3000);
+    let args_of = |data: &Path| -> [Vec<String>; 2] { [keyed_args(data, 300), kmeans_args(data)] };
+    let plain: Vec<(String, String)> = args_of(&data)
+        .iter()
+        .map(|args| cluster(dir.path(), "plain", args, 1, 1))
+        .collect();
+    // Quoted numbers and a quoted key holding a delimiter (rows the same as plain ones).
+    let text = fs::read_to_string(&data).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let quote = |row: usize| {
+        let fields: Vec<&str> = lines[row].split(',').collect();
+        format!("\"{}\",\"{}\",{}", fields[0], fields[1], fields[2])
+    };
+    let (q1, q2, q3) = (quote(7), quote(1001), quote(1651));
+    let changes: Vec<(usize, &[u8])> = vec![
+        (7, q1.as_bytes()),
+        (1001, q2.as_bytes()),
+        (1651, q3.as_bytes()),
+    ];
+    for (name, ends) in [
+        ("crlf", &b"\r\n"[..]),
+        ("cr", b"\r"),
+        ("blank-lines", b"\n\n\r\n"),
+        ("lf", b"\n"),
+    ] {
+        let path = rewritten(dir.path(), &data, &format!("{name}.csv"), &changes, ends);
+        for (args, expected) in args_of(&path).iter().zip(&plain) {
+            let one = cluster(dir.path(), &format!("{name}-one"), args, 1, 1);
+            assert!(
+                one == *expected,
+                "{name}: differs from the plain file's, {args:?}"
+            );
+            assert_clusters_write(
+                dir.path(),
+                args,
+                &[(1, 2), (1, 3), (2, 1)],
+                (&one.0, &one.1),
+            );
+        }
+    }
+    // A byte-order mark before the header.
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(fs::read(&data).unwrap());
+    let marked = dir.path().join("bom.csv");
+    fs::write(&marked, bytes).unwrap();
+    for (args, expected) in args_of(&marked).iter().zip(&plain) {
+        assert_clusters_write(
+            dir.path(),
+            args,
+            &[(1, 1), (1, 2)],
+            (&expected.0, &expected.1),
+        );
+    }
+}
+
 #[test]
 fn a_restart_with_another_number_of_workers_is_refused() {
     let (dir, data) = data_in_tempdir(2000);

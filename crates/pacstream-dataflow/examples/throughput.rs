@@ -9,20 +9,21 @@
 //! entries, as the command line does with `--summary`), unless told `nosummary`.
 #![allow(clippy::print_stdout)]
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
 use pacstream::experts::{AggregatorParams, LearningRate, Rule};
 use pacstream::kmeans::SequentialKMeansParams;
 use pacstream_dataflow::experts::{ConstantGrid, ShardedHedge, run_sharded_hedge};
-use pacstream_dataflow::keyed::{AggregatorFamily, KeyedRow, run_keyed};
+use pacstream_dataflow::keyed::{AggregatorFamily, run_keyed};
 use pacstream_dataflow::kmeans::{KMeansJob, run_kmeans};
-use pacstream_dataflow::{Result, RunFiles, Selection, Source};
+use pacstream_dataflow::{Result, Rows, RunFiles, Selection, Source};
 use timely::Config;
 
 /// The allocator of the `pacstream` binary (mimalloc), so that the figures are those of the
-/// command line's: every generated row is an allocation or two, and keyed rows are freed by
-/// another thread than the one that built them.
+/// command line's (rows are held flat, but records, summaries and the learners of new keys
+/// are allocations).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -46,10 +47,15 @@ fn value(index: u64, coordinate: usize) -> f64 {
 }
 
 impl Source for Generated {
-    type Row = Vec<f64>;
-    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> Result<()> {
-        while out.len() < n && self.next < self.end {
-            out.push((0..self.dim).map(|c| value(self.next, c)).collect());
+    fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<()> {
+        let mut values = Vec::with_capacity(self.dim);
+        for offset in 0..n as u64 {
+            if self.next >= self.end {
+                break;
+            }
+            values.clear();
+            values.extend((0..self.dim).map(|c| value(self.next, c)));
+            out.push(offset, "", &values);
             self.next += 1;
         }
         Ok(())
@@ -58,16 +64,14 @@ impl Source for Generated {
         self.next = (self.next + n).min(self.end);
         Ok(())
     }
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, Vec<f64>)>,
-    ) -> Result<usize> {
+    fn next_selected(&mut self, n: usize, keep: &Selection, out: &mut Rows) -> Result<usize> {
         let passed = (n as u64).min(self.end - self.next) as usize;
+        let mut values = Vec::with_capacity(self.dim);
         for offset in selected(keep, passed) {
             let index = self.next + offset as u64;
-            out.push((offset, (0..self.dim).map(|c| value(index, c)).collect()));
+            values.clear();
+            values.extend((0..self.dim).map(|c| value(index, c)));
+            out.push(offset as u64, "", &values);
         }
         self.next += passed as u64;
         Ok(passed)
@@ -96,31 +100,25 @@ struct KeyedGenerated {
 }
 
 impl Source for KeyedGenerated {
-    type Row = KeyedRow;
-    fn next_batch(&mut self, n: usize, out: &mut Vec<KeyedRow>) -> Result<()> {
-        while out.len() < n && self.inner.next < self.inner.end {
-            let i = self.inner.next;
-            let row: Vec<f64> = (0..self.inner.dim).map(|c| value(i, c) / 30.0).collect();
-            out.push((format!("k{}", i % self.keys), row));
-            self.inner.next += 1;
-        }
-        Ok(())
+    fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<()> {
+        self.next_selected(n, &Selection::all(), out).map(|_| ())
     }
     fn skip_rows(&mut self, n: u64) -> Result<()> {
         self.inner.skip_rows(n)
     }
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, KeyedRow)>,
-    ) -> Result<usize> {
+    fn next_selected(&mut self, n: usize, keep: &Selection, out: &mut Rows) -> Result<usize> {
         let start = self.inner.next;
         let passed = (n as u64).min(self.inner.end - start) as usize;
+        let mut values = Vec::with_capacity(self.inner.dim);
+        let mut key = String::new();
         for offset in selected(keep, passed) {
             let i = start + offset as u64;
-            let row: Vec<f64> = (0..self.inner.dim).map(|c| value(i, c) / 30.0).collect();
-            out.push((offset, (format!("k{}", i % self.keys), row)));
+            values.clear();
+            values.extend((0..self.inner.dim).map(|c| value(i, c) / 30.0));
+            key.clear();
+            // Writing to a String cannot fail.
+            let _ = write!(key, "k{}", i % self.keys);
+            out.push(offset as u64, &key, &values);
         }
         self.inner.next += passed as u64;
         Ok(passed)

@@ -70,18 +70,34 @@ impl Failure {
         }
     }
 
-    /// The error of the earliest failed row among `failures` (errors not tied to a row
-    /// last), if there is any.
-    pub(crate) fn first<'a>(failures: impl IntoIterator<Item = &'a Failure>) -> Option<Error> {
-        failures
-            .into_iter()
-            .min_by_key(|failure| failure.row.unwrap_or(u64::MAX))
-            .map(|failure| match failure.row {
-                Some(row) => Error::Row {
-                    row,
-                    message: failure.message.clone(),
-                },
-                None => Error::Cluster(format!("another worker stopped: {}", failure.message)),
-            })
+    /// The error every worker stops with, given this worker's own `failure` and every
+    /// worker's (its own among them): the earliest failed row's (errors not tied to a row
+    /// last, the first by message among them), so that every worker, and so every process,
+    /// reports the same error, whichever worker met it and whatever the order the failures
+    /// arrived in. A worker that met that failure itself returns its own error whole.
+    ///
+    /// Each worker used to return its own error when it had one: with bad rows in the
+    /// shares of two workers, a process reported the later row when its worker 0 met that
+    /// one, while a one-worker run stops at the earlier.
+    pub(crate) fn settle<'a>(
+        failure: Option<Error>,
+        failures: impl IntoIterator<Item = &'a Failure>,
+    ) -> Option<Error> {
+        let first = failures.into_iter().min_by(|a, b| {
+            (a.row.unwrap_or(u64::MAX), &a.message).cmp(&(b.row.unwrap_or(u64::MAX), &b.message))
+        })?;
+        if let Some(own) = failure {
+            let mine = Self::of(&own);
+            if mine.row == first.row && mine.message == first.message {
+                return Some(own);
+            }
+        }
+        Some(match first.row {
+            Some(row) => Error::Row {
+                row,
+                message: first.message.clone(),
+            },
+            None => Error::Cluster(format!("another worker stopped: {}", first.message)),
+        })
     }
 }

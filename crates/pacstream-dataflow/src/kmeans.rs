@@ -50,7 +50,7 @@ use crate::channel::Channel;
 use crate::checkpoint::{Start, save_if_due, start};
 use crate::error::{Error, Failure, Result};
 use crate::sink::{Records, RunFiles};
-use crate::{ROWS_LIMIT, Selection, Source};
+use crate::{ROWS_LIMIT, Rows, Selection, Source};
 
 /// The largest `batch_size` and `chunk_size` (checked before anything is allocated).
 pub const BATCH_LIMIT: usize = ROWS_LIMIT;
@@ -117,7 +117,7 @@ struct State {
 pub fn run_kmeans(
     worker: &mut Worker,
     job: &KMeansJob,
-    rows: &mut dyn Source<Row = Vec<f64>>,
+    rows: &mut dyn Source,
     files: &RunFiles,
 ) -> Result<KMeansOutcome> {
     job.check()?;
@@ -164,7 +164,7 @@ pub fn run_kmeans(
     let everyone_replays = want_records || any_checkpoints;
     let replays = everyone_replays || index == 0;
     let my_chunks_of = Selection::blocks(chunk_size, peers, index);
-    let mut batch: Vec<(usize, Vec<f64>)> = Vec::new();
+    let mut batch = Rows::new();
     loop {
         batch.clear();
         // While the learner warms up, every worker reads the whole batch (the warm-up is
@@ -188,7 +188,7 @@ pub fn run_kmeans(
         let mut start = 0;
         while failure.is_none() && start < batch.len() && learner.is_warming_up() {
             let step = learner
-                .learn_one(&batch[start].1)
+                .learn_one(batch.values(start))
                 .map_err(|e| row_error(e, first_row + start as u64))?;
             warm_steps.push(step);
             start += 1;
@@ -200,7 +200,8 @@ pub fn run_kmeans(
         if failure.is_none() && start < batch.len() {
             let centres = learner.centres().expect("fitted after warm-up").clone();
             let mut current: Option<(u64, CentreStats, Vec<f64>, Vec<SequentialKMeansStep>)> = None;
-            for (offset, row) in &batch[start..] {
+            for (offset, _, row) in batch.iter().skip(start) {
+                let offset = offset as usize;
                 let chunk = ((offset - chunked_from) / chunk_size) as u64;
                 if chunk as usize % peers != index {
                     continue;
@@ -218,7 +219,7 @@ pub fn run_kmeans(
                     current = Some((chunk, stats, Vec::new(), Vec::new()));
                 }
                 let (_, stats, losses, steps) = current.as_mut().expect("set above");
-                let position = first_row + *offset as u64;
+                let position = first_row + offset as u64;
                 match stats.add(&centres, row, 1.0) {
                     Ok((label, loss)) => {
                         losses.push(loss);
@@ -270,8 +271,8 @@ pub fn run_kmeans(
             Part::Failed(failure) => Some(failure),
             Part::Chunk { .. } => None,
         });
-        if let Some(error) = Failure::first(failures) {
-            return Err(failure.unwrap_or(error));
+        if let Some(error) = Failure::settle(failure, failures) {
+            return Err(error);
         }
         all.sort_unstable_by_key(Part::chunk);
         let mut merged: Option<CentreStats> = None;

@@ -29,7 +29,7 @@ mod source;
 
 pub use error::{Error, Result};
 pub use sink::RunFiles;
-pub use source::{Selection, Source, VecSource};
+pub use source::{AsRow, Rows, Selection, Source, VecSource};
 
 /// The largest number of rows an epoch may hold (checked before anything is allocated).
 pub const ROWS_LIMIT: usize = 10_000_000;

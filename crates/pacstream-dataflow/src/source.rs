@@ -7,6 +7,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::Result;
 
 /// The rows of a batch a worker reads, by their offset in the batch: blocks of `block`
@@ -65,12 +67,83 @@ impl Selection {
     }
 }
 
+/// Rows held flat: each row has an offset (in the batch it was read from, or a position
+/// in the stream), a key ("" for a stream without keys) and its values. A batch is a few
+/// vectors whatever its length: reading a row allocates nothing, and the rows a worker
+/// sends to another in a round travel as one item, freed once by the receiver (as one
+/// `(String, Vec<f64>)` per row, they were two allocations made by one thread and freed by
+/// another, and a sort of 56-byte items).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rows {
+    offsets: Vec<u64>,
+    keys: String,
+    key_ends: Vec<usize>,
+    values: Vec<f64>,
+    value_ends: Vec<usize>,
+}
+
+impl Rows {
+    /// No rows.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// Removes every row (keeping the memory).
+    pub fn clear(&mut self) {
+        self.offsets.clear();
+        self.keys.clear();
+        self.key_ends.clear();
+        self.values.clear();
+        self.value_ends.clear();
+    }
+
+    /// Appends a row.
+    pub fn push(&mut self, offset: u64, key: &str, values: &[f64]) {
+        self.offsets.push(offset);
+        self.keys.push_str(key);
+        self.key_ends.push(self.keys.len());
+        self.values.extend_from_slice(values);
+        self.value_ends.push(self.values.len());
+    }
+
+    /// Row `i`'s offset.
+    pub fn offset(&self, i: usize) -> u64 {
+        self.offsets[i]
+    }
+
+    /// Row `i`'s key.
+    pub fn key(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.key_ends[i - 1] };
+        &self.keys[start..self.key_ends[i]]
+    }
+
+    /// Row `i`'s values.
+    pub fn values(&self, i: usize) -> &[f64] {
+        let start = if i == 0 { 0 } else { self.value_ends[i - 1] };
+        &self.values[start..self.value_ends[i]]
+    }
+
+    /// Every row, in order: (offset, key, values).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &str, &[f64])> + '_ {
+        (0..self.len()).map(|i| (self.offset(i), self.key(i), self.values(i)))
+    }
+}
+
 /// A stream of rows read in batches.
 pub trait Source {
-    /// One row.
-    type Row;
-    /// Appends up to `n` next rows to `out` (none at the end of the stream).
-    fn next_batch(&mut self, n: usize, out: &mut Vec<Self::Row>) -> Result<()>;
+    /// Appends up to `n` next rows to `out`, at offsets 0, 1, ... (none at the end of the
+    /// stream).
+    fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<()>;
     /// Skips the first `n` rows (a restart does not replay them).
     fn skip_rows(&mut self, n: u64) -> Result<()>;
 
@@ -80,21 +153,40 @@ pub trait Source {
     /// (without parsing a CSV line's numbers, or generating its values) should override
     /// this: it is what divides the reading between the workers. An error may only come
     /// from a row that `keep` selects or from the stream itself (which every worker sees).
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, Self::Row)>,
-    ) -> Result<usize> {
-        let mut all = Vec::new();
+    fn next_selected(&mut self, n: usize, keep: &Selection, out: &mut Rows) -> Result<usize> {
+        let mut all = Rows::new();
         self.next_batch(n, &mut all)?;
-        let passed = all.len();
-        out.extend(
-            all.into_iter()
-                .enumerate()
-                .filter(|(offset, _)| keep.contains(*offset)),
-        );
-        Ok(passed)
+        for (offset, key, values) in all.iter() {
+            if keep.contains(offset as usize) {
+                out.push(offset, key, values);
+            }
+        }
+        Ok(all.len())
+    }
+}
+
+/// A row a [`VecSource`] can hold: values, with or without a key.
+pub trait AsRow {
+    /// The row's key ("" for none).
+    fn key(&self) -> &str {
+        ""
+    }
+    /// The row's values.
+    fn values(&self) -> &[f64];
+}
+
+impl AsRow for Vec<f64> {
+    fn values(&self) -> &[f64] {
+        self
+    }
+}
+
+impl AsRow for (String, Vec<f64>) {
+    fn key(&self) -> &str {
+        &self.0
+    }
+    fn values(&self) -> &[f64] {
+        &self.1
     }
 }
 
@@ -112,12 +204,12 @@ impl<R> VecSource<R> {
     }
 }
 
-impl<R: Clone> Source for VecSource<R> {
-    type Row = R;
-
-    fn next_batch(&mut self, n: usize, out: &mut Vec<R>) -> Result<()> {
+impl<R: AsRow> Source for VecSource<R> {
+    fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<()> {
         let end = self.rows.len().min(self.next.saturating_add(n));
-        out.extend_from_slice(&self.rows[self.next..end]);
+        for (offset, row) in self.rows[self.next..end].iter().enumerate() {
+            out.push(offset as u64, row.key(), row.values());
+        }
         self.next = end;
         Ok(())
     }
@@ -130,19 +222,17 @@ impl<R: Clone> Source for VecSource<R> {
         Ok(())
     }
 
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, R)>,
-    ) -> Result<usize> {
+    fn next_selected(&mut self, n: usize, keep: &Selection, out: &mut Rows) -> Result<usize> {
         let end = self.rows.len().min(self.next.saturating_add(n));
         let rows = &self.rows[self.next..end];
         let mut offset = 0;
         while offset < rows.len() {
             let range = keep.next_range(offset);
             let range = range.start.min(rows.len())..range.end.min(rows.len());
-            out.extend(range.clone().map(|offset| (offset, rows[offset].clone())));
+            for offset in range.clone() {
+                let row = &rows[offset];
+                out.push(offset as u64, row.key(), row.values());
+            }
             offset = range.end;
         }
         self.next = end;
@@ -153,6 +243,58 @@ impl<R: Clone> Source for VecSource<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows held flat give back what was pushed, and a source's own `next_selected` gives
+    /// what the default (every row read, then filtered) gives.
+    #[test]
+    fn flat_rows_give_back_each_row() {
+        let held: Vec<(String, Vec<f64>)> = (0..30)
+            .map(|i| (format!("k{}", i % 4).repeat(i % 3), vec![i as f64; i % 5]))
+            .collect();
+        let mut rows = Rows::new();
+        for (i, (key, values)) in held.iter().enumerate() {
+            rows.push(i as u64 * 3, key, values);
+        }
+        assert_eq!(rows.len(), held.len());
+        for (i, (offset, key, values)) in rows.iter().enumerate() {
+            assert_eq!(
+                (offset, key, values),
+                (i as u64 * 3, &*held[i].0, &*held[i].1)
+            );
+        }
+        /// A source with the default `next_selected`.
+        struct Plain(VecSource<(String, Vec<f64>)>);
+        impl Source for Plain {
+            fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<()> {
+                self.0.next_batch(n, out)
+            }
+            fn skip_rows(&mut self, n: u64) -> Result<()> {
+                self.0.skip_rows(n)
+            }
+        }
+        let held = Arc::new(held);
+        for keep in [
+            Selection::all(),
+            Selection::blocks(1, 2, 1),
+            Selection::blocks(4, 3, 2),
+        ] {
+            let (mut own, mut plain) = (
+                VecSource::new(Arc::clone(&held)),
+                Plain(VecSource::new(Arc::clone(&held))),
+            );
+            let (mut a, mut b) = (Rows::new(), Rows::new());
+            loop {
+                let passed = own.next_selected(7, &keep, &mut a).unwrap();
+                assert_eq!(plain.next_selected(7, &keep, &mut b).unwrap(), passed);
+                assert_eq!(a, b, "{keep:?}");
+                if passed == 0 {
+                    break;
+                }
+                a.clear();
+                b.clear();
+            }
+        }
+    }
 
     /// Walking a selection by ranges visits exactly the offsets it contains.
     #[test]

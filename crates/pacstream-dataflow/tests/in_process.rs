@@ -380,8 +380,11 @@ struct Counting {
 }
 
 impl pacstream_dataflow::Source for Counting {
-    type Row = Vec<f64>;
-    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> pacstream_dataflow::Result<()> {
+    fn next_batch(
+        &mut self,
+        n: usize,
+        out: &mut pacstream_dataflow::Rows,
+    ) -> pacstream_dataflow::Result<()> {
         let before = out.len();
         self.inner.next_batch(n, out)?;
         self.built
@@ -395,7 +398,7 @@ impl pacstream_dataflow::Source for Counting {
         &mut self,
         n: usize,
         keep: &pacstream_dataflow::Selection,
-        out: &mut Vec<(usize, Vec<f64>)>,
+        out: &mut pacstream_dataflow::Rows,
     ) -> pacstream_dataflow::Result<usize> {
         let before = out.len();
         let passed = self.inner.next_selected(n, keep, out)?;

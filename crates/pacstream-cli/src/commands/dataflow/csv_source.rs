@@ -4,9 +4,9 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use pacstream_dataflow::keyed::KeyedRow;
-use pacstream_dataflow::{Error as FlowError, Selection, Source};
+use pacstream_dataflow::{Error as FlowError, Rows, Selection, Source};
 
+use super::csv_scan::Scanner;
 use crate::failure::bad_input;
 
 /// The input's columns, resolved from its header before the workers start.
@@ -87,98 +87,59 @@ impl CsvColumns {
 }
 
 /// The rows of a CSV file (each worker opens its own reader, and parses the numbers of its
-/// own rows only: the others are passed over as bytes).
+/// own rows only: the others are passed over by their line end, see [`Scanner`]). Rows go
+/// straight into the caller's [`Rows`]: no allocation per row.
 pub(super) struct CsvSource {
     columns: CsvColumns,
-    reader: csv::Reader<File>,
-    record: csv::StringRecord,
-    passed: csv::ByteRecord,
+    scanner: Scanner<File>,
+    /// The values of the row being parsed (reused).
+    values: Vec<f64>,
     row: u64,
 }
 
 impl CsvSource {
     pub(super) fn open(columns: &CsvColumns) -> Result<Self, FlowError> {
-        let reader = csv::ReaderBuilder::new()
-            .delimiter(columns.delimiter)
-            .has_headers(columns.has_header)
-            .from_path(&columns.path)
-            .map_err(|e| FlowError::Usage(e.to_string()))?;
+        let file = File::open(&columns.path).map_err(|e| FlowError::Usage(e.to_string()))?;
         Ok(Self {
             columns: columns.clone(),
-            reader,
-            record: csv::StringRecord::new(),
-            passed: csv::ByteRecord::new(),
+            scanner: Scanner::new(file, columns.delimiter, columns.has_header),
+            values: Vec::with_capacity(columns.values.len()),
             row: 0,
         })
     }
 
-    fn next_row(&mut self) -> Result<Option<(String, Vec<f64>)>, FlowError> {
-        let more = self
-            .reader
-            .read_record(&mut self.record)
-            .map_err(|e| FlowError::Row {
-                row: self.row + 1,
-                message: e.to_string(),
-            })?;
+    /// Reads and parses the next row into `out` at `offset` (false at the end of the
+    /// input).
+    fn read_row(&mut self, offset: u64, out: &mut Rows) -> Result<bool, FlowError> {
+        let more = self.scanner.read().map_err(|e| FlowError::Row {
+            row: self.row + 1,
+            message: e.to_string(),
+        })?;
         if !more {
-            return Ok(None);
+            return Ok(false);
         }
         self.row += 1;
-        let mut values = Vec::with_capacity(self.columns.values.len());
+        self.values.clear();
+        let record = self.scanner.record();
         for (&index, name) in self.columns.values.iter().zip(&self.columns.names) {
-            let field = self.record.get(index).unwrap_or("");
-            let value: f64 = field.trim().parse().map_err(|_| FlowError::Row {
+            let field = record.get(index).unwrap_or("");
+            let value = number(field).ok_or_else(|| FlowError::Row {
                 row: self.row,
                 message: format!("column '{name}': '{field}' is not a number"),
             })?;
-            values.push(value);
+            self.values.push(value);
         }
-        let key = self
-            .columns
-            .key
-            .map(|k| self.record.get(k).unwrap_or("").to_string())
-            .unwrap_or_default();
-        Ok(Some((key, values)))
+        let key = self.columns.key.and_then(|k| record.get(k)).unwrap_or("");
+        out.push(offset, key, &self.values);
+        Ok(true)
     }
 
-    /// [`Source::next_selected`] for both views: the rows `keep` does not select are split
-    /// into fields (to find where they end) but neither decoded nor parsed.
-    fn next_selected_rows<R>(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, R)>,
-        view: impl Fn((String, Vec<f64>)) -> R,
-    ) -> Result<usize, FlowError> {
-        let mut passed = 0;
-        // The selected rows come by ranges: no test per row beyond two comparisons.
-        let mut selected = keep.next_range(0);
-        while passed < n {
-            if passed >= selected.end {
-                selected = keep.next_range(passed);
-            }
-            if passed >= selected.start {
-                match self.next_row()? {
-                    Some(row) => out.push((passed, view(row))),
-                    None => break,
-                }
-            } else if !self.pass_row()? {
-                break;
-            }
-            passed += 1;
-        }
-        Ok(passed)
-    }
-
-    /// Passes over one row without decoding it; false at the end of the input.
+    /// Passes over one row without parsing it; false at the end of the input.
     fn pass_row(&mut self) -> Result<bool, FlowError> {
-        let more = self
-            .reader
-            .read_byte_record(&mut self.passed)
-            .map_err(|e| FlowError::Row {
-                row: self.row + 1,
-                message: e.to_string(),
-            })?;
+        let more = self.scanner.skip().map_err(|e| FlowError::Row {
+            row: self.row + 1,
+            message: e.to_string(),
+        })?;
         if more {
             self.row += 1;
         }
@@ -186,14 +147,24 @@ impl CsvSource {
     }
 }
 
-impl Source for CsvSource {
-    type Row = Vec<f64>;
+/// A cell's number: the cell without its surrounding white space, parsed as `f64`.
+fn number(field: &str) -> Option<f64> {
+    // `trim` walks Unicode white space from both ends; a printable ASCII byte at each end
+    // (the common case) means there is none to cut.
+    let bytes = field.as_bytes();
+    let bare = matches!(
+        (bytes.first(), bytes.last()),
+        (Some(b'!'..=b'~'), Some(b'!'..=b'~'))
+    );
+    let field = if bare { field } else { field.trim() };
+    field.parse().ok()
+}
 
-    fn next_batch(&mut self, n: usize, out: &mut Vec<Vec<f64>>) -> Result<(), FlowError> {
-        while out.len() < n {
-            match self.next_row()? {
-                Some((_, values)) => out.push(values),
-                None => break,
+impl Source for CsvSource {
+    fn next_batch(&mut self, n: usize, out: &mut Rows) -> Result<(), FlowError> {
+        for offset in 0..n as u64 {
+            if !self.read_row(offset, out)? {
+                break;
             }
         }
         Ok(())
@@ -208,42 +179,59 @@ impl Source for CsvSource {
         Ok(())
     }
 
+    /// The rows `keep` does not select are passed over by their line end (see
+    /// [`Scanner::skip`]), neither split into fields nor parsed.
     fn next_selected(
         &mut self,
         n: usize,
         keep: &Selection,
-        out: &mut Vec<(usize, Vec<f64>)>,
+        out: &mut Rows,
     ) -> Result<usize, FlowError> {
-        self.next_selected_rows(n, keep, out, |(_, values)| values)
+        let mut passed = 0;
+        // The selected rows come by ranges: no test per row beyond two comparisons.
+        let mut selected = keep.next_range(0);
+        while passed < n {
+            if passed >= selected.end {
+                selected = keep.next_range(passed);
+            }
+            let more = if passed >= selected.start {
+                self.read_row(passed as u64, out)?
+            } else {
+                self.pass_row()?
+            };
+            if !more {
+                break;
+            }
+            passed += 1;
+        }
+        Ok(passed)
     }
 }
 
-/// The keyed view of a CSV source.
-pub(super) struct KeyedCsv(pub(super) CsvSource);
+#[cfg(test)]
+mod tests {
+    use super::number;
 
-impl Source for KeyedCsv {
-    type Row = KeyedRow;
-
-    fn next_batch(&mut self, n: usize, out: &mut Vec<KeyedRow>) -> Result<(), FlowError> {
-        while out.len() < n {
-            match self.0.next_row()? {
-                Some(row) => out.push(row),
-                None => break,
-            }
+    /// A cell is trimmed as `str::trim` trims it (Unicode white space too) only when an end
+    /// could be white space; the number is `f64`'s parse of what is left.
+    #[test]
+    fn cells_are_trimmed_as_str_trim_trims_them() {
+        for cell in [
+            "1.5",
+            " 1.5",
+            "1.5 ",
+            "\t-2e3\r",
+            "\u{a0}7\u{2003}",
+            "x",
+            "",
+            " ",
+            "1 5",
+            "+.5",
+            "inf",
+            "\u{85}3",
+        ] {
+            assert_eq!(number(cell), cell.trim().parse().ok(), "{cell:?}");
         }
-        Ok(())
-    }
-
-    fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
-        self.0.skip_rows(n)
-    }
-
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &Selection,
-        out: &mut Vec<(usize, KeyedRow)>,
-    ) -> Result<usize, FlowError> {
-        self.0.next_selected_rows(n, keep, out, |row| row)
+        assert_eq!(number("\u{a0}7\u{2003}"), Some(7.0));
     }
 }

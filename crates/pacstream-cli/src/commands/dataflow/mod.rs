@@ -6,9 +6,11 @@
 //! process 0 writes the records and the summary.
 //!
 //! The files: `mod.rs` the options and the patterns, `cluster.rs` timely's configuration
-//! and the run of the workers, `csv_source.rs` the input as each worker reads it.
+//! and the run of the workers, `csv_source.rs` the input as each worker reads it, and
+//! `csv_scan.rs` the CSV reader under it, which passes over other workers' lines by their end.
 
 mod cluster;
+mod csv_scan;
 mod csv_source;
 
 use std::io::Write;
@@ -30,7 +32,7 @@ pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
 use cluster::{execute, finish};
 pub(crate) use cluster::{files, flow_error};
 pub(crate) use csv_source::CsvColumns;
-use csv_source::{CsvSource, KeyedCsv};
+use csv_source::CsvSource;
 
 use crate::failure::bad_input;
 
@@ -250,7 +252,7 @@ where
     F: KeyedFamily + Send + Sync + 'static,
 {
     execute(config, move |worker| {
-        let mut source = KeyedCsv(CsvSource::open(&columns)?);
+        let mut source = CsvSource::open(&columns)?;
         let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
         Ok((worker.index() == 0).then_some((outcome.summary, outcome.resumed_from)))
     })
