@@ -114,7 +114,9 @@ pub(crate) fn dispatch_simd<K: SimdKernel>(kernel: K) -> K::Output {
 /// error of e^r on [−ln 2/2, ln 2/2], whose maximum with the rounded coefficients is
 /// 3.25e−14; rounding in the evaluation adds at most a few units in the last place. 2^k is
 /// applied exactly, by adding k to the exponent field of the polynomial's value (an integer
-/// add, no multiply: the result is a normal number for every x in [−708, 709]). A
+/// add, no multiply: the result is a normal number for every x in [−708, 709]; the
+/// eight-lane path scales by 2^k with `vscalefpd` instead, exact too for a normal result,
+/// so the same bits: [`Lanes::scale_above`]). A
 /// full-precision exponential needs degree 13 (sixteen operations by Estrin's scheme). Every
 /// call site evaluates the same operations in the same order (the four- and eight-lane
 /// [`exp_lanes`] too), with fused multiply-adds that are correctly rounded on every CPU, so
@@ -230,11 +232,22 @@ pub(crate) trait Lanes: Copy {
     /// f64::from_bits(a.to_bits() + (k.to_bits() << 52)) (wrapping): a · 2^k, exactly when
     /// the result is normal, for k held in the low mantissa bits of `k`.
     fn add_exponent(self, a: Self::V, k: Self::V) -> Self::V;
-    /// `x < floor ? +0 : add_exponent(a, k)`, the last step of the exponential: one compare
-    /// and one masked integer add with AVX-512.
+    /// `x < floor ? +0 : a · 2^k`, the last step of the exponential, for an integer k held
+    /// both in the low mantissa bits of `shifted` and as the value `k`, and a result that is
+    /// a normal number wherever x ≥ floor (so that a · 2^k is exact): [`Lanes::add_exponent`]
+    /// on `shifted` and a select; with AVX-512, one compare and one masked `vscalefpd` by `k`
+    /// (a · 2^⌊k⌋, exact for a normal result), the same bits in two operations rather than
+    /// four.
     #[inline(always)]
-    fn add_exponent_above(self, x: Self::V, floor: Self::V, a: Self::V, k: Self::V) -> Self::V {
-        self.zero_where(self.lt(x, floor), self.add_exponent(a, k))
+    fn scale_above(
+        self,
+        x: Self::V,
+        floor: Self::V,
+        a: Self::V,
+        shifted: Self::V,
+        _k: Self::V,
+    ) -> Self::V {
+        self.zero_where(self.lt(x, floor), self.add_exponent(a, shifted))
     }
     /// Whether [`ExpConstants`] are kept in memory (`black_box`), read as operands of the
     /// arithmetic: with sixteen vector registers, rather than re-broadcast on every use; with
@@ -662,14 +675,21 @@ mod avx512 {
             f._mm512_castsi512_pd(f._mm512_add_epi64(f._mm512_castpd_si512(a), exponent))
         }
         #[inline(always)]
-        fn add_exponent_above(self, x: __m512d, floor: __m512d, a: __m512d, k: __m512d) -> __m512d {
+        fn scale_above(
+            self,
+            x: __m512d,
+            floor: __m512d,
+            a: __m512d,
+            _shifted: __m512d,
+            k: __m512d,
+        ) -> __m512d {
             // `!(x < floor)` (true for NaN, as the select's `x < floor` is false), then one
-            // masked add: the other lanes get all-zero bits (+0).
+            // masked scale: the other lanes get all-zero bits (+0). a · 2^k is exact where
+            // the result is normal, as the exponent field's integer add is: the same bits.
+            // (LLVM turns the masked integer add of before into an add and a masked move.)
             let f = self.0.avx512f;
             let above = f._mm512_cmp_pd_mask::<_CMP_NLT_UQ>(x, floor);
-            let exponent = f._mm512_slli_epi64::<52>(f._mm512_castpd_si512(k));
-            let bits = f._mm512_maskz_add_epi64(above, f._mm512_castpd_si512(a), exponent);
-            f._mm512_castsi512_pd(bits)
+            f._mm512_maskz_scalef_pd(above, a, k)
         }
         const CONSTANTS_IN_MEMORY: bool = false;
     }
@@ -996,7 +1016,8 @@ pub(crate) fn exp_lanes<L: Lanes>(lanes: L, c: &ExpConstants<L::V>, x: L::V) -> 
 }
 
 /// [`exp_lanes`] without the clamp at the ceiling (709): the same bits for every argument up
-/// to the ceiling, one operation fewer; above it the result is meaningless. For passes whose
+/// to the ceiling, one operation fewer; above it the result is meaningless, and not the
+/// same bits on every path ([`Lanes::scale_above`]). For passes whose
 /// caller discards every value they write when some argument exceeds 700 (the weights
 /// engine's fused round re-weighs then).
 #[inline(always)]
@@ -1021,7 +1042,7 @@ fn exp_lanes_of<L: Lanes>(q: L, c: &ExpConstants<L::V>, clamped: L::V, x: L::V) 
     let p47 = q.mul_add(p67, r2, p45);
     let poly = q.mul_add(p47, r4, p03);
     let polynomial = q.mul_add(poly, r2, q.add(r, c.one));
-    q.add_exponent_above(x, c.floor, polynomial, shifted)
+    q.scale_above(x, c.floor, polynomial, shifted, k)
 }
 
 const LANES: usize = 16;
@@ -1293,7 +1314,8 @@ mod tests {
         values
     }
 
-    struct ExpAll<'a>(&'a [f64]);
+    /// [`exp_lanes`] over every value, or [`exp_lanes_below_ceiling`] (`.1`).
+    struct ExpAll<'a>(&'a [f64], bool);
 
     impl WideKernel for ExpAll<'_> {
         type Output = Vec<u64>;
@@ -1306,25 +1328,45 @@ mod tests {
                 .chunks_exact(W::WIDTH)
                 .zip(out.chunks_exact_mut(W::WIDTH))
             {
-                w.store_wide(y, exp_lanes(w, &constants, w.load_wide(x)));
+                let x = w.load_wide(x);
+                let e = if self.1 {
+                    exp_lanes_below_ceiling(w, &constants, x)
+                } else {
+                    exp_lanes(w, &constants, x)
+                };
+                w.store_wide(y, e);
             }
             out.iter().map(|y| y.to_bits()).collect()
         }
     }
 
     /// The exponential on four lanes and on eight gives the bits of the scalar one, on every
-    /// path this CPU offers (portable, AVX2, AVX-512).
+    /// path this CPU offers (portable, AVX2, AVX-512, whose 2^k is a `vscalefpd` rather than
+    /// an integer add); so does the unclamped one (the fused pass's) up to the ceiling, and
+    /// down through the floor, where e^x would be subnormal (from −708 to −745) and must be
+    /// 0: a sweep of that stretch besides the random arguments.
     #[test]
     fn exp_has_the_same_bits_on_every_path() {
         let mut values = exp_arguments();
+        let mut x = -760.0;
+        while x < -700.0 {
+            values.push(x);
+            x += 0.0137;
+        }
         values.truncate(values.len() / 8 * 8);
         let scalar: Vec<u64> = values.iter().map(|&x| exp(x).to_bits()).collect();
-        let paths = run_on_every_path(|| ExpAll(&values));
+        let paths = run_on_every_path(|| ExpAll(&values, false));
         assert_eq!(paths.len(), Path::available().len());
         for path in paths {
             assert_eq!(path, scalar);
         }
-        assert_eq!(dispatch_wide(ExpAll(&values), values.len()), scalar);
+        assert_eq!(dispatch_wide(ExpAll(&values, false), values.len()), scalar);
+        let below: Vec<f64> = values.iter().copied().filter(|&x| x <= 709.0).collect();
+        let below = &below[..below.len() / 8 * 8];
+        let scalar: Vec<u64> = below.iter().map(|&x| exp(x).to_bits()).collect();
+        for path in run_on_every_path(|| ExpAll(below, true)) {
+            assert_eq!(path, scalar);
+        }
     }
 
     /// The eight-lane minimum folded to four lanes is the four-lane pass's state bit for bit,

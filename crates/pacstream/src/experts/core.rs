@@ -59,16 +59,6 @@ impl LossRange {
     }
 }
 
-/// What [`Core::play`] knows of the range of a round's charges.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ChargeRange {
-    /// The pass tracks it, and a charge beyond ±limit turns the round down (Hedge, whose
-    /// charges are its losses, of bounded magnitude): no separate pass checks the values.
-    Limited(f64),
-    /// The least and the largest charge, found by the caller.
-    Known(f64, f64),
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Core {
     pub(crate) weights: ExpWeights,
@@ -96,7 +86,8 @@ pub(crate) struct Core {
     /// The losses charged this round (scratch).
     #[serde(skip)]
     pub(crate) charges: Vec<f64>,
-    /// The experts' own losses this round (scratch).
+    /// The experts' own losses this round (scratch, for rounds played the general way: the
+    /// fused pass computes EWA's in its sweep).
     #[serde(skip)]
     pub(crate) expert_losses: Vec<f64>,
     /// EWA's linearised losses this round (scratch).
@@ -208,57 +199,37 @@ impl Core {
     }
 
     /// Plays round t = n_rounds + 1, every expert awake, in one pass over the experts
-    /// ([`RoundPass`]): checks `values` (finite), mixes them by p_t, charges expert i what
-    /// `charging` makes of (`values[i]`, `aux[i]`) and records its own loss, and prepares the
-    /// weights of round t + 1 (rate `next_eta`, from [`Core::single_pass_rate`]).
-    /// `learner_loss` maps the mixture Σ_i p_{t,i} v_i to the learner's loss. Returns
-    /// `Some((η_t, mixture, learner's loss))`; an error for a non-finite value; `None` if the
-    /// mixture overflowed with finite values (the caller then plays the round the general
-    /// way, or refuses it). Unless it returns `Some`, the learner is as it was. `charges`
-    /// says what is known of the range of the charges ([`ChargeRange`]).
+    /// ([`RoundPass`]): checks `values` (finite, within ±`limit`), mixes them by p_t,
+    /// charges expert i what `charging` makes of (`values[i]`, `aux[i]`) and records its own
+    /// loss, counts the round if a charge lies outside the loss range (from the values'
+    /// range: [`Charging::outside`]), and prepares the weights of round t + 1 (rate
+    /// `next_eta`, from [`Core::single_pass_rate`]). `learner_loss` maps the mixture
+    /// Σ_i p_{t,i} v_i to the learner's loss. Returns `Some((η_t, mixture, learner's loss))`,
+    /// or `None` if a value is not finite or beyond ±`limit`, or the mixture overflowed with
+    /// finite values: the caller then plays the round the general way, which refuses it with
+    /// its message or plays it. Unless it returns `Some`, the learner is as it was (no
+    /// separate pass checks the values).
     pub(crate) fn play<F: Charging>(
         &mut self,
         values: &[f64],
         aux: &[f64],
         charging: F,
         next_eta: f64,
-        charges: ChargeRange,
+        limit: f64,
         learner_loss: impl FnOnce(f64) -> f64,
-    ) -> Result<Option<(f64, f64, f64)>> {
+    ) -> Option<(f64, f64, f64)> {
         let eta = self.begin(None);
-        let (check_range, limit) = match charges {
-            ChargeRange::Limited(limit) => (true, Some(limit)),
-            ChargeRange::Known(_, _) => (false, None),
-        };
-        let mut totals = self.pass(
-            values,
-            aux,
-            charging,
-            next_eta,
-            check_range,
-            limit.is_some(),
-        );
-        if let ChargeRange::Known(low, high) = charges {
-            totals.outside = self
-                .range
-                .interval()
-                .is_some_and(|(lower, upper)| low < lower || high > upper);
-        }
-        let beyond = limit
-            .is_some_and(|limit| totals.lowest_charge < -limit || totals.highest_charge > limit);
+        let totals = self.pass(values, aux, charging, next_eta, true, true);
+        let beyond = totals.lowest_value < -limit || totals.highest_value > limit;
         if !totals.finite || beyond {
             // The pass wrote over the cached weights; nothing else was touched.
             self.ready = None;
-            if limit.is_none() {
-                check_finite(values)?;
-            }
-            // With a limit, the caller's general path refuses the round with its message.
-            return Ok(None);
+            return None;
         }
         let mixture = totals.mixture * self.scale;
         let loss = learner_loss(mixture);
         self.commit(&totals, next_eta, loss);
-        Ok(Some((eta, mixture, loss)))
+        Some((eta, mixture, loss))
     }
 
     /// Round t = n_rounds + 1 with every expert awake, for a rule whose charges depend on the
@@ -289,7 +260,7 @@ impl Core {
     }
 
     /// The [`RoundPass`] of the round; it checks the charges against the loss range only if
-    /// `check_range`, and reports their range if `track_range`.
+    /// `check_range`, and reports the values' range if `track_range`.
     fn pass<F: Charging>(
         &mut self,
         values: &[f64],
@@ -763,16 +734,7 @@ mod tests {
             let next = core.single_pass_rate().expect("a fixed rate is one pass");
             core.begin(None);
             check_round(&mut core, eta);
-            let played = core
-                .play(
-                    losses,
-                    losses,
-                    OwnLoss,
-                    next,
-                    ChargeRange::Limited(f64::MAX),
-                    |mixture| mixture,
-                )
-                .unwrap();
+            let played = core.play(losses, losses, OwnLoss, next, f64::MAX, |mixture| mixture);
             assert!(played.is_some());
             reshifts +=
                 usize::from(core.shift != shift_before && core.shift == core.weights.least());
@@ -798,16 +760,8 @@ mod tests {
                 let next = core.single_pass_rate().expect("a fixed rate is one pass");
                 core.begin(None);
                 check_round(&mut core, eta);
-                let played = core
-                    .play(
-                        &losses,
-                        &losses,
-                        OwnLoss,
-                        next,
-                        ChargeRange::Limited(f64::MAX),
-                        |mixture| mixture,
-                    )
-                    .unwrap();
+                let played =
+                    core.play(&losses, &losses, OwnLoss, next, f64::MAX, |mixture| mixture);
                 assert!(played.is_some(), "{pull}");
             }
             core.begin(None);

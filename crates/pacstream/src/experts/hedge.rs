@@ -20,15 +20,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, Bounded, Guarantee};
-use super::core::{ChargeRange, Core, LossRange, core_learner};
+use super::core::{Core, LossRange, core_learner};
 use super::loss::{ABSOLUTE, Loss, PINBALL, SQUARE, ZERO_ONE, value_lanes};
 use super::params::limits::{MAX_ADVICE, MAX_LOSS};
 use super::params::{EwaConfig, EwaParams, HedgeConfig, HedgeParams};
 use super::round::{AdviceRound, ExpertStep, LossRound};
 use super::schedule::Tuning;
-use super::weights::{Charging, OwnLoss, RecordedLosses, padded};
+use super::weights::{Charging, OwnLoss};
 use crate::error::{Error, Result};
-use crate::kernels::{self, Lanes, QUAD, Quad, Wide, WideKernel};
+use crate::kernels::Lanes;
 use crate::online::OnlineLearner;
 use crate::rng::StreamRng;
 
@@ -117,9 +117,9 @@ impl Hedge {
                 round.losses,
                 OwnLoss,
                 next_eta,
-                ChargeRange::Limited(MAX_LOSS),
+                MAX_LOSS,
                 |mixture| mixture,
-            )? {
+            ) {
                 return Ok(self.core.step(eta, None, mixture, None, None));
             }
         }
@@ -269,55 +269,33 @@ impl Ewa {
             .sum())
     }
 
-    /// A round where every expert is awake and is charged its own loss: one pass over the
-    /// experts ([`Core::play`]). Returns (η_t, ŷ_t, ℓ(ŷ_t, y_t)), or `None` if the round must
-    /// be played the general way.
-    fn learn_fused(
-        &mut self,
-        round: AdviceRound<'_>,
-        next_eta: f64,
-    ) -> Result<Option<(f64, f64, f64)>> {
+    /// A round where every expert is awake and is charged its own loss ℓ(ỹ_i, y): one pass
+    /// over the experts ([`Core::play`]), which computes the losses ([`AdviceLoss`]) and
+    /// checks the advice (finite, within ±[`MAX_ADVICE`]) as it goes. Returns
+    /// (η_t, ŷ_t, ℓ(ŷ_t, y_t)), or `None` if the round must be played the general way
+    /// (which refuses bad advice with its message).
+    fn learn_fused(&mut self, round: AdviceRound<'_>, next_eta: f64) -> Option<(f64, f64, f64)> {
         let (loss, outcome) = (self.params.loss, round.outcome);
         let (kind, tau) = loss.kind();
-        let advice = round.advice;
-        // The scratch buffer is taken out so that the pass can borrow the core.
-        let mut losses = std::mem::take(&mut self.core.expert_losses);
-        losses.resize(advice.len(), 0.0);
-        macro_rules! own_losses {
-            ($kind:expr) => {
-                kernels::dispatch_wide(
-                    OwnLosses::<{ $kind }> {
-                        advice,
-                        outcome,
-                        tau,
-                        losses: &mut losses,
-                    },
-                    advice.len(),
+        let (advice, core) = (round.advice, &mut self.core);
+        macro_rules! play {
+            ($kind:ident) => {
+                core.play(
+                    advice,
+                    advice,
+                    AdviceLoss::<$kind> { loss, tau, outcome },
+                    next_eta,
+                    MAX_ADVICE,
+                    |prediction| loss.value(prediction, outcome),
                 )
             };
         }
-        let (lowest, highest, largest_loss) = match kind {
-            SQUARE => own_losses!(SQUARE),
-            ABSOLUTE => own_losses!(ABSOLUTE),
-            PINBALL => own_losses!(PINBALL),
-            _ => own_losses!(ZERO_ONE),
-        };
-        let played = if lowest < -MAX_ADVICE || highest > MAX_ADVICE {
-            // The general path refuses the round with its message.
-            Ok(None)
-        } else {
-            self.core.play(
-                advice,
-                &losses,
-                RecordedLosses,
-                next_eta,
-                // Every loss is ≥ 0.
-                ChargeRange::Known(0.0, largest_loss),
-                |prediction| loss.value(prediction, outcome),
-            )
-        };
-        self.core.expert_losses = losses;
-        played
+        match kind {
+            SQUARE => play!(SQUARE),
+            ABSOLUTE => play!(ABSOLUTE),
+            PINBALL => play!(PINBALL),
+            _ => play!(ZERO_ONE),
+        }
     }
 
     /// A round where every expert is awake and is charged its linearised loss
@@ -363,14 +341,14 @@ impl Ewa {
                 round.check_shape(self.core.n_experts())?;
                 Some(self.learn_linearised(round, next_eta)?)
             } else {
-                // The advice's magnitude is checked by the pass of the own losses.
+                // The advice is checked by the fused pass.
                 if round
                     .check_sizes_and_outcome(self.core.n_experts())
                     .is_err()
                 {
                     round.check(self.core.n_experts())?;
                 }
-                self.learn_fused(round, next_eta)?
+                self.learn_fused(round, next_eta)
             };
             if let Some((eta, prediction, loss)) = played {
                 return Ok(self.core.step(eta, Some(prediction), loss, None, None));
@@ -414,87 +392,36 @@ impl Ewa {
     }
 }
 
-/// EWA's own losses ℓ(ỹ_i, y) (ℓ of kind `KIND`) into `losses`, before the fused pass that
-/// charges and records them ([`RecordedLosses`]); returns the least and the largest advice
-/// (NaN skipped), for their magnitude, and the largest loss, for the loss range (a zero as
-/// +0: they are only compared). Losses are computed by the same operations on every path
-/// (four lanes or eight), so they are the same bits.
-struct OwnLosses<'a, const KIND: u8> {
-    advice: &'a [f64],
-    outcome: f64,
+/// EWA's own losses ℓ(ỹ_i, y) (ℓ of kind `KIND`, level τ for the pinball loss), computed in
+/// the fused pass from the advice ỹ_i, each charged and recorded: the same operations on
+/// every path (four lanes or eight, [`value_lanes`]) as [`Loss::value`], so the same bits as
+/// the general path's.
+#[derive(Clone, Copy, Debug)]
+struct AdviceLoss<const KIND: u8> {
+    loss: Loss,
     tau: f64,
-    losses: &'a mut [f64],
+    outcome: f64,
 }
 
-impl<const KIND: u8> WideKernel for OwnLosses<'_, KIND> {
-    type Output = (f64, f64, f64);
-
+impl<const KIND: u8> Charging for AdviceLoss<KIND> {
+    const TWIN: bool = true;
     #[inline(always)]
-    fn run<W: Wide>(self, w: W) -> (f64, f64, f64) {
-        let q = w.quad();
-        let n = self.advice.len();
-        assert_eq!(self.losses.len(), n);
-        let outcome = w.splat(self.outcome);
-        // `min(v, low)` is `v < low ? v : low`: a NaN keeps `low` (the fused pass refuses
-        // the round: its mixture is NaN).
-        let (mut low, mut high) = (w.splat(f64::INFINITY), w.splat(f64::NEG_INFINITY));
-        let mut largest = w.splat(f64::NEG_INFINITY);
-        let wide_full = n - n % W::WIDTH;
-        for (a, l) in self.advice[..wide_full]
-            .chunks_exact(W::WIDTH)
-            .zip(self.losses[..wide_full].chunks_exact_mut(W::WIDTH))
-        {
-            let a = w.load_wide(a);
-            let own = value_lanes::<KIND, W>(w, self.tau, a, outcome);
-            w.store_wide(l, own);
-            low = w.min(a, low);
-            high = w.max(a, high);
-            largest = w.max(own, largest);
-        }
-        // With eight lanes, the extremes on four and a last whole chunk of four.
-        let (mut low, mut high, mut largest) =
-            (w.fold_min(low), w.fold_max(high), w.fold_max(largest));
-        let outcome = w.narrow(outcome);
-        let full = n - n % QUAD;
-        for (a, l) in self.advice[wide_full..full]
-            .chunks_exact(QUAD)
-            .zip(self.losses[wide_full..full].chunks_exact_mut(QUAD))
-        {
-            let a = q.load(a.try_into().expect("invariant: chunks_exact(QUAD)"));
-            let own = value_lanes::<KIND, W::Quad>(q, self.tau, a, outcome);
-            q.store(l.try_into().expect("invariant: chunks_exact(QUAD)"), own);
-            low = q.min(a, low);
-            high = q.max(a, high);
-            largest = q.max(own, largest);
-        }
-        let (mut low, mut high, mut largest) = (
-            fold_lanes(q.to_array(low), f64::min),
-            fold_lanes(q.to_array(high), f64::max),
-            fold_lanes(q.to_array(largest), f64::max),
-        );
-        if full < n {
-            let a = padded(self.advice, full);
-            let own = q.to_array(value_lanes::<KIND, W::Quad>(
-                q,
-                self.tau,
-                q.load(&a),
-                outcome,
-            ));
-            for (i, slot) in self.losses[full..].iter_mut().enumerate() {
-                *slot = own[i];
-                low = low.min(a[i]);
-                high = high.max(a[i]);
-                largest = largest.max(own[i]);
-            }
-        }
-        (low + 0.0, high + 0.0, largest + 0.0)
+    fn split<L: Lanes>(self, l: L, advice: L::V, _aux: L::V) -> (L::V, L::V) {
+        let own = value_lanes::<KIND, L>(l, self.tau, advice, l.splat(self.outcome));
+        (own, own)
     }
-}
-
-/// The lanes folded by `f`, in lane order.
-#[inline(always)]
-fn fold_lanes(lanes: [f64; QUAD], f: fn(f64, f64) -> f64) -> f64 {
-    lanes[1..].iter().fold(lanes[0], |acc, &v| f(acc, v))
+    /// The losses are ≥ 0 (a zero may be −0, which is not below 0), and ℓ(·, y) is
+    /// nonincreasing, then nondecreasing, in floating point too (see [`Charging::outside`]):
+    /// the largest loss is that of the least or of the largest advice.
+    #[inline]
+    fn outside(self, lowest: f64, highest: f64, lower: f64, upper: f64) -> bool {
+        debug_assert!(lower <= 0.0, "EWA's losses are checked against [0, B]");
+        let largest = self
+            .loss
+            .value(lowest, self.outcome)
+            .max(self.loss.value(highest, self.outcome));
+        largest > upper
+    }
 }
 
 /// EWA's linearised charges ℓ'(ŷ, y)·ỹ_i; the ledger records the own losses ℓ(ỹ_i, y).
@@ -507,11 +434,17 @@ struct Linearised<const KIND: u8> {
 
 impl<const KIND: u8> Charging for Linearised<KIND> {
     const TWIN: bool = false;
-    const NONNEGATIVE: bool = false;
     #[inline(always)]
     fn split<L: Lanes>(self, q: L, advice: L::V, _aux: L::V) -> (L::V, L::V) {
         let own = value_lanes::<KIND, L>(q, self.tau, advice, q.splat(self.outcome));
         (q.mul(q.splat(self.slope), advice), own)
+    }
+    /// The charges slope·ỹ_i are correctly rounded products by one factor: monotone in ỹ_i
+    /// (reversed for a negative slope), so their extremes are those of the extreme advice.
+    #[inline]
+    fn outside(self, lowest: f64, highest: f64, lower: f64, upper: f64) -> bool {
+        let (a, b) = (self.slope * lowest, self.slope * highest);
+        a.min(b) < lower || a.max(b) > upper
     }
 }
 
@@ -519,6 +452,8 @@ impl<const KIND: u8> Charging for Linearised<KIND> {
 mod tests {
     use super::*;
     use crate::experts::LearningRate;
+    use crate::experts::weights::RoundPass;
+    use crate::kernels::{self, Wide, WideKernel};
 
     fn bits(values: &[f64]) -> Vec<u64> {
         values.iter().map(|v| v.to_bits()).collect()
@@ -575,83 +510,129 @@ mod tests {
         }
     }
 
-    /// EWA's own losses, computed in a pass of their own before the fused pass, are the
-    /// general path's bit for bit (a round with an explicit all-awake mask is played the
-    /// general way), for every kind of loss and every length of the last chunk; a loss above
-    /// the range counts its round on both; advice beyond the limit is refused with the
-    /// general path's error and leaves the learner as it was.
+    /// The losses EWA computes inside its fused pass are the general path's bit for bit (a
+    /// round with an explicit all-awake mask is played the general way), on every path
+    /// (portable, AVX2, AVX-512), for every loss, every N from 1 to 40 and longer, with and
+    /// without a prior: the experts' cumulative losses and the weights; a round whose largest
+    /// loss is just above the range counts on both, one whose largest loss is the bound
+    /// exactly does not, whether the far advice is the least or the largest (the pass finds
+    /// the largest loss from the advice's extremes); advice beyond the limit, either side,
+    /// or not finite, is refused with the general path's error and leaves the learner as it
+    /// was.
     #[test]
     fn ewa_losses_are_those_of_the_general_path() {
-        for loss in [
+        let losses = [
             Loss::Square,
             Loss::Absolute,
             Loss::Pinball { tau: 0.3 },
             Loss::ZeroOne,
-        ] {
-            for n in [1, 2, 3, 4, 5, 7, 9, 70] {
-                let build = || {
-                    EwaParams::new(n)
-                        .loss(loss)
-                        .learning_rate(LearningRate::Fixed(0.5))
-                        .loss_bound(1.0)
-                        .check()
-                        .unwrap()
-                        .build()
-                };
-                let (mut fused, mut general) = (build(), build());
-                let mut rng = StreamRng::seed_from(n as u64);
-                let everyone = vec![true; n];
-                for t in 0..40 {
-                    // Some rounds put one expert (the last, in the last chunk) far off.
-                    let advice: Vec<f64> = (0..n)
-                        .map(|i| {
-                            let far = if t % 5 == 3 && i == n - 1 { 3.0 } else { 0.0 };
-                            rng.next_f64() + far
-                        })
-                        .collect();
-                    let outcome = if t % 7 == 0 { advice[0] } else { 0.5 };
-                    fused.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+        ];
+        for path in kernels::Path::available() {
+            for n in (1..=40).chain([64, 203, 1000]) {
+                for (loss, prior) in losses.iter().flat_map(|&l| [(l, false), (l, true)]) {
+                    kernels::on_path(path, || fused_and_general_agree(loss, n, prior));
+                }
+            }
+        }
+    }
+
+    /// One stream of [`ewa_losses_are_those_of_the_general_path`].
+    fn fused_and_general_agree(loss: Loss, n: usize, prior: bool) {
+        let build = || {
+            let params = EwaParams::new(n)
+                .loss(loss)
+                .learning_rate(LearningRate::Fixed(0.5))
+                .loss_bound(1.0);
+            let params = if prior {
+                params.prior((0..n).map(|i| 1.0 + (i % 7) as f64).collect())
+            } else {
+                params
+            };
+            params.check().unwrap().build()
+        };
+        let (mut fused, mut general) = (build(), build());
+        let mut rng = StreamRng::seed_from(n as u64);
+        let everyone = vec![true; n];
+        let context = |t: usize| format!("{loss:?}, n = {n}, prior {prior}, t = {t}");
+        // Rounds with a loss above the bound, by the definition, element by element.
+        let mut outside = 0;
+        for t in 0..48 {
+            // Rounds 3, 11, 19... put one expert (first, middle or last) far off, below or
+            // above; rounds 5, 13... one at exactly 1 from the outcome (a square or absolute
+            // loss of exactly the bound 1), or just beyond it.
+            let far_at = [0, n / 2, n - 1][t % 3];
+            let outcome = if t % 7 == 0 { 0.0 } else { 0.5 };
+            let advice: Vec<f64> = (0..n)
+                .map(|i| match (t % 8, i == far_at) {
+                    (3, true) => outcome + [3.0, -3.0][t / 8 % 2],
+                    (5, true) if t / 8 % 2 == 0 => outcome + [1.0, -1.0][t / 16 % 2],
+                    (5, true) => 1.5f64.next_up(),
+                    (_, _) if t % 7 == 0 && i % 3 == 0 => -0.0,
+                    _ => rng.next_f64(),
+                })
+                .collect();
+            outside += u64::from(advice.iter().any(|&a| loss.value(a, outcome) > 1.0));
+            // (The predictions may differ in their last bits: the general path mixes the
+            // awake experts one after the other, the fused pass on four lanes.)
+            fused.learn_one(AdviceRound::new(&advice, outcome)).unwrap();
+            general
+                .learn_one(AdviceRound {
+                    advice: &advice,
+                    outcome,
+                    awake: Some(&everyone),
+                })
+                .unwrap();
+            let (f, g) = (fused.ledger(), general.ledger());
+            assert_eq!(
+                bits(f.expert_losses()),
+                bits(g.expert_losses()),
+                "{}",
+                context(t)
+            );
+            assert_eq!(
+                bits(&fused.weights()),
+                bits(&general.weights()),
+                "{}",
+                context(t)
+            );
+            assert_eq!(
+                fused.out_of_range_rounds(),
+                general.out_of_range_rounds(),
+                "{}",
+                context(t)
+            );
+        }
+        // Far below: the least advice gives the largest loss, far above: the largest
+        // (the pinball's τ = 0.3 leaves 0.9 below, 2.1 above); at the bound exactly, none.
+        assert_eq!(fused.out_of_range_rounds(), outside, "{loss:?}, n = {n}");
+        let expected = match loss {
+            Loss::ZeroOne => 0,
+            Loss::Pinball { .. } => 3,
+            _ => 9,
+        };
+        assert_eq!(outside, expected, "{loss:?}, n = {n}");
+        let before = serde_json::to_string(&fused).unwrap();
+        for bad in [2.0 * MAX_ADVICE, -2.0 * MAX_ADVICE, f64::NAN, f64::INFINITY] {
+            for at in [0, n / 2, n - 1] {
+                let mut advice = vec![0.5; n];
+                advice[at] = bad;
+                let refused = fused.learn_one(AdviceRound::new(&advice, 0.0)).unwrap_err();
+                // A non-finite value is named by its column (with a mask, by its expert).
+                let expected = if bad.is_finite() {
                     general
                         .learn_one(AdviceRound {
                             advice: &advice,
-                            outcome,
+                            outcome: 0.0,
                             awake: Some(&everyone),
                         })
-                        .unwrap();
-                    let (f, g) = (fused.ledger(), general.ledger());
-                    let context = format!("{loss:?}, n = {n}, t = {t}");
-                    assert_eq!(
-                        bits(f.expert_losses()),
-                        bits(g.expert_losses()),
-                        "{context}"
-                    );
-                    assert_eq!(
-                        bits(&fused.weights()),
-                        bits(&general.weights()),
-                        "{context}"
-                    );
-                    assert_eq!(
-                        fused.out_of_range_rounds(),
-                        general.out_of_range_rounds(),
-                        "{context}"
-                    );
-                }
-                // Eight far rounds (seven with one expert, whose round 28 has the outcome it
-                // advised); a zero-one loss never leaves [0, 1].
-                if !matches!(loss, Loss::ZeroOne) {
-                    assert!(fused.out_of_range_rounds() >= 7, "{loss:?}, n = {n}");
-                }
-                let before = serde_json::to_string(&fused).unwrap();
-                let mut advice = vec![0.5; n];
-                advice[n - 1] = 2.0 * MAX_ADVICE;
-                let refused = fused.learn_one(AdviceRound::new(&advice, 0.0)).unwrap_err();
-                let expected = general
-                    .learn_one(AdviceRound {
-                        advice: &advice,
-                        outcome: 0.0,
-                        awake: Some(&everyone),
-                    })
-                    .unwrap_err();
+                        .unwrap_err()
+                } else {
+                    Error::NonFinite {
+                        row: None,
+                        column: at,
+                        value: bad,
+                    }
+                };
                 assert_eq!(refused.to_string(), expected.to_string());
                 assert_eq!(serde_json::to_string(&fused).unwrap(), before);
             }
@@ -709,10 +690,13 @@ mod tests {
 
     /// One stream of `rounds` rounds at N = `n` for the learner `variant`: Hedge (fixed rate,
     /// losses now and then outside [0, 1] and of both zeros, sleeping experts; with a prior
-    /// and the doubling trick's restarts), and EWA (square loss with a prior, the absolute
-    /// loss's linearised charges at anytime rates with sleeping experts, the pinball loss
-    /// with advice beyond the range), with a snapshot restored half-way; the records of every
-    /// round and the snapshot at the end.
+    /// and the doubling trick's restarts), and EWA with every loss (square with a prior; the
+    /// absolute loss's linearised charges at anytime rates with sleeping experts; pinball
+    /// with advice beyond the range; zero-one with a prior, sleeping experts and advice that
+    /// is sometimes the outcome; absolute with sleeping experts and advice beyond the range;
+    /// the square loss's linearised charges with a prior; the pinball loss's, with the
+    /// doubling trick's restarts and sleeping experts), with a snapshot restored half-way;
+    /// the records of every round and the snapshot at the end.
     fn stream(n: usize, variant: usize, rounds: usize) -> Vec<String> {
         let mut rng = StreamRng::seed_from((n * 10 + variant) as u64);
         let prior: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
@@ -754,30 +738,44 @@ mod tests {
             let (loss, rate, gradient) = match variant {
                 2 => (Loss::Square, LearningRate::Fixed(0.3), false),
                 3 => (Loss::Absolute, LearningRate::Anytime, true),
-                _ => (Loss::Pinball { tau: 0.3 }, LearningRate::Fixed(0.9), false),
+                4 => (Loss::Pinball { tau: 0.3 }, LearningRate::Fixed(0.9), false),
+                5 => (Loss::ZeroOne, LearningRate::Fixed(0.6), false),
+                6 => (Loss::Absolute, LearningRate::Fixed(0.4), false),
+                7 => (Loss::Square, LearningRate::Fixed(0.2), true),
+                _ => (Loss::Pinball { tau: 0.8 }, LearningRate::Doubling, true),
             };
             let params = EwaParams::new(n)
                 .loss(loss)
                 .learning_rate(rate)
                 .gradient(gradient)
                 .loss_bound(1.0);
-            let params = if variant == 2 {
+            let params = if matches!(variant, 2 | 5 | 7) {
                 params.prior(prior)
             } else {
                 params
             };
             let mut ewa = params.check().unwrap().build();
+            // Some advice of the zero-one variant is the outcome (a loss of 0).
+            let outcome_of = |t: usize| {
+                if t % 5 == 0 {
+                    0.0
+                } else {
+                    ((t * 37) % 101) as f64 / 101.0
+                }
+            };
             for t in 0..rounds {
                 let advice: Vec<f64> = (0..n)
                     .map(|i| match (t + 2 * i) % 13 {
                         0 => -0.0,
-                        1 if variant == 4 => 2.5,
+                        1 if matches!(variant, 4 | 6 | 8) => 2.5,
+                        2 if variant == 5 => outcome_of(t),
                         _ => 2.0 * rng.next_f64() - 0.5,
                     })
                     .collect();
-                let outcome = if t % 5 == 0 { 0.0 } else { rng.next_f64() };
+                let outcome = outcome_of(t);
                 let mask: Vec<bool> = (0..n).map(|i| i % 4 != t % 4).collect();
-                let awake = (variant == 3 && t % 7 == 2 && n > 1).then_some(mask.as_slice());
+                let sleeps = matches!(variant, 3 | 5 | 6 | 8) && t % 7 == 2 && n > 1;
+                let awake = sleeps.then_some(mask.as_slice());
                 if t == rounds / 2 {
                     ewa = serde_json::from_str(&serde_json::to_string(&ewa).unwrap()).unwrap();
                 }
@@ -806,7 +804,7 @@ mod tests {
         let paths = kernels::Path::available();
         for n in (1..=40).chain([64, 65, 203, 1000]) {
             let rounds = if n >= 200 { 40 } else { 60 };
-            for variant in 0..5 {
+            for variant in 0..9 {
                 let reference = kernels::on_path(paths[0], || stream(n, variant, rounds));
                 for &path in &paths[1..] {
                     let other = kernels::on_path(path, || stream(n, variant, rounds));
@@ -818,79 +816,236 @@ mod tests {
         }
     }
 
-    /// Everything EWA's loss pass returns and writes, as bits, on every path.
-    fn own_losses_on_every_path<const KIND: u8>(advice: &[f64], outcome: f64) -> Vec<Vec<u64>> {
-        struct Owned<const KIND: u8>(Vec<f64>, f64);
-        impl<const KIND: u8> WideKernel for Owned<KIND> {
-            type Output = Vec<u64>;
-            fn run<W: Wide>(self, w: W) -> Vec<u64> {
-                let mut losses = vec![0.0; self.0.len()];
-                let (low, high, largest) = OwnLosses::<KIND> {
-                    advice: &self.0,
-                    outcome: self.1,
-                    tau: 0.3,
-                    losses: &mut losses,
-                }
-                .run(w);
-                [low, high, largest]
-                    .iter()
-                    .chain(&losses)
-                    .map(|v| v.to_bits())
-                    .collect()
-            }
-        }
-        kernels::run_on_every_path(|| Owned::<KIND>(advice.to_vec(), outcome))
+    /// A fused pass ([`RoundPass`]) with owned buffers, so that each path starts from the
+    /// same state: charged losses and ledger of −0 (C' = −0 + charge is the charge, bit for
+    /// bit), given weights and priors.
+    struct PassOwned<F> {
+        advice: Vec<f64>,
+        weights: Vec<f64>,
+        log_prior: Option<Vec<f64>>,
+        charging: F,
+        range: Option<(f64, f64)>,
+        shift: f64,
     }
 
-    /// EWA's loss pass gives the same bits on every path (portable, AVX2, AVX-512), for
-    /// every loss, every size from 1 to 40 and longer, advice with zeros of both signs, NaN
-    /// and extremes in every position; and returns the least and largest advice and the
-    /// largest loss.
+    impl<F: Charging> WideKernel for PassOwned<F> {
+        type Output = Vec<u64>;
+        fn run<W: Wide>(mut self, w: W) -> Vec<u64> {
+            let n = self.advice.len();
+            let (zeros, mut charged_next, mut totals_next) =
+                (vec![-0.0; n], vec![0.0; n], vec![0.0; n]);
+            let totals = (&mut RoundPass {
+                values: &self.advice,
+                aux: &self.advice,
+                charging: self.charging,
+                weights: &mut self.weights,
+                charged: &zeros,
+                charged_next: &mut charged_next,
+                log_prior: self.log_prior.as_deref(),
+                totals: &zeros,
+                totals_next: &mut totals_next,
+                eta: 0.7,
+                shift: self.shift,
+                range: self.range,
+                track_range: true,
+                twin: true,
+            })
+                .run(w);
+            let mut bits = vec![
+                u64::from(totals.finite),
+                u64::from(totals.outside),
+                totals.lowest_value.to_bits(),
+                totals.highest_value.to_bits(),
+                totals.mixture.to_bits(),
+                totals.least_charged.to_bits(),
+                totals.weight_total.to_bits(),
+                totals.least_total.to_bits(),
+                totals.least_total_at as u64,
+            ];
+            for written in [&charged_next, &self.weights, &totals_next] {
+                bits.extend(written.iter().map(|v| v.to_bits()));
+            }
+            // A pass over a NaN is refused and its outputs are never read: their NaNs'
+            // signs and payloads are left out.
+            if !totals.finite {
+                let nan = f64::NAN.to_bits();
+                for bit in bits.iter_mut().skip(4) {
+                    *bit = if f64::from_bits(*bit).is_nan() {
+                        nan
+                    } else {
+                        *bit
+                    };
+                }
+            }
+            bits
+        }
+    }
+
+    /// The pass with `charging` over `advice` on every path this CPU offers, the weights
+    /// shifted by `shift` (at most the least charge, so that no exponent exceeds the
+    /// ceiling: the weights of a round where one does are recomputed, and are not the same
+    /// bits on every path).
+    fn pass_on_every_path<F: Charging>(
+        advice: &[f64],
+        charging: F,
+        prior: bool,
+        range: Option<(f64, f64)>,
+        shift: f64,
+    ) -> Vec<Vec<u64>> {
+        let n = advice.len();
+        let weights: Vec<f64> = (0..n).map(|i| 0.25 + (i % 9) as f64 * 0.125).collect();
+        let log_prior: Vec<f64> = (0..n).map(|i| -((i % 5) as f64) * 0.75).collect();
+        kernels::run_on_every_path(|| PassOwned {
+            advice: advice.to_vec(),
+            weights: weights.clone(),
+            log_prior: prior.then(|| log_prior.clone()),
+            charging,
+            range,
+            shift,
+        })
+    }
+
+    /// Advice that reaches every branch: zeros of both signs, NaN, extremes; `trial` picks
+    /// the kind (see [`advice_losses_have_the_same_bits_on_every_path`]).
+    fn trial_advice(n: usize, trial: usize, rng: &mut StreamRng) -> (Vec<f64>, f64) {
+        // Trials 6 to 8: the least advice, the largest, and the largest (pinball) loss are
+        // zeros, of both signs in the lanes; 9 and 10: the least (largest) advice is −0 in
+        // the second chunk of four and +0 in the third, so that eight lanes meet the +0
+        // first.
+        let advice = (0..n)
+            .map(|i| match ((i + trial) % 7, trial) {
+                (_, 9 | 10) if i == 4 || i == 8 => [-0.0, 0.0][i / 8],
+                (_, 9) => 1.0 + rng.next_f64(),
+                (_, 10) => -1.0 - rng.next_f64(),
+                (0, _) => 0.0,
+                (1, _) => -0.0,
+                (2, 3) if i % 5 == 0 => f64::NAN,
+                (3, 4) => 1e6 * (rng.next_f64() - 0.5),
+                (_, 6) => rng.next_f64(),
+                (_, 7) => -rng.next_f64(),
+                (_, 8) => [0.0, -0.0][i % 2],
+                _ => 4.0 * rng.next_f64() - 2.0,
+            })
+            .collect();
+        let outcome = match trial {
+            5 | 8 => -0.0,
+            6 => -1.0,
+            7 => 1.0,
+            _ => 0.25,
+        };
+        (advice, outcome)
+    }
+
+    /// Checks the pass of [`AdviceLoss`] of kind `KIND` over `advice` on every path: the
+    /// same bits everywhere; each loss written (C' = −0 + ℓ) is [`Loss::value`]'s bits; the
+    /// least and largest advice (NaN skipped, a zero as +0); and whether a loss lies above
+    /// `upper` for bounds at the largest loss, just below it and in between, as the losses
+    /// themselves say.
+    fn check_advice_losses<const KIND: u8>(loss: Loss, advice: &[f64], outcome: f64) {
+        let n = advice.len();
+        let charging = AdviceLoss::<KIND> {
+            loss,
+            tau: loss.kind().1,
+            outcome,
+        };
+        let values: Vec<f64> = advice.iter().map(|&a| loss.value(a, outcome)).collect();
+        let largest = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let finite = advice.iter().all(|a| a.is_finite());
+        for prior in [false, true] {
+            for upper in [largest, largest.next_down(), 0.5 * largest, 1.0] {
+                let context = format!("{loss:?}, n = {n}, prior {prior}, upper {upper}");
+                let paths = pass_on_every_path(advice, charging, prior, Some((0.0, upper)), -40.0);
+                assert_eq!(paths.len(), kernels::Path::available().len());
+                for (path, bits) in kernels::Path::available().iter().zip(&paths) {
+                    assert_eq!(bits, &paths[0], "{context}, {path:?}");
+                }
+                let bits = &paths[0];
+                for (i, value) in values.iter().enumerate() {
+                    if !advice[i].is_nan() {
+                        assert_eq!(bits[9 + i], value.to_bits(), "{context}, expert {i}");
+                    }
+                }
+                let known = advice.iter().filter(|a| !a.is_nan());
+                let low = known.clone().fold(f64::INFINITY, |l, &a| l.min(a)) + 0.0;
+                let high = known.fold(f64::NEG_INFINITY, |h, &a| h.max(a)) + 0.0;
+                assert_eq!(bits[2], low.to_bits(), "{context}");
+                assert_eq!(bits[3], high.to_bits(), "{context}");
+                assert_eq!(bits[0], u64::from(finite), "{context}");
+                if finite {
+                    let outside = values.iter().any(|&v| v > upper);
+                    assert_eq!(bits[1], u64::from(outside), "{context}");
+                }
+            }
+        }
+    }
+
+    /// EWA's losses, computed in the fused pass from the advice, are the same bits on every
+    /// path (portable, AVX2, AVX-512), for every loss, every size from 1 to 40 and longer,
+    /// advice with zeros of both signs, NaN and extremes in every position, with and without
+    /// a prior; they are [`Loss::value`]'s bits; and the pass tells a round whose largest
+    /// loss is above the bound, from the advice's extremes, exactly as the losses do.
     #[test]
-    fn own_losses_have_the_same_bits_on_every_path() {
+    fn advice_losses_have_the_same_bits_on_every_path() {
         let mut rng = StreamRng::seed_from(3);
         for n in (1..=40).chain([63, 64, 65, 1000, 1003]) {
             for trial in 0..11 {
-                // Trials 6 to 8: the least advice, the largest, and the largest (pinball)
-                // loss are zeros, of both signs in the lanes; 9 and 10: the least (largest)
-                // advice is −0 in the second chunk of four and +0 in the third, so that
-                // eight lanes meet the +0 first.
-                let advice: Vec<f64> = (0..n)
-                    .map(|i| match ((i + trial) % 7, trial) {
-                        (_, 9 | 10) if i == 4 || i == 8 => [-0.0, 0.0][i / 8],
-                        (_, 9) => 1.0 + rng.next_f64(),
-                        (_, 10) => -1.0 - rng.next_f64(),
-                        (0, _) => 0.0,
-                        (1, _) => -0.0,
-                        (2, 3) if i % 5 == 0 => f64::NAN,
-                        (3, 4) => 1e6 * (rng.next_f64() - 0.5),
-                        (_, 6) => rng.next_f64(),
-                        (_, 7) => -rng.next_f64(),
-                        (_, 8) => [0.0, -0.0][i % 2],
-                        _ => 4.0 * rng.next_f64() - 2.0,
-                    })
-                    .collect();
-                let outcome = match trial {
-                    5 | 8 => -0.0,
-                    6 => -1.0,
-                    7 => 1.0,
-                    _ => 0.25,
-                };
-                for paths in [
-                    own_losses_on_every_path::<SQUARE>(&advice, outcome),
-                    own_losses_on_every_path::<ABSOLUTE>(&advice, outcome),
-                    own_losses_on_every_path::<PINBALL>(&advice, outcome),
-                    own_losses_on_every_path::<ZERO_ONE>(&advice, outcome),
-                ] {
-                    assert_eq!(paths.len(), kernels::Path::available().len());
-                    for (path, bits) in kernels::Path::available().iter().zip(&paths) {
-                        assert_eq!(bits, &paths[0], "n = {n}, trial {trial}, {path:?}");
+                let (advice, outcome) = trial_advice(n, trial, &mut rng);
+                check_advice_losses::<SQUARE>(Loss::Square, &advice, outcome);
+                check_advice_losses::<ABSOLUTE>(Loss::Absolute, &advice, outcome);
+                for tau in [0.3, 0.9] {
+                    check_advice_losses::<PINBALL>(Loss::Pinball { tau }, &advice, outcome);
+                }
+                check_advice_losses::<ZERO_ONE>(Loss::ZeroOne, &advice, outcome);
+            }
+        }
+    }
+
+    /// EWA's linearised charges slope·ỹ_i (the gradient option's second pass) are checked
+    /// against the range from the advice's extremes: for slopes of both signs and zeros of
+    /// both signs, bounds at the least and the largest charge exactly and one step inside,
+    /// the pass tells a charge outside exactly when one is, on every path.
+    #[test]
+    fn linearised_charges_are_checked_from_the_advice_range() {
+        let mut rng = StreamRng::seed_from(5);
+        for n in (1..=40).chain([64, 65, 1000]) {
+            for trial in [0, 1, 2, 4, 5, 6, 7, 8, 9, 10] {
+                let (advice, outcome) = trial_advice(n, trial, &mut rng);
+                for slope in [0.7, -1.3, 0.0, -0.0, 1e-300] {
+                    let charging = Linearised::<SQUARE> {
+                        tau: 0.0,
+                        outcome,
+                        slope,
+                    };
+                    let charges: Vec<f64> = advice.iter().map(|a| slope * a).collect();
+                    let low = charges.iter().copied().fold(f64::INFINITY, f64::min);
+                    let high = charges.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    for (lower, upper) in [
+                        (low, high),
+                        (low.next_up(), high),
+                        (low, high.next_down()),
+                        (low - 1.0, high + 1.0),
+                    ] {
+                        let paths = pass_on_every_path(
+                            &advice,
+                            charging,
+                            false,
+                            Some((lower, upper)),
+                            low - 1.0,
+                        );
+                        let context = format!("n = {n}, trial {trial}, slope {slope}");
+                        for bits in &paths {
+                            assert_eq!(bits, &paths[0], "{context}");
+                        }
+                        let outside = charges.iter().any(|&c| c < lower || c > upper);
+                        assert_eq!(
+                            paths[0][1],
+                            u64::from(outside),
+                            "{context}, [{lower}, {upper}]"
+                        );
+                        for (i, charge) in charges.iter().enumerate() {
+                            assert_eq!(paths[0][9 + i], charge.to_bits(), "{context}");
+                        }
                     }
-                    let finite = advice.iter().filter(|a| !a.is_nan());
-                    let low = finite.clone().copied().fold(f64::INFINITY, f64::min);
-                    let high = finite.copied().fold(f64::NEG_INFINITY, f64::max);
-                    assert_eq!(f64::from_bits(paths[0][0]), low);
-                    assert_eq!(f64::from_bits(paths[0][1]), high);
                 }
             }
         }

@@ -525,16 +525,22 @@ fn weight_lanes<L: Lanes, const PRIOR: bool, const CLAMP: bool>(
     }
 }
 
-/// How the round's value v_i of expert i (its loss for Hedge, its forecast for EWA) and a
+/// How the round's value v_i of expert i (its loss for Hedge, its advice for EWA) and a
 /// second value a_i become what the expert is charged and what the ledger records for it.
 pub(crate) trait Charging: Copy {
     /// The charge is the ledger's entry, always: when C = L (bit for bit) before the round,
     /// C' = L' after it, and the pass computes it once ([`RoundPass::twin`]).
     const TWIN: bool;
-    /// The charges of finite values are ≥ 0: a range [lower, upper] with lower ≤ 0 needs
-    /// only the largest charge.
-    const NONNEGATIVE: bool;
     fn split<L: Lanes>(self, l: L, value: L::V, aux: L::V) -> (L::V, L::V);
+    /// Whether some charge of a round lies outside [lower, upper], from the least and the
+    /// largest of the round's finite values (a [`RoundPass`] tracks the values' range, not
+    /// the charges'). Exact, not a bound: every charge here is, in floating point, a monotone
+    /// function of its value (the value itself, or the value times the round's slope, a
+    /// correctly rounded product) or first nonincreasing then nondecreasing (a loss
+    /// ℓ(ỹ, y), convex in ỹ, whose every operation is monotone in its argument on either side
+    /// of y), so the charges' extremes — the largest loss — are the charges of the values'
+    /// extremes.
+    fn outside(self, lowest: f64, highest: f64, lower: f64, upper: f64) -> bool;
 }
 
 /// Hedge: the loss is both the charge and the ledger's entry.
@@ -543,10 +549,13 @@ pub(crate) struct OwnLoss;
 
 impl Charging for OwnLoss {
     const TWIN: bool = true;
-    const NONNEGATIVE: bool = false;
     #[inline(always)]
     fn split<L: Lanes>(self, _l: L, value: L::V, _aux: L::V) -> (L::V, L::V) {
         (value, value)
+    }
+    #[inline(always)]
+    fn outside(self, lowest: f64, highest: f64, lower: f64, upper: f64) -> bool {
+        lowest < lower || highest > upper
     }
 }
 
@@ -556,25 +565,13 @@ pub(crate) struct GivenCharges;
 
 impl Charging for GivenCharges {
     const TWIN: bool = false;
-    const NONNEGATIVE: bool = false;
     #[inline(always)]
     fn split<L: Lanes>(self, _l: L, value: L::V, aux: L::V) -> (L::V, L::V) {
         (value, aux)
     }
-}
-
-/// Charges computed beforehand, given as the second values (a_i charged and recorded; the
-/// first values v_i are only mixed): EWA's own losses ℓ(ỹ_i, y) ≥ 0, from a pass that also
-/// checks the advice.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RecordedLosses;
-
-impl Charging for RecordedLosses {
-    const TWIN: bool = true;
-    const NONNEGATIVE: bool = true;
     #[inline(always)]
-    fn split<L: Lanes>(self, _l: L, _value: L::V, aux: L::V) -> (L::V, L::V) {
-        (aux, aux)
+    fn outside(self, lowest: f64, highest: f64, lower: f64, upper: f64) -> bool {
+        lowest < lower || highest > upper
     }
 }
 
@@ -582,8 +579,11 @@ impl Charging for RecordedLosses {
 ///
 /// - accumulates the mixture Σ_i p_i v_i under the current (unnormalised) weights p (it is
 ///   not finite if some v_i is not: the caller then checks the values);
+/// - tracks the range of the values (if asked: a range to check the charges against, or
+///   the magnitude of the values), from which the charges' range follows exactly
+///   ([`Charging::outside`]);
 /// - splits v_i into what the expert is charged and what the ledger records
-///   ([`Charging`]), and tracks the range of the charges (if asked);
+///   ([`Charging`]: for EWA, its loss ℓ(ỹ_i, y) computed here, in the same sweep);
 /// - writes C'_i = C_i + charge and L'_i = L_i + own, tracking min C' and min L' (the first
 ///   index of min L' is found afterwards);
 /// - writes the next round's canonical weight over p_i, and sums it.
@@ -595,7 +595,9 @@ impl Charging for RecordedLosses {
 /// once and written to both: the same bits, one load, one add and one minimum fewer.
 ///
 /// The exponential is not clamped at its ceiling: an exponent above 709 gives a meaningless
-/// weight, but the caller re-weighs every expert whenever the largest exponent,
+/// weight (not even the same bits on every path: AVX-512 scales by 2^k with `vscalefpd`,
+/// the others add k to the exponent field, which wraps), but the caller re-weighs every
+/// expert whenever the largest exponent,
 /// η (shift − min C'), exceeds 700, and that is the largest exponent of the pass bit for bit
 /// (the same subtraction and product; with a prior, ln π_i ≤ 0 and rounding is monotone).
 ///
@@ -616,10 +618,10 @@ pub(crate) struct RoundPass<'a, F> {
     /// The next round's learning rate (finite).
     pub(crate) eta: f64,
     pub(crate) shift: f64,
-    /// The interval [lower, upper] the charges should lie in (lower ≤ 0 if
-    /// [`Charging::NONNEGATIVE`]); `outside` tells whether one did not.
+    /// The interval [lower, upper] the charges should lie in; `outside` tells whether one
+    /// did not.
     pub(crate) range: Option<(f64, f64)>,
-    /// Track the least and the largest charge even without a range.
+    /// Track the least and the largest value even without a range.
     pub(crate) track_range: bool,
     /// `charged` and `totals` hold the same bits (honoured only if [`Charging::TWIN`]).
     pub(crate) twin: bool,
@@ -632,10 +634,10 @@ pub(crate) struct RoundTotals {
     pub(crate) finite: bool,
     /// Whether some charge fell outside the loss range.
     pub(crate) outside: bool,
-    /// The least and the largest charge when tracked (the least is 0 for nonnegative
-    /// charges, a lower bound); (+∞, −∞) otherwise.
-    pub(crate) lowest_charge: f64,
-    pub(crate) highest_charge: f64,
+    /// The least and the largest value (NaN skipped; a zero as +0) when tracked; (+∞, −∞)
+    /// otherwise.
+    pub(crate) lowest_value: f64,
+    pub(crate) highest_value: f64,
     /// Σ_i p_i v_i under the unnormalised current weights.
     pub(crate) mixture: f64,
     /// min_i C'_i.
@@ -653,8 +655,8 @@ pub(crate) struct RoundTotals {
 struct Accumulators<S, E> {
     mixture: S,
     total: S,
-    lowest_charge: E,
-    highest_charge: E,
+    lowest_value: E,
+    highest_value: E,
     least_charged: E,
     least_total: E,
 }
@@ -677,6 +679,14 @@ impl<F: Charging> WideKernel for &mut RoundPass<'_, F> {
     #[inline(always)]
     fn run<W: Wide>(self, w: W) -> RoundTotals {
         let range = self.range.is_some() || self.track_range;
+        self.sweeps(w, range)
+    }
+}
+
+impl<F: Charging> RoundPass<'_, F> {
+    /// The sweep compiled for the pass's prior, range and twin.
+    #[inline(always)]
+    fn sweeps<W: Wide>(&mut self, w: W, range: bool) -> RoundTotals {
         if F::TWIN && self.twin {
             match (self.log_prior, range) {
                 (None, false) => self.sweep::<W, false, false, true>(w, &[]),
@@ -716,17 +726,15 @@ fn round_step<L: Wide, F: Charging, const PRIOR: bool, const RANGE: bool, const 
     shift: L::V,
 ) -> StepResult<L> {
     let mixture = l.mul_add_into(chunk.weights, chunk.values, lanes.mixture);
+    let (lowest_value, highest_value) = if RANGE {
+        (
+            l.min(chunk.values, lanes.lowest_value),
+            l.max(chunk.values, lanes.highest_value),
+        )
+    } else {
+        (lanes.lowest_value, lanes.highest_value)
+    };
     let (charge, own) = charging.split(l, chunk.values, chunk.aux);
-    let lowest_charge = if RANGE && !F::NONNEGATIVE {
-        l.min(charge, lanes.lowest_charge)
-    } else {
-        lanes.lowest_charge
-    };
-    let highest_charge = if RANGE {
-        l.max(charge, lanes.highest_charge)
-    } else {
-        lanes.highest_charge
-    };
     let charged = l.add(chunk.charged, charge);
     let least_charged = l.min(charged, lanes.least_charged);
     let w = weight_lanes::<L, PRIOR, false>(l, constants, charged, chunk.prior, minus_eta, shift);
@@ -740,8 +748,8 @@ fn round_step<L: Wide, F: Charging, const PRIOR: bool, const RANGE: bool, const 
     let lanes = Accumulators {
         mixture,
         total,
-        lowest_charge,
-        highest_charge,
+        lowest_value,
+        highest_value,
         least_charged,
         least_total,
     };
@@ -780,7 +788,6 @@ impl<F: Charging> RoundPass<'_, F> {
                 && totals_next.len() == n
                 && (!PRIOR || log_prior.len() == n)
         );
-        debug_assert!(!F::NONNEGATIVE || self.range.is_none_or(|(lower, _)| lower <= 0.0));
         debug_assert!(
             !TWIN
                 || charged
@@ -792,8 +799,8 @@ impl<F: Charging> RoundPass<'_, F> {
         let mut wide = Accumulators {
             mixture: q.splat(0.0),
             total: q.splat(0.0),
-            lowest_charge: w.splat(f64::INFINITY),
-            highest_charge: w.splat(f64::NEG_INFINITY),
+            lowest_value: w.splat(f64::INFINITY),
+            highest_value: w.splat(f64::NEG_INFINITY),
             least_charged: w.splat(f64::INFINITY),
             least_total: w.splat(f64::INFINITY),
         };
@@ -838,13 +845,13 @@ impl<F: Charging> RoundPass<'_, F> {
         let mut lanes = Accumulators {
             mixture: wide.mixture,
             total: wide.total,
-            lowest_charge: if RANGE && !F::NONNEGATIVE {
-                w.fold_min(wide.lowest_charge)
+            lowest_value: if RANGE {
+                w.fold_min(wide.lowest_value)
             } else {
                 q.splat(f64::INFINITY)
             },
-            highest_charge: if RANGE {
-                w.fold_max(wide.highest_charge)
+            highest_value: if RANGE {
+                w.fold_max(wide.highest_value)
             } else {
                 q.splat(f64::NEG_INFINITY)
             },
@@ -908,8 +915,8 @@ impl<F: Charging> RoundPass<'_, F> {
             lanes = Accumulators {
                 mixture: keep(moved.mixture, lanes.mixture),
                 total: keep(moved.total, lanes.total),
-                lowest_charge: keep(moved.lowest_charge, lanes.lowest_charge),
-                highest_charge: keep(moved.highest_charge, lanes.highest_charge),
+                lowest_value: keep(moved.lowest_value, lanes.lowest_value),
+                highest_value: keep(moved.highest_value, lanes.highest_value),
                 least_charged: keep(moved.least_charged, lanes.least_charged),
                 least_total: keep(moved.least_total, lanes.least_total),
             };
@@ -924,19 +931,15 @@ impl<F: Charging> RoundPass<'_, F> {
         // than carrying the index of each lane's least through the pass.
         let least_total = least_lane(q.to_array(lanes.least_total));
         let least_total_at = w.first_position(totals_next, least_total);
-        let (lowest_charge, highest_charge) = if RANGE {
+        let (lowest_value, highest_value) = if RANGE {
             let highest =
-                q.to_array(lanes.highest_charge)
+                q.to_array(lanes.highest_value)
                     .iter()
                     .fold(
                         f64::NEG_INFINITY,
                         |high, &h| if h > high { h } else { high },
                     );
-            let lowest = if F::NONNEGATIVE {
-                0.0
-            } else {
-                least_lane(q.to_array(lanes.lowest_charge))
-            };
+            let lowest = least_lane(q.to_array(lanes.lowest_value));
             // A zero as +0: which zero a lane kept depends on the order of its values,
             // which eight lanes do not keep (the values are only compared).
             (lowest + 0.0, highest + 0.0)
@@ -944,15 +947,15 @@ impl<F: Charging> RoundPass<'_, F> {
             (f64::INFINITY, f64::NEG_INFINITY)
         };
         let outside = RANGE
-            && self
-                .range
-                .is_some_and(|(lower, upper)| lowest_charge < lower || highest_charge > upper);
+            && self.range.is_some_and(|(lower, upper)| {
+                charging.outside(lowest_value, highest_value, lower, upper)
+            });
         let mixture = kernels::sum_quad(q.to_array(lanes.mixture));
         RoundTotals {
             finite: mixture.is_finite(),
             outside,
-            lowest_charge,
-            highest_charge,
+            lowest_value,
+            highest_value,
             mixture,
             least_charged: least_lane(q.to_array(lanes.least_charged)),
             weight_total: kernels::sum_quad(q.to_array(lanes.total)),
@@ -1128,8 +1131,8 @@ mod tests {
                     totals.weight_total.to_bits(),
                     totals.least_total.to_bits(),
                     totals.least_total_at as u64,
-                    totals.lowest_charge.to_bits(),
-                    totals.highest_charge.to_bits(),
+                    totals.lowest_value.to_bits(),
+                    totals.highest_value.to_bits(),
                 ];
                 bits.extend(written.iter().map(|v| v.to_bits()));
                 bits
@@ -1237,25 +1240,28 @@ mod tests {
         }
     }
 
-    /// v² charged and recorded: nonnegative, whether the pass is told so or not.
+    /// v² charged and recorded (C = L kept): its range checked from the values' extremes.
     #[derive(Clone, Copy)]
-    struct Squared<const NONNEGATIVE: bool>;
+    struct Squared;
 
-    impl<const NONNEGATIVE: bool> Charging for Squared<NONNEGATIVE> {
+    impl Charging for Squared {
         const TWIN: bool = true;
-        const NONNEGATIVE: bool = NONNEGATIVE;
         fn split<L: Lanes>(self, l: L, value: L::V, _aux: L::V) -> (L::V, L::V) {
             let square = l.mul(value, value);
             (square, square)
+        }
+        fn outside(self, lowest: f64, highest: f64, lower: f64, upper: f64) -> bool {
+            let largest = (lowest * lowest).max(highest * highest);
+            lower > 0.0 || largest > upper
         }
     }
 
     /// A twin pass (C = L bit for bit, the charge recorded) computes C' once and writes it
     /// to both buffers: every output and every total is the bits of the full pass, on every
-    /// path; and a pass told that the charges are nonnegative counts the same rounds out of
-    /// range (a range below 0 is never left by them).
+    /// path; the pass reports the least and the largest value, and a charge that is not the
+    /// value (v²) is found out of range exactly when one is.
     #[test]
-    fn twin_and_nonnegative_passes_keep_the_bits() {
+    fn twin_passes_keep_the_bits_and_the_range_of_the_values() {
         for n in sizes() {
             for prior in [false, true] {
                 for range in [None, Some((-0.2, 1.0)), Some((0.0, 0.5)), Some((0.0, 4.0))] {
@@ -1265,7 +1271,7 @@ mod tests {
                     let twin = run_pass(&inputs, OwnLoss, prior, range, 0.7, true);
                     assert!(twin.windows(2).all(|w| w[0] == w[1]), "n = {n}");
                     assert_eq!(full[0], twin[0], "n = {n}");
-                    // The range: the least and the largest charge.
+                    // The range: the least and the largest value.
                     let values = &inputs[0];
                     if range.is_some() {
                         let low = values.iter().copied().fold(f64::INFINITY, f64::min);
@@ -1273,17 +1279,12 @@ mod tests {
                         assert_eq!(f64::from_bits(twin[0][7]), low);
                         assert_eq!(f64::from_bits(twin[0][8]), high);
                     }
-                    let plain = run_pass(&inputs, Squared::<false>, prior, range, 0.7, true);
-                    let signed = run_pass(&inputs, Squared::<true>, prior, range, 0.7, true);
-                    for path in &signed {
-                        // Everything but the least charge (reported as 0, a bound).
-                        assert_eq!(path[..7], plain[0][..7], "n = {n}, {range:?}");
-                        assert_eq!(path[8..], plain[0][8..], "n = {n}, {range:?}");
-                    }
+                    let squared = run_pass(&inputs, Squared, prior, range, 0.7, true);
+                    assert!(squared.windows(2).all(|w| w[0] == w[1]), "n = {n}");
                     let outside = range.is_some_and(|(lo, hi)| {
                         values.iter().any(|v| !(lo..=hi).contains(&(v * v)))
                     });
-                    assert_eq!(signed[0][1], u64::from(outside), "n = {n}, {range:?}");
+                    assert_eq!(squared[0][1], u64::from(outside), "n = {n}, {range:?}");
                 }
             }
         }
