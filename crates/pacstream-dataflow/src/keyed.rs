@@ -403,8 +403,8 @@ pub fn run_keyed<F: KeyedFamily>(
     } = start::<State<F::State>>(worker, files)?;
     let resume = resumed.as_ref().map(|(epoch, _)| *epoch);
     // Each key's state is boxed: the map then holds a key and a pointer per entry, and
-    // growing it moves those, not the learners (AnyAggregator's hundreds of bytes each).
-    // Unboxed, the rehashes of a map of 10^5 Hedge learners copied every learner at each
+    // growing it moves those, not the learners (an aggregator is a struct of vectors and
+    // counters, held inline in the map when unboxed). Unboxed, the rehashes of a map of 10^5 Hedge learners copied every learner at each
     // doubling into fresh memory, whose clearing by the kernel (`clear_page_erms` under
     // `reserve_rehash`) was 10 % of a 2-worker keyed run's CPU samples.
     let (mut learners, mut done, records_len, mut epoch): (
