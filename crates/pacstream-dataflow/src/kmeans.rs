@@ -313,6 +313,17 @@ pub fn run_kmeans(
                     Some((c, _)) if c == chunk => mine.next().map(|(_, steps)| steps),
                     _ => None,
                 };
+                // A chunk whose records this worker writes is replayed row by row (each
+                // record holds the totals after its row); any other only needs the totals
+                // after its last row. Worker 0 replays every row of the stream while the
+                // others wait for its next chunks, so a `Totals` built per row was work
+                // of the whole stream on one worker.
+                let Some(steps) = own.filter(|_| want_records) else {
+                    if let Some(round) = totals.record_losses(chunk_first + 1, losses) {
+                        last = Some(round);
+                    }
+                    continue;
+                };
                 let mut block = Vec::new();
                 for (offset, &loss) in losses.iter().enumerate() {
                     let position = chunk_first + offset as u64;
@@ -324,9 +335,7 @@ pub fn run_kmeans(
                         reassigned: 0,
                     };
                     let round = totals.record(&replayed);
-                    if want_records && let Some(steps) = own {
-                        write_record(&mut block, &learner.record(&steps[offset], &round))?;
-                    }
+                    write_record(&mut block, &learner.record(&steps[offset], &round))?;
                     last = Some(round);
                 }
                 if !block.is_empty() {

@@ -127,6 +127,28 @@ impl Prequential {
         }
     }
 
+    /// Accounts rounds `first_round`, `first_round + 1`, ... each scored with its loss in
+    /// `losses`, as [`Prequential::record`] of each in turn would (the same bits: the losses
+    /// are added in order to the same compensated sum); returns the totals after the last
+    /// (`None` without losses). A replay of many rounds whose totals are wanted only at the
+    /// end pays one addition per round, not a [`Totals`] per round.
+    pub fn record_losses(&mut self, first_round: u64, losses: &[f64]) -> Option<Totals> {
+        let &loss = losses.last()?;
+        for &loss in losses {
+            self.cumulative_loss.add(loss);
+        }
+        self.scored_rounds += losses.len() as u64;
+        self.rounds = first_round + (losses.len() as u64 - 1);
+        Some(Totals {
+            round: self.rounds,
+            loss: Some(loss),
+            scored_rounds: self.scored_rounds,
+            cumulative_loss: self.cumulative_loss.value(),
+            comparator_loss: None,
+            regret: None,
+        })
+    }
+
     /// The number of rounds accounted.
     pub fn rounds(&self) -> u64 {
         self.rounds
@@ -262,6 +284,31 @@ mod tests {
         fn loss(&self) -> Option<f64> {
             self.1
         }
+    }
+
+    /// A run of losses accounted at once gives the bits of accounting them one by one:
+    /// the totals after the last, and the state the next rounds are added to.
+    #[test]
+    fn losses_accounted_at_once_are_those_recorded_one_by_one() {
+        let mut rng = crate::rng::StreamRng::seed_from(7);
+        let losses: Vec<f64> = (0..500)
+            .map(|i| rng.next_f64() * 10f64.powi(i % 13 - 6))
+            .collect();
+        let (mut one_by_one, mut at_once) = (Prequential::new(), Prequential::new());
+        one_by_one.record(&Fixed(1, None));
+        at_once.record(&Fixed(1, None));
+        let mut round = 2;
+        for run in losses.chunks(37).chain([&[][..]]) {
+            let mut last = None;
+            for &loss in run {
+                last = Some(one_by_one.record(&Fixed(round, Some(loss))));
+                round += 1;
+            }
+            let first = round - run.len() as u64;
+            assert_eq!(at_once.record_losses(first, run), last);
+            assert_eq!(at_once, one_by_one);
+        }
+        assert_eq!(at_once.rounds(), 501);
     }
 
     #[test]

@@ -233,6 +233,61 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// Passes over up to `n` records, as `n` calls of [`Scanner::skip`] would: the same
+    /// records, the same position after each, the same error. Returns how many it passed
+    /// over (fewer than `n` at the end of the input or at an error) and the error that
+    /// stopped it. The plain lines in the buffer are found by one search over it
+    /// ([`Scanner::pass_plain_lines`]), not one call per line: a k-means worker passes over
+    /// the other workers' chunks, thousands of lines at a time, and the search set up per
+    /// line cost it about 30 ns a line of the whole file.
+    pub(super) fn skip_many(&mut self, n: usize) -> (usize, Result<(), ScanError>) {
+        let mut passed = 0;
+        while passed < n {
+            if self.fast && self.started && !self.done && (self.header_read || !self.has_header) {
+                passed += self.pass_plain_lines(n - passed);
+                if passed == n {
+                    break;
+                }
+            }
+            // A line holding a quote, the buffer's last line (which may go on in the input),
+            // the first record or the end of the input: one record as `skip` passes it.
+            match self.skip() {
+                Ok(true) => passed += 1,
+                Ok(false) => break,
+                Err(error) => return (passed, Err(error)),
+            }
+        }
+        (passed, Ok(()))
+    }
+
+    /// Passes over up to `n` records that are plain lines ended in the buffer, with the
+    /// empty lines before them, as [`Scanner::skip`] passes each (see
+    /// [`Scanner::next_line`]): a run of line ends before a record is no record, a record
+    /// ends at its first `\r` or `\n`, which it consumes. Stops before a line holding a
+    /// quote and before a line not ended in the buffer (which `skip` must see); returns the
+    /// number passed over.
+    fn pass_plain_lines(&mut self, n: usize) -> usize {
+        let rest = &self.buf[self.start..self.end];
+        let (mut passed, mut line_start, mut lines) = (0, 0, 0u64);
+        for end in memchr::memchr3_iter(b'\n', b'\r', b'"', rest) {
+            let byte = rest[end];
+            if byte == b'"' {
+                break;
+            }
+            lines += u64::from(byte == b'\n');
+            // A line end at the start of a line ends no record (an empty line).
+            passed += usize::from(end > line_start);
+            line_start = end + 1;
+            if passed == n {
+                break;
+            }
+        }
+        self.pos.line += lines;
+        self.pos.record += passed as u64;
+        self.consume(line_start);
+        passed
+    }
+
     /// Finds the next record's line: passes over the empty lines before it, then looks
     /// for its end. A record whose end does not depend on CSV syntax is `Plain`: the
     /// unread bytes start with it. Otherwise (a quote, the first record, the end of the
@@ -611,6 +666,81 @@ mod tests {
         out
     }
 
+    /// The calls as runs: `runs` are reads (0) and runs of k records passed over (k > 0),
+    /// each with its outcomes and the position after it. With `bulk`, a run is one call of
+    /// `skip_many` on the scanner; otherwise it is k calls of the reference (`csv::Reader`).
+    fn runs(
+        bytes: &[u8],
+        (chunk, buffer): (usize, usize),
+        delimiter: u8,
+        header: bool,
+        runs: &[usize],
+        bulk: bool,
+    ) -> Vec<(Vec<Outcome>, Position)> {
+        let end_position = |outcome: &Outcome| matches!(outcome, Outcome::End | Outcome::Error(_));
+        if !bulk {
+            let calls: Vec<bool> = runs
+                .iter()
+                .flat_map(|&k| if k == 0 { vec![true] } else { vec![false; k] })
+                .collect();
+            let mut each = reference(bytes, chunk, delimiter, header, &calls).into_iter();
+            let mut out = Vec::new();
+            for &k in runs {
+                let mut outcomes = Vec::new();
+                let mut position = None;
+                for (outcome, after) in each.by_ref().take(k.max(1)) {
+                    let stop = end_position(&outcome);
+                    outcomes.push(outcome);
+                    position = Some(after);
+                    if stop {
+                        break;
+                    }
+                }
+                let Some(position) = position else { break };
+                let stop = outcomes.last().is_some_and(end_position);
+                out.push((outcomes, position));
+                if stop {
+                    break;
+                }
+            }
+            return out;
+        }
+        let input = Chunked { bytes, chunk };
+        let mut scanner = Scanner::with_buffer(input, delimiter, header, buffer);
+        let mut out = Vec::new();
+        for &k in runs {
+            let outcomes = if k == 0 {
+                vec![match scanner.read() {
+                    Ok(true) => {
+                        let record = scanner.record();
+                        Outcome::Read(
+                            (0..scanner.len)
+                                .map(|i| record.get(i).unwrap().to_string())
+                                .collect(),
+                        )
+                    }
+                    Ok(false) => Outcome::End,
+                    Err(e) => Outcome::Error(e.to_string()),
+                }]
+            } else {
+                let (passed, result) = scanner.skip_many(k);
+                let mut outcomes: Vec<Outcome> = (0..passed).map(|_| Outcome::Passed).collect();
+                match result {
+                    Err(e) => outcomes.push(Outcome::Error(e.to_string())),
+                    Ok(()) if passed < k => outcomes.push(Outcome::End),
+                    Ok(()) => {}
+                }
+                outcomes
+            };
+            let stop = outcomes.last().is_some_and(end_position);
+            out.push((outcomes, scanner.position()));
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+
     /// Whether the scanner's first input to `csv_core` is the reference's, where that
     /// matters: `csv_core` strips a byte-order mark only from its first input, and when that
     /// input is the mark alone it takes it for the end of the file. Both readers' first read
@@ -734,6 +864,75 @@ mod tests {
         assert!(!scanner.read().unwrap());
     }
 
+    /// Runs of records passed over by `skip_many` are the records `csv::Reader` reads
+    /// one by one, positions included, on the hand-written cases and long runs.
+    #[test]
+    fn runs_passed_over_are_those_the_csv_reader_reads() {
+        let cases: &[&[u8]] = &[
+            b"a,b\n1,2\n3,4\n5,6\n7,8\n9,10\n",
+            b"a,b\r\n1,2\r\n3,4\r\n5,6\r\n",
+            b"a,b\r1,2\r3,4\r5,6",
+            b"a,b\n\n1,2\r\n\r\n3,4\r\r\n\n5,6\n\n\r\n",
+            b"\n\r\na,b\n1,2\n",
+            b"a,b\n\"1\n2\",3\n\"x,\"\"y\"\"\r\nz\",4\n5,6\n",
+            b"a,b\n1,2\"3\n4,\"5\"6\n7,8\n",
+            b"a,b\n1,2\n \n4,5\n6\n",
+            b"a,b\n1,\xff\n2,3\n",
+            b"\xef\xbb\xbfa,b\n1,2\n3,4\n",
+            b"a,b\n",
+            b"",
+        ];
+        for bytes in cases {
+            for header in [true, false] {
+                for calls in [
+                    vec![2],
+                    vec![1, 3],
+                    vec![0, 2, 0, 1],
+                    vec![3, 0, 3],
+                    vec![0, 0, 5],
+                    vec![100],
+                ] {
+                    for chunk in [1, 3, 4096] {
+                        let expected = runs(bytes, (chunk, 0), b',', header, &calls, false);
+                        for buffer in [1, 5, 64, BUFFER_BYTES] {
+                            if !comparable(bytes, chunk, buffer) {
+                                continue;
+                            }
+                            let got = runs(bytes, (chunk, buffer), b',', header, &calls, true);
+                            assert_eq!(
+                                got,
+                                expected,
+                                "{:?}, header {header}, runs {calls:?}, chunks of {chunk}, buffer {buffer}",
+                                String::from_utf8_lossy(bytes)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Many lines in one buffer, passed over by one search, then read on.
+        let text: String = std::iter::once("a,b\n".to_string())
+            .chain((0..5000).map(|i| {
+                if i % 7 == 3 {
+                    format!("{i},x\r\n\n")
+                } else {
+                    format!("{i},{}\n", i * 3)
+                }
+            }))
+            .collect();
+        for calls in [
+            vec![4000, 0, 999, 0, 10],
+            vec![0, 2500, 2500, 0],
+            vec![1, 4998, 0],
+        ] {
+            let expected = runs(text.as_bytes(), (65536, 0), b',', true, &calls, false);
+            for buffer in [64, 4096, BUFFER_BYTES] {
+                let got = runs(text.as_bytes(), (65536, buffer), b',', true, &calls, true);
+                assert_eq!(got, expected, "runs {calls:?}, buffer {buffer}");
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
         /// Random inputs over the bytes that matter to CSV (quotes, both line ends,
@@ -759,6 +958,34 @@ mod tests {
                         continue;
                     }
                     let got = scanned(&bytes, (chunk, buffer), delimiter, header, &calls);
+                    prop_assert_eq!(&got, &expected);
+                }
+            }
+        }
+
+        /// Random inputs read and passed over in runs (`skip_many`) as `csv::Reader`
+        /// reads them one record at a time.
+        #[test]
+        fn random_runs_pass_over_what_the_csv_reader_reads(
+            bytes in proptest::collection::vec(
+                prop::sample::select(vec![
+                    b'a', b'1', b',', b',', b'"', b'\r', b'\n', b'\n', b'\n', b' ', b';',
+                    0xc3, 0xa9, 0xff, 0xef, 0xbb, 0xbf,
+                ]),
+                0..80,
+            ),
+            header in any::<bool>(),
+            semicolon in any::<bool>(),
+            calls in proptest::collection::vec(0usize..6, 1..10),
+        ) {
+            let delimiter = if semicolon { b';' } else { b',' };
+            for chunk in [1, 3, 4096] {
+                let expected = runs(&bytes, (chunk, 0), delimiter, header, &calls, false);
+                for buffer in [1, 7, 4096] {
+                    if !comparable(&bytes, chunk, buffer) {
+                        continue;
+                    }
+                    let got = runs(&bytes, (chunk, buffer), delimiter, header, &calls, true);
                     prop_assert_eq!(&got, &expected);
                 }
             }

@@ -134,16 +134,24 @@ impl CsvSource {
         Ok(true)
     }
 
-    /// Passes over one row without parsing it; false at the end of the input.
-    fn pass_row(&mut self) -> Result<bool, FlowError> {
-        let more = self.scanner.skip().map_err(|e| FlowError::Row {
+    /// Passes over up to `n` rows without parsing them; returns how many (fewer at the end
+    /// of the input). A run of rows goes to [`Scanner::skip_many`], which finds their
+    /// lines by one search of the buffer.
+    fn pass_rows(&mut self, n: usize) -> Result<usize, FlowError> {
+        let (passed, result) = if n == 1 {
+            match self.scanner.skip() {
+                Ok(more) => (usize::from(more), Ok(())),
+                Err(error) => (0, Err(error)),
+            }
+        } else {
+            self.scanner.skip_many(n)
+        };
+        self.row += passed as u64;
+        result.map_err(|e| FlowError::Row {
             row: self.row + 1,
             message: e.to_string(),
         })?;
-        if more {
-            self.row += 1;
-        }
-        Ok(more)
+        Ok(passed)
     }
 }
 
@@ -171,10 +179,14 @@ impl Source for CsvSource {
     }
 
     fn skip_rows(&mut self, n: u64) -> Result<(), FlowError> {
-        for _ in 0..n {
-            if !self.pass_row()? {
+        let mut left = n;
+        while left > 0 {
+            let step = usize::try_from(left).unwrap_or(usize::MAX);
+            let passed = self.pass_rows(step)?;
+            if passed < step {
                 break;
             }
+            left -= passed as u64;
         }
         Ok(())
     }
@@ -188,18 +200,23 @@ impl Source for CsvSource {
         out: &mut Rows,
     ) -> Result<usize, FlowError> {
         let mut passed = 0;
-        // The selected rows come by ranges: no test per row beyond two comparisons.
+        // The selected rows come by ranges: the rows between two ranges are passed over
+        // as one run.
         let mut selected = keep.next_range(0);
         while passed < n {
             if passed >= selected.end {
                 selected = keep.next_range(passed);
             }
-            let more = if passed >= selected.start {
-                self.read_row(passed as u64, out)?
-            } else {
-                self.pass_row()?
-            };
-            if !more {
+            if passed < selected.start {
+                let gap = selected.start.min(n) - passed;
+                let skipped = self.pass_rows(gap)?;
+                passed += skipped;
+                if skipped < gap {
+                    break;
+                }
+                continue;
+            }
+            if !self.read_row(passed as u64, out)? {
                 break;
             }
             passed += 1;
