@@ -91,6 +91,8 @@ struct CentreInfo<'a> {
     farthest_moved: usize,
     largest_move: f64,
     second_largest_move: f64,
+    /// The centres transposed for the expanded distances' products, at large d.
+    columns: expanded::CentreColumns,
     /// ‖c_j‖² and (widened) max_j ‖c_j‖², for the expanded distances at large d.
     squared_norms: Vec<f64>,
     /// ‖x‖² of every point, at large d.
@@ -149,7 +151,7 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
     partial: &mut ClusterSums,
 ) {
     if D == 0 {
-        hamerly_chunk_blocked(points, info, first, states, partial);
+        hamerly_chunk_blocked(quad, points, info, first, states, partial);
         return;
     }
     let dim = D;
@@ -202,7 +204,8 @@ fn hamerly_chunk<Q: Quad, const D: usize>(
 /// Inlined into the dispatched kernel so that the distances and sums around the product are
 /// compiled for the same instruction set.
 #[inline(always)]
-fn hamerly_chunk_blocked(
+fn hamerly_chunk_blocked<Q: Quad>(
+    quad: Q,
     points: &WeightedPoints<'_>,
     info: &CentreInfo<'_>,
     first: usize,
@@ -234,12 +237,13 @@ fn hamerly_chunk_blocked(
         for &offset in &pending {
             rows.extend_from_slice(points.row(first + offset));
         }
-        let products = expanded::products(&rows, info.centres, dim);
+        let mut products = Vec::new();
+        expanded::products(quad, &rows, &info.columns, &mut products);
         let mut approximate = vec![0.0; n_clusters];
         for ((&offset, point), products) in pending
             .iter()
             .zip(rows.chunks_exact(dim))
-            .zip(products.rows())
+            .zip(products.chunks_exact(info.columns.width()))
         {
             let state = &mut states[offset];
             let previous = state.label;
@@ -247,7 +251,7 @@ fn hamerly_chunk_blocked(
             let (mut smallest, mut next) = (f64::INFINITY, f64::INFINITY);
             for ((a, &product), &centre_norm) in approximate
                 .iter_mut()
-                .zip(&products)
+                .zip(&products[..n_clusters])
                 .zip(&info.squared_norms)
             {
                 *a = norm + centre_norm - 2.0 * product;
@@ -315,6 +319,11 @@ impl Assigner for Hamerly {
                 CentreGroups::default()
             },
             half_gap: half_gaps(centres, dim, self.slack),
+            columns: if dim > MAX_GROUPED_DIM {
+                expanded::CentreColumns::new(centres, dim)
+            } else {
+                expanded::CentreColumns::default()
+            },
             squared_norms: if dim > MAX_GROUPED_DIM {
                 centres.chunks_exact(dim).map(squared_norm).collect()
             } else {
@@ -516,7 +525,7 @@ mod tests {
                 dim,
                 weights: Weights::Unit,
             };
-            let products = expanded::products(&values, &centres, dim);
+            let (products, width) = expanded::products_of(&values, &centres, dim);
             let misordered = values
                 .chunks_exact(dim)
                 .enumerate()
@@ -524,7 +533,9 @@ mod tests {
                     let expanded: Vec<f64> = centres
                         .chunks_exact(dim)
                         .enumerate()
-                        .map(|(j, c)| squared_norm(x) + squared_norm(c) - 2.0 * products[[*i, j]])
+                        .map(|(j, c)| {
+                            squared_norm(x) + squared_norm(c) - 2.0 * products[i * width + j]
+                        })
                         .collect();
                     // Strictly: some other centre's expanded value is below the nearest's.
                     let nearest = nearest_two::<0>(x, &centres, dim).0;
