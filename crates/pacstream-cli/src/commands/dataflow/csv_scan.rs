@@ -638,18 +638,7 @@ mod tests {
         let mut out = Vec::new();
         for &read in calls {
             let outcome = if read {
-                match scanner.read() {
-                    Ok(true) => {
-                        let record = scanner.record();
-                        Outcome::Read(
-                            (0..scanner.len)
-                                .map(|i| record.get(i).unwrap().to_string())
-                                .collect(),
-                        )
-                    }
-                    Ok(false) => Outcome::End,
-                    Err(e) => Outcome::Error(e.to_string()),
-                }
+                read_outcome(&mut scanner)
             } else {
                 match scanner.skip() {
                     Ok(true) => Outcome::Passed,
@@ -664,6 +653,22 @@ mod tests {
             }
         }
         out
+    }
+
+    /// What one `read` of the scanner gives: the record's fields, the end, or the error.
+    fn read_outcome<R: Read>(scanner: &mut Scanner<R>) -> Outcome {
+        match scanner.read() {
+            Ok(true) => {
+                let record = scanner.record();
+                Outcome::Read(
+                    (0..scanner.len)
+                        .map(|i| record.get(i).unwrap().to_string())
+                        .collect(),
+                )
+            }
+            Ok(false) => Outcome::End,
+            Err(e) => Outcome::Error(e.to_string()),
+        }
     }
 
     /// The calls as runs: `runs` are reads (0) and runs of k records passed over (k > 0),
@@ -710,18 +715,7 @@ mod tests {
         let mut out = Vec::new();
         for &k in runs {
             let outcomes = if k == 0 {
-                vec![match scanner.read() {
-                    Ok(true) => {
-                        let record = scanner.record();
-                        Outcome::Read(
-                            (0..scanner.len)
-                                .map(|i| record.get(i).unwrap().to_string())
-                                .collect(),
-                        )
-                    }
-                    Ok(false) => Outcome::End,
-                    Err(e) => Outcome::Error(e.to_string()),
-                }]
+                vec![read_outcome(&mut scanner)]
             } else {
                 let (passed, result) = scanner.skip_many(k);
                 let mut outcomes: Vec<Outcome> = (0..passed).map(|_| Outcome::Passed).collect();
