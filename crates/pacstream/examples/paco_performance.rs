@@ -21,9 +21,11 @@
 //!   warm-up points, then plays 8 rounds, then `--rounds M` (20) measured rounds.
 //! - `long`: a whole online run of `--horizon T` (10,000) points in `--dims d` (5), exact
 //!   memory, N = 500, default settings, with the elapsed time and the mean cost of a round at
-//!   every tenth of the run, and the CPU time of the whole run; S_t summed point by point,
+//!   every tenth of the run (wall and CPU time), and the CPU time of the whole run; S_t summed point by point,
 //!   then with the default (`--summation auto`: the index where it pays) — or only one of
-//!   them with `--summation linear|auto`.
+//!   them with `--summation linear|auto`. Each run ends with a fingerprint: a hash (FNV-1a)
+//!   of every round's k̂_t, loss and acceptance count and of the final centres' bits, so that
+//!   two builds can be checked to make the same run bit for bit.
 //! - `crossover`: the CPU time of a round with S_t summed point by point and on the index
 //!   (forced), side by side, for `--t 250,..,8000` and `--dims 2,5,20`; `--svg FILE` draws
 //!   the cost per round against t.
@@ -422,6 +424,23 @@ fn cpu_seconds() -> f64 {
     })
 }
 
+/// A 64-bit FNV-1a hash of a sequence of words: the fingerprint of a run.
+struct Fingerprint(u64);
+
+impl Default for Fingerprint {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fingerprint {
+    fn add(&mut self, word: u64) {
+        for byte in word.to_le_bytes() {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 fn long(args: &[String]) {
     let horizon: usize = option(args, "--horizon").map_or(10_000, |s| s.parse().expect("a number"));
     let dim: usize = option(args, "--dims").map_or(5, |s| s.parse().expect("a number"));
@@ -447,42 +466,57 @@ fn long(args: &[String]) {
             .build();
         println!("### S_t summed {name} (load {} at the start)\n", load());
         println!(
-            "| rounds | elapsed (s) | ms per round over the last tenth | data summed one by one per iteration | k̂ | load |"
+            "| rounds | elapsed (s) | ms per round over the last tenth | CPU ms per round over the last tenth | data summed one by one per iteration | k̂ | load |"
         );
-        println!("|---:|---:|---:|---:|---:|---:|");
+        println!("|---:|---:|---:|---:|---:|---:|---:|");
         let tenth = (horizon / 10).max(1);
         let started = Instant::now();
         let cpu_started = cpu_seconds();
         let mut last = 0.0;
+        let mut last_cpu = cpu_started;
         let mut direct = 0.0;
         let mut chains = 0;
+        let mut fingerprint = Fingerprint::default();
         for (t, point) in points.chunks_exact(dim).enumerate() {
             let step = learner.learn_one(point).expect("valid point");
+            fingerprint.add(step.n_clusters.unwrap_or(0) as u64);
+            fingerprint.add(step.loss.map_or(u64::MAX, f64::to_bits));
+            fingerprint.add(step.sampler.as_ref().map_or(0, |r| r.accepted as u64));
             if let Some(report) = step.sampler {
                 direct += report.direct_fraction;
                 chains += 1;
             }
             if (t + 1) % tenth == 0 || t + 1 == horizon {
                 let elapsed = started.elapsed().as_secs_f64();
+                let cpu = cpu_seconds();
                 println!(
-                    "| {} | {:.2} | {:.3} | {:.4} | {} | {} |",
+                    "| {} | {:.2} | {:.3} | {:.3} | {:.4} | {} | {} |",
                     t + 1,
                     elapsed,
                     1e3 * (elapsed - last) / tenth as f64,
+                    1e3 * (cpu - last_cpu) / tenth as f64,
                     direct / f64::from(chains.max(1)),
                     learner.n_clusters().unwrap_or(0),
                     load()
                 );
                 last = elapsed;
+                last_cpu = cpu;
                 direct = 0.0;
                 chains = 0;
             }
         }
         let total = started.elapsed().as_secs_f64();
         let cpu = cpu_seconds() - cpu_started;
+        for centre in learner.centres().map(|c| c.as_slice()).unwrap_or_default() {
+            fingerprint.add(centre.to_bits());
+        }
         println!(
             "\nTotal: {total:.2} s wall, {cpu:.2} s CPU for {horizon} rounds ({name}; load {} at the end)\n",
             load()
+        );
+        println!(
+            "Fingerprint of the run (k̂_t, losses, acceptances, final centres): {:016x}\n",
+            fingerprint.0
         );
         totals.push((name, cpu));
     }

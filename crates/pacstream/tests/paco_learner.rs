@@ -651,3 +651,79 @@ fn conformance_on_the_index() {
             .unwrap();
     }
 }
+
+/// A 64-bit FNV-1a hash of a sequence of words.
+fn fingerprint(words: impl IntoIterator<Item = u64>) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    for word in words {
+        for byte in word.to_le_bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The fingerprint of a whole run: every round's k̂_t, loss (bits) and number of accepted
+/// moves, then the bits of the final centres.
+fn run_fingerprint(learner: &mut Paco, stream: &[Vec<f64>]) -> u64 {
+    let steps = run(learner, stream);
+    let per_round = steps.iter().flat_map(|step| {
+        [
+            step.n_clusters.unwrap_or(0) as u64,
+            step.loss.map_or(u64::MAX, f64::to_bits),
+            step.sampler
+                .as_ref()
+                .map_or(0, |report| report.accepted as u64),
+        ]
+    });
+    let centres: Vec<u64> = learner
+        .centres()
+        .map(|c| c.as_slice().iter().map(|v| v.to_bits()).collect())
+        .unwrap_or_default();
+    fingerprint(per_round.chain(centres))
+}
+
+/// Speed-ups of the evaluation of S_t, of the proposal means or of the covers must not
+/// change a run: the chain's decisions, the centres and so the losses are pinned, bit for
+/// bit, by the fingerprint of a whole run (k̂_t, ℓ(ĉ_t, x_t) and the accepted moves of every
+/// round, and the final centres), on the index (forced from the first points) and point by
+/// point, for a stream whose number of groups changes from two to four. The fingerprints
+/// were recorded with the code of commit 1206820. A change meant to alter the algorithm
+/// (a new move, another proposal) changes them: record the new values and say why in the
+/// commit. (The kernels give the same bits on every instruction set; `ln`, `exp` and
+/// `ln_1p` come from the platform's maths library, so another platform may differ.)
+#[test]
+fn a_run_is_pinned_to_its_fingerprint() {
+    use pacstream::paco::Summation;
+    let mut stream = mixture(&[vec![0.0, 0.0, 0.0], vec![8.0, 0.0, 1.0]], 150, 1.0, 21);
+    stream.extend(mixture(
+        &[
+            vec![0.0, 0.0, 0.0],
+            vec![8.0, 0.0, 1.0],
+            vec![0.0, 8.0, -1.0],
+            vec![8.0, 8.0, 0.0],
+        ],
+        250,
+        1.0,
+        22,
+    ));
+    let mut found = Vec::new();
+    for summation in [Summation::Index, Summation::PointByPoint] {
+        let mut learner = PacoParams::new()
+            .warmup(20)
+            .iterations(60)
+            .max_k(6)
+            .summation(summation)
+            .seed(77)
+            .check()
+            .unwrap()
+            .build();
+        found.push(run_fingerprint(&mut learner, &stream));
+    }
+    let expected: [u64; 2] = [0xa4aa_1f27_c58b_e6bb, 0x52d0_e7a0_6f99_8dba];
+    assert_eq!(
+        found, expected,
+        "the runs changed: {:016x?} (index, point by point)",
+        found
+    );
+}
