@@ -169,6 +169,11 @@ pub(crate) struct KMeansSource<'a> {
     cache: Vec<Option<ProposalMeans>>,
     kmeans_runs: usize,
     distinct: DistinctScan,
+    /// The shift tolerance of Lloyd's loop ([`filtering::tolerance`]), a function of the
+    /// memory alone, which does not change within the round: computed once, at the first
+    /// k' that needs it (point by point it costs two passes over the memory, which every
+    /// k' proposed in the round used to pay again for the same bits).
+    tolerance: Option<f64>,
 }
 
 impl<'a> KMeansSource<'a> {
@@ -187,6 +192,7 @@ impl<'a> KMeansSource<'a> {
             cache: vec![None; max_k],
             kmeans_runs: 0,
             distinct: DistinctScan::default(),
+            tolerance: None,
         }
     }
 
@@ -201,8 +207,10 @@ impl<'a> KMeansSource<'a> {
         if !self.distinct.at_least(rows, dim, n_clusters) {
             return self.distinct.as_means(rows, dim, n_clusters);
         }
-        let tolerance = filtering::tolerance(self.memory);
         let memory = self.memory;
+        let tolerance = *self
+            .tolerance
+            .get_or_insert_with(|| filtering::tolerance(memory));
         let warm = self.history.get(n_clusters, dim).map(|previous| {
             let mut assignment = match previous {
                 Previous::Assigned(a) if a.extends_to(memory) => {
