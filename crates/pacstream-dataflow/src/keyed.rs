@@ -16,7 +16,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::io::Write;
+use std::io::{IoSlice, Write};
 
 use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
@@ -232,9 +232,6 @@ pub struct KeyedSummary {
 /// run is sent in pieces, not one message of a hundred megabytes.
 pub const PIECE_BYTES: usize = 1 << 24;
 
-/// The size of the writes of [`KeyedSummary::write_to`].
-const WRITE_BYTES: usize = 1 << 20;
-
 /// Consecutive summary entries of one worker, in key order: entry i is `keys[i]`'s, the
 /// bytes of `text` up to `ends[i]` (from the previous entry's end).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -265,23 +262,30 @@ impl KeyedSummary {
     /// Writes the summary document, key → summary in key order: the bytes
     /// `serde_json::to_string_pretty` prints for the whole map (`{}` without keys).
     pub fn write_to<W: Write + ?Sized>(&self, out: &mut W) -> std::io::Result<()> {
-        if self.is_empty() {
-            return out.write_all(b"{}");
-        }
-        // The entries (3.7 KB each for a Hedge of 10 experts) are gathered into writes of
-        // [`WRITE_BYTES`]: through the caller's 8 KB buffer, the 366 MB document of 10^5
-        // keys took about 45,000 `write` calls, all made after the workers had finished.
-        let mut out = std::io::BufWriter::with_capacity(WRITE_BYTES, out);
-        self.write_entries(&mut out)?;
-        out.flush()
+        write_all_slices(out, &self.slices())
     }
 
-    fn write_entries<W: Write>(&self, out: &mut W) -> std::io::Result<()> {
-        out.write_all(b"{\n")?;
+    /// The summary document ([`KeyedSummary::write_to`]) as the byte slices it is made of,
+    /// in order: `{\n`, the entries separated by `,\n`, `\n}` (or `{}` without keys). A
+    /// writer can hand them to the kernel as they are (vectored writes), and several
+    /// threads can write runs of them in place side by side: the 366 MB document of 10^5
+    /// keys is never copied into a buffer first, which took about as long as the kernel's
+    /// own copy into the page cache, all of it after the workers had finished.
+    pub fn slices(&self) -> Vec<&[u8]> {
+        if self.is_empty() {
+            return vec![b"{}"];
+        }
+        let n_keys: usize = self
+            .runs
+            .iter()
+            .flatten()
+            .map(|piece| piece.keys.len())
+            .sum();
+        let mut slices: Vec<&[u8]> = Vec::with_capacity(2 * n_keys + 1);
+        slices.push(b"{\n");
         // One cursor (piece, entry) per worker; the runs are sorted and hold disjoint keys
         // (a key lives on one worker), so the smallest head is the next key.
         let mut cursors = vec![(0usize, 0usize); self.runs.len()];
-        let mut first = true;
         loop {
             let mut next: Option<(usize, &str)> = None;
             for (worker, run) in self.runs.iter().enumerate() {
@@ -299,14 +303,14 @@ impl KeyedSummary {
             }
             let Some((worker, _)) = next else { break };
             let (piece, entry) = &mut cursors[worker];
-            if !first {
-                out.write_all(b",\n")?;
+            if slices.len() > 1 {
+                slices.push(b",\n");
             }
-            first = false;
-            out.write_all(self.runs[worker][*piece].entry(*entry).as_bytes())?;
+            slices.push(self.runs[worker][*piece].entry(*entry).as_bytes());
             *entry += 1;
         }
-        out.write_all(b"\n}")
+        slices.push(b"\n}");
+        slices
     }
 
     /// The summary document as one string ([`KeyedSummary::write_to`]).
@@ -363,6 +367,31 @@ impl KeyedSummary {
         }
         Self { runs }
     }
+}
+
+/// Writes `slices` one after the other with vectored writes (at most 1,024 slices, the
+/// usual `IOV_MAX`, a call), so that no byte is copied before the kernel copies it.
+pub fn write_all_slices<W: Write + ?Sized>(out: &mut W, slices: &[&[u8]]) -> std::io::Result<()> {
+    const MOST_SLICES_A_CALL: usize = 1024;
+    for batch in slices.chunks(MOST_SLICES_A_CALL) {
+        let mut io_slices: Vec<IoSlice<'_>> = batch.iter().map(|s| IoSlice::new(s)).collect();
+        let mut pending = &mut io_slices[..];
+        IoSlice::advance_slices(&mut pending, 0);
+        while !pending.is_empty() {
+            match out.write_vectored(pending) {
+                Ok(0) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        "failed to write the whole summary",
+                    ));
+                }
+                Ok(written) => IoSlice::advance_slices(&mut pending, written),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One entry of the pretty-printed summary object, `  "key": {...}` with the indentation
@@ -631,5 +660,62 @@ mod tests {
         }
         let none = KeyedSummary::run_of(&Counts, 0, &HashMap::new(), 1).unwrap();
         assert_eq!(KeyedSummary::from_pieces(2, none).to_json(), "{}");
+    }
+
+    /// A writer that takes at most `most` bytes a call, of the first non-empty slice only
+    /// (as `Write::write_vectored` does by default), and is interrupted every third call.
+    struct Trickle {
+        bytes: Vec<u8>,
+        most: usize,
+        calls: usize,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let n = buf.len().min(self.most);
+            self.bytes.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Slices written in part, a few bytes at a time, interrupted, empty or more than one
+    /// vectored call holds, come out whole and in order.
+    #[test]
+    fn slices_written_in_part_come_out_whole() {
+        let owned: Vec<Vec<u8>> = (0..2_500)
+            .map(|i: usize| {
+                let len = [0, 1, 5, 13][i % 4];
+                (0..len).map(|j| (i * 7 + j) as u8).collect()
+            })
+            .collect();
+        let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        for most in [1, 3, 64] {
+            let mut out = Trickle {
+                bytes: Vec::new(),
+                most,
+                calls: 0,
+            };
+            write_all_slices(&mut out, &slices).unwrap();
+            assert_eq!(out.bytes, slices.concat(), "at most {most} bytes a call");
+        }
+        // A writer that accepts nothing is an error, not a loop.
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Ok(0)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let error = write_all_slices(&mut Full, &[b"x"]).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::WriteZero);
     }
 }

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use super::files::{Destination, destination};
 use crate::failure::{bad_input, describe_io, io_failure};
 use crate::options::OutputTarget;
+use pacstream_dataflow::keyed::write_all_slices;
 
 /// The random part of a temporary file's name (`.{name}.XXXXXX.tmp`).
 const TEMPORARY_RANDOM_CHARS: usize = 6;
@@ -75,6 +76,18 @@ fn replace_with(
     shown: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    replace_with_file(target, shown, |mut file| {
+        let mut out = BufWriter::new(&mut file);
+        write(&mut out).and_then(|()| out.flush())
+    })
+}
+
+/// [`replace`] with what `fill` writes into the new (empty) file, by whatever means.
+fn replace_with_file(
+    target: &Path,
+    shown: &Path,
+    fill: impl FnOnce(&File) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let path = target;
     let name = shown.display().to_string();
     let directory = match path.parent() {
@@ -99,14 +112,10 @@ fn replace_with(
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let mut temporary = builder
+    let temporary = builder
         .tempfile_in(directory)
         .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e))))?;
-    let written = {
-        let mut out = BufWriter::new(temporary.as_file_mut());
-        write(&mut out).and_then(|()| out.flush())
-    };
-    written
+    fill(temporary.as_file())
         .and_then(|()| temporary.as_file().sync_all())
         .map_err(|e| io_failure(format!("cannot write '{name}'"), &e))?;
     temporary
@@ -174,6 +183,25 @@ pub fn write_document_with(
             write(&mut out)
                 .and_then(|()| out.flush())
                 .map_err(|e| io_failure("cannot write to '<stdout>'", &e))
+        }
+    }
+}
+
+/// [`write_document`] of a document given as byte slices in order, written with vectored
+/// writes: nothing is copied before the kernel copies it. (Several threads writing runs of
+/// the slices in place, with positional writes, were tried for the 366 MB keyed summary:
+/// ext4 takes the file's lock for every buffered write, so the threads took turns and
+/// their copies cost more than one thread's.)
+pub fn write_slices(target: &OutputTarget, slices: &[&[u8]]) -> anyhow::Result<()> {
+    let OutputTarget::File(path) = target else {
+        return write_document_with(target, |out| write_all_slices(out, slices));
+    };
+    match destination(path)? {
+        Destination::Replace(file) => {
+            replace_with_file(&file, path, |mut file| write_all_slices(&mut file, slices))
+        }
+        Destination::WriteThrough(_) => {
+            write_atomically_with(path, |out| write_all_slices(out, slices))
         }
     }
 }

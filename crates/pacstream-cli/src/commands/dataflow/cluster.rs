@@ -2,7 +2,7 @@
 //! what worker 0's process writes at the end.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -12,7 +12,6 @@ use timely::{CommunicationConfig, Config, WorkerConfig};
 
 use super::ClusterArgs;
 use crate::failure::bad_input;
-use crate::io::atomic::write_atomically_with;
 use crate::io::files::file_id;
 use crate::ui::Notes;
 
@@ -182,13 +181,10 @@ where
     Ok(first)
 }
 
-/// Worker 0's process notes a resumption and writes the summary (the bytes `summary`
-/// writes).
+/// Worker 0's process notes a resumption and writes the summary (`summary` writes it, at
+/// the path it is given).
 pub(super) fn finish(
-    outcome: Option<(
-        impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-        Option<u64>,
-    )>,
+    outcome: Option<(impl FnOnce(&Path) -> anyhow::Result<()>, Option<u64>)>,
     cluster: &ClusterArgs,
 ) -> anyhow::Result<()> {
     let Some((summary, resumed_from)) = outcome else {
@@ -205,7 +201,7 @@ pub(super) fn finish(
         ));
     }
     if let Some(path) = &cluster.summary {
-        write_atomically_with(path, summary)?;
+        summary(path)?;
     }
     Ok(())
 }

@@ -13,8 +13,7 @@ mod cluster;
 mod csv_scan;
 mod csv_source;
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
@@ -35,6 +34,8 @@ pub(crate) use csv_source::CsvColumns;
 use csv_source::CsvSource;
 
 use crate::failure::bad_input;
+use crate::io::atomic::{write_atomically, write_slices};
+use crate::options::OutputTarget;
 
 #[derive(Args, Debug)]
 pub struct DataflowArgs {
@@ -168,7 +169,7 @@ fn run_kmeans_command(args: &KMeansArgs) -> anyhow::Result<()> {
             .learner
             .summary(&outcome.totals, outcome.last.as_ref());
         let bytes = serde_json::to_vec_pretty(&summary).unwrap_or_default();
-        let write = move |out: &mut dyn Write| out.write_all(&bytes);
+        let write = move |path: &Path| write_atomically(path, &bytes);
         (write, outcome.resumed_from)
     });
     finish(summary, cluster)
@@ -232,7 +233,11 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
         _ => return Err(bad_input("give exactly one of --k and --rule")),
     };
     let summary = summary.map(|(summary, resumed_from)| {
-        let write = move |out: &mut dyn Write| summary.write_to(out);
+        // The document of 10^5 keys is hundreds of megabytes: it is written from the
+        // workers' pieces as they are, never joined or copied first.
+        let write = move |path: &Path| {
+            write_slices(&OutputTarget::File(path.to_path_buf()), &summary.slices())
+        };
         (write, resumed_from)
     });
     finish(summary, cluster)

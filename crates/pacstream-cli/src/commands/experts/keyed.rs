@@ -31,7 +31,7 @@ use crate::commands::InputSummary;
 use crate::commands::dataflow::{CsvColumns, keyed};
 use crate::commands::scale_out::check_shared_options;
 use crate::failure::bad_input;
-use crate::io::atomic::write_document_with;
+use crate::io::atomic::write_slices;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{FirstRow, RowReader};
 use crate::ui::Notes;
@@ -147,11 +147,10 @@ pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
     };
     if let Some(target) = &options.summary {
         // Merged from the workers' runs straight into the file: the document (366 MB at
-        // 10^5 keys) is never built in memory.
-        write_document_with(target, |out| {
-            summary.write_to(out)?;
-            out.write_all(b"\n")
-        })?;
+        // 10^5 keys) is never built in memory, nor copied before the kernel copies it.
+        let mut slices = summary.slices();
+        slices.push(b"\n");
+        write_slices(target, &slices)?;
     }
     Ok(())
 }
