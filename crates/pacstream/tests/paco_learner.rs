@@ -611,6 +611,22 @@ fn the_hindsight_report_names_what_it_bounds() {
     assert!(!report.fits.is_empty(), "the regret is still measured");
 }
 
+/// `n_two` points around two groups in d = 3, then `n_four` around four (the first two and
+/// two more), unit spread: the proposal means move once the first trees are built. The two
+/// parts are drawn with `seed` and `seed + 1`.
+fn two_groups_then_four(n_two: usize, n_four: usize, seed: u64) -> Vec<Vec<f64>> {
+    let two = [vec![0.0, 0.0, 0.0], vec![8.0, 0.0, 1.0]];
+    let four = [
+        two[0].clone(),
+        two[1].clone(),
+        vec![0.0, 8.0, -1.0],
+        vec![8.0, 8.0, 0.0],
+    ];
+    let mut stream = mixture(&two, n_two, 1.0, seed);
+    stream.extend(mixture(&four, n_four, 1.0, seed + 1));
+    stream
+}
+
 /// The conformance suite on the spatial index (forced from the first points with
 /// `Summation::Index`), in exact and window memory: snapshots taken mid-stream restore the
 /// index, the proposal means' assignments and the robust covers' stable parts, and the run
@@ -619,18 +635,7 @@ fn the_hindsight_report_names_what_it_bounds() {
 fn conformance_on_the_index() {
     use pacstream::paco::Summation;
     // Two groups, then four: the proposal means move after the first trees are built.
-    let mut stream = mixture(&[vec![0.0, 0.0, 0.0], vec![8.0, 0.0, 1.0]], 200, 1.0, 11);
-    stream.extend(mixture(
-        &[
-            vec![0.0, 0.0, 0.0],
-            vec![8.0, 0.0, 1.0],
-            vec![0.0, 8.0, -1.0],
-            vec![8.0, 8.0, 0.0],
-        ],
-        220,
-        1.0,
-        12,
-    ));
+    let stream = two_groups_then_four(200, 220, 11);
     for memory in [Memory::All, Memory::Window(150)] {
         let make = |seed| {
             PacoParams::new()
@@ -695,18 +700,7 @@ fn run_fingerprint(learner: &mut Paco, stream: &[Vec<f64>]) -> u64 {
 #[test]
 fn a_run_is_pinned_to_its_fingerprint() {
     use pacstream::paco::Summation;
-    let mut stream = mixture(&[vec![0.0, 0.0, 0.0], vec![8.0, 0.0, 1.0]], 150, 1.0, 21);
-    stream.extend(mixture(
-        &[
-            vec![0.0, 0.0, 0.0],
-            vec![8.0, 0.0, 1.0],
-            vec![0.0, 8.0, -1.0],
-            vec![8.0, 8.0, 0.0],
-        ],
-        250,
-        1.0,
-        22,
-    ));
+    let stream = two_groups_then_four(150, 250, 21);
     let mut found = Vec::new();
     for summation in [Summation::Index, Summation::PointByPoint] {
         let mut learner = PacoParams::new()
