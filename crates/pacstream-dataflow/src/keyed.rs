@@ -267,10 +267,10 @@ impl KeyedSummary {
 
     /// The summary document ([`KeyedSummary::write_to`]) as the byte slices it is made of,
     /// in order: `{\n`, the entries separated by `,\n`, `\n}` (or `{}` without keys). A
-    /// writer can hand them to the kernel as they are (vectored writes), and several
-    /// threads can write runs of them in place side by side: the 366 MB document of 10^5
-    /// keys is never copied into a buffer first, which took about as long as the kernel's
-    /// own copy into the page cache, all of it after the workers had finished.
+    /// writer hands them to the kernel as they are ([`write_all_slices`]): the 366 MB
+    /// document of 10^5 keys is never copied into a buffer first, a copy which took about as
+    /// long as the kernel's own copy into the page cache, all of it after the workers had
+    /// finished.
     pub fn slices(&self) -> Vec<&[u8]> {
         if self.is_empty() {
             return vec![b"{}"];
@@ -376,6 +376,8 @@ pub fn write_all_slices<W: Write + ?Sized>(out: &mut W, slices: &[&[u8]]) -> std
     for batch in slices.chunks(MOST_SLICES_A_CALL) {
         let mut io_slices: Vec<IoSlice<'_>> = batch.iter().map(|s| IoSlice::new(s)).collect();
         let mut pending = &mut io_slices[..];
+        // Leading empty slices are dropped first: a batch of empty slices alone would
+        // otherwise be written as 0 bytes, which reads as a full writer.
         IoSlice::advance_slices(&mut pending, 0);
         while !pending.is_empty() {
             match out.write_vectored(pending) {

@@ -193,17 +193,14 @@ pub fn write_document_with(
 /// ext4 takes the file's lock for every buffered write, so the threads took turns and
 /// their copies cost more than one thread's.)
 pub fn write_slices(target: &OutputTarget, slices: &[&[u8]]) -> anyhow::Result<()> {
-    let OutputTarget::File(path) = target else {
-        return write_document_with(target, |out| write_all_slices(out, slices));
-    };
-    match destination(path)? {
-        Destination::Replace(file) => {
-            replace_with_file(&file, path, |mut file| write_all_slices(&mut file, slices))
-        }
-        Destination::WriteThrough(_) => {
-            write_atomically_with(path, |out| write_all_slices(out, slices))
-        }
+    // A regular file is written without the buffer `write_document_with` puts in front
+    // of it; a device, a FIFO or stdout take the same vectored writes through it.
+    if let OutputTarget::File(path) = target
+        && let Destination::Replace(file) = destination(path)?
+    {
+        return replace_with_file(&file, path, |mut file| write_all_slices(&mut file, slices));
     }
+    write_document_with(target, |out| write_all_slices(out, slices))
 }
 
 #[cfg(test)]
