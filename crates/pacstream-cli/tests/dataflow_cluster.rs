@@ -1073,3 +1073,57 @@ fn scale_out_options_that_would_change_the_output_are_refused_writing_nothing() 
     args.extend(files.clone());
     refused_writing_nothing(dir, &args, "sleeping experts");
 }
+
+/// A keyed summary written into a file while the workers print it is the document printed
+/// whole on the standard output (a stream is never replaced, so it gets the document only
+/// once the run has succeeded), on 1 and 2 workers. A run that stops at a bad row leaves a
+/// summary file as it was, and no temporary file beside it.
+#[test]
+fn a_keyed_summary_written_as_printed_is_the_whole_document_and_a_failed_run_keeps_the_old() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("experts.csv");
+    write_expert_data(&data, 3000);
+    let summary = dir.path().join("summary.json");
+    let summary_arg = summary.to_str().unwrap();
+    let mut whole = keyed_experts_args(&data);
+    whole.extend(strings(&["--summary", "-"]));
+    let (code, expected, stderr) = run_captured(&whole);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(expected.starts_with("{\n  \"hot\": {"), "{expected}");
+    for workers in ["1", "2"] {
+        let mut args = keyed_experts_args(&data);
+        args.extend(strings(&["--workers", workers, "--summary", summary_arg]));
+        let (code, _, stderr) = run_captured(&args);
+        assert_eq!(code, Some(0), "{stderr}");
+        let written = fs::read_to_string(&summary).unwrap();
+        assert!(
+            written == expected,
+            "{workers} workers:\n{written}\n---\n{expected}"
+        );
+    }
+
+    // A bad row near the end of the stream: the run stops before its summary.
+    let bad = dir.path().join("bad.csv");
+    let text = fs::read_to_string(&data).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2900] = "0.5,hot,oops,0.5,0.5";
+    fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    fs::write(&summary, "the previous summary").unwrap();
+    for workers in ["1", "2"] {
+        let mut args = keyed_experts_args(&bad);
+        args.extend(strings(&["--workers", workers, "--summary", summary_arg]));
+        let (code, _, stderr) = run_captured(&args);
+        assert_eq!(code, Some(2), "{workers} workers: {stderr}");
+        assert!(stderr.contains("row 2900"), "{workers} workers: {stderr}");
+        assert_eq!(
+            fs::read_to_string(&summary).unwrap(),
+            "the previous summary"
+        );
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{workers} workers left {left:?}");
+    }
+}

@@ -17,6 +17,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::io::{IoSlice, Write};
+use std::sync::mpsc::Sender;
 
 use pacstream::OnlineLearner;
 use pacstream::describe::Describe;
@@ -225,7 +226,7 @@ impl KeyedOutcome {
 #[derive(Debug, Default)]
 pub struct KeyedSummary {
     /// Per worker, its pieces in order.
-    runs: Vec<Vec<Piece>>,
+    runs: Vec<Vec<SummaryPiece>>,
 }
 
 /// The most bytes of summary entries a piece holds (unless one entry is larger): a worker's
@@ -233,21 +234,122 @@ pub struct KeyedSummary {
 pub const PIECE_BYTES: usize = 1 << 24;
 
 /// Consecutive summary entries of one worker, in key order: entry i is `keys[i]`'s, the
-/// bytes of `text` up to `ends[i]` (from the previous entry's end).
+/// bytes of `text` up to `ends[i]` (from the previous entry's end). A worker's pieces are
+/// numbered from 0 and its `last` one says so (a worker without keys sends one empty piece).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct Piece {
+pub struct SummaryPiece {
     worker: usize,
+    workers: usize,
     piece: usize,
+    last: bool,
     text: String,
     keys: Vec<String>,
     ends: Vec<usize>,
 }
 
-impl Piece {
+impl SummaryPiece {
     fn entry(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.text[start..self.ends[i]]
     }
+
+    /// The next piece of `worker`'s run: the entries of `keys` (sorted) from the first, up
+    /// to `piece_bytes` of them (at least one); and how many keys it holds. `carry` holds
+    /// the first key's entry when the previous piece printed it and had no room for it; it
+    /// is left holding the entry this piece has no room for.
+    fn next<F: KeyedFamily>(
+        family: &F,
+        (worker, workers, piece): (usize, usize, usize),
+        keys: &[&String],
+        learners: &HashMap<String, Box<F::State>>,
+        piece_bytes: usize,
+        carry: &mut Option<String>,
+    ) -> Result<(Self, usize)> {
+        // The text is allocated once at its full size, and a piece ends before an entry that
+        // would outgrow it: grown by doubling, the pieces of 10^5 keys' entries (366 MB)
+        // were copied about once more and took twice the fresh pages, whose clearing by the
+        // kernel was half of the CPU time of a run of 3 rows per key.
+        let mut out = Self {
+            worker,
+            workers,
+            piece,
+            text: String::with_capacity(piece_bytes.min(PIECE_BYTES)),
+            ..Self::default()
+        };
+        for key in keys {
+            let entry = match carry.take() {
+                Some(entry) => entry,
+                None => family.summary_entry(key, &learners[*key])?,
+            };
+            if !out.keys.is_empty() && out.text.len() + entry.len() > piece_bytes {
+                *carry = Some(entry);
+                break;
+            }
+            out.text.push_str(&entry);
+            out.keys.push((*key).clone());
+            out.ends.push(out.text.len());
+        }
+        let used = out.keys.len();
+        out.last = used == keys.len();
+        Ok((out, used))
+    }
+}
+
+/// Where the k-way merge of the workers' runs stands: the next entry, or why there is none.
+enum Next {
+    /// The next entry in key order: (worker, piece, entry).
+    Entry(usize, usize, usize),
+    /// A worker whose next entry has not arrived may hold a smaller key.
+    Wait,
+    /// Every run is complete and written.
+    End,
+}
+
+/// The next entry of the merged runs, in key order; `cursors[w]` is where worker w's run
+/// stands (piece, entry) and moves past the entry returned; `complete[w]` says that all of
+/// w's pieces are in `runs[w]`. The runs are sorted and hold disjoint keys (a key lives on
+/// one worker), so the smallest head is the next key, once every run that may still grow
+/// has a head.
+fn next_entry(
+    runs: &[Vec<SummaryPiece>],
+    cursors: &mut [(usize, usize)],
+    complete: &[bool],
+) -> Next {
+    let mut next: Option<(usize, &str)> = None;
+    for (worker, run) in runs.iter().enumerate() {
+        let (piece, entry) = &mut cursors[worker];
+        while *piece < run.len() && *entry >= run[*piece].keys.len() {
+            *piece += 1;
+            *entry = 0;
+        }
+        match run.get(*piece) {
+            Some(head) => {
+                let key = head.keys[*entry].as_str();
+                if next.is_none_or(|(_, smallest)| key < smallest) {
+                    next = Some((worker, key));
+                }
+            }
+            None if !complete[worker] => return Next::Wait,
+            None => {}
+        }
+    }
+    let Some((worker, _)) = next else {
+        return Next::End;
+    };
+    let (piece, entry) = &mut cursors[worker];
+    let found = Next::Entry(worker, *piece, *entry);
+    *entry += 1;
+    found
+}
+
+/// The separator written before an entry: `{\n` before the first, `,\n` before the others.
+fn separator(first: bool) -> &'static [u8] {
+    if first { b"{\n" } else { b",\n" }
+}
+
+/// The end of the document: `{}` without entries, `\n}` after them.
+fn closing(entries: usize) -> &'static [u8] {
+    if entries == 0 { b"{}" } else { b"\n}" }
 }
 
 impl KeyedSummary {
@@ -272,9 +374,6 @@ impl KeyedSummary {
     /// long as the kernel's own copy into the page cache, all of it after the workers had
     /// finished.
     pub fn slices(&self) -> Vec<&[u8]> {
-        if self.is_empty() {
-            return vec![b"{}"];
-        }
         let n_keys: usize = self
             .runs
             .iter()
@@ -282,34 +381,17 @@ impl KeyedSummary {
             .map(|piece| piece.keys.len())
             .sum();
         let mut slices: Vec<&[u8]> = Vec::with_capacity(2 * n_keys + 1);
-        slices.push(b"{\n");
-        // One cursor (piece, entry) per worker; the runs are sorted and hold disjoint keys
-        // (a key lives on one worker), so the smallest head is the next key.
-        let mut cursors = vec![(0usize, 0usize); self.runs.len()];
-        loop {
-            let mut next: Option<(usize, &str)> = None;
-            for (worker, run) in self.runs.iter().enumerate() {
-                let (piece, entry) = &mut cursors[worker];
-                while *piece < run.len() && *entry >= run[*piece].keys.len() {
-                    *piece += 1;
-                    *entry = 0;
-                }
-                if let Some(head) = run.get(*piece) {
-                    let key = head.keys[*entry].as_str();
-                    if next.is_none_or(|(_, smallest)| key < smallest) {
-                        next = Some((worker, key));
-                    }
-                }
-            }
-            let Some((worker, _)) = next else { break };
-            let (piece, entry) = &mut cursors[worker];
-            if slices.len() > 1 {
-                slices.push(b",\n");
-            }
-            slices.push(self.runs[worker][*piece].entry(*entry).as_bytes());
-            *entry += 1;
+        let mut cursors = vec![(0, 0); self.runs.len()];
+        let complete = vec![true; self.runs.len()];
+        let mut entries = 0;
+        while let Next::Entry(worker, piece, entry) =
+            next_entry(&self.runs, &mut cursors, &complete)
+        {
+            slices.push(separator(entries == 0));
+            slices.push(self.runs[worker][piece].entry(entry).as_bytes());
+            entries += 1;
         }
-        slices.push(b"\n}");
+        slices.push(closing(entries));
         slices
     }
 
@@ -321,51 +403,105 @@ impl KeyedSummary {
         String::from_utf8(bytes).unwrap_or_default()
     }
 
-    /// This worker's run: its keys' entries in key order, in pieces.
-    fn run_of<F: KeyedFamily>(
-        family: &F,
-        worker: usize,
-        learners: &HashMap<String, Box<F::State>>,
-        piece_bytes: usize,
-    ) -> Result<Vec<Piece>> {
-        let mut keys: Vec<&String> = learners.keys().collect();
-        keys.sort_unstable();
-        // Each piece's text is allocated once at its full size, and a piece ends before an
-        // entry that would outgrow it: grown by doubling, the pieces of 10^5 keys' entries
-        // (366 MB) were copied about once more and took twice the fresh pages, whose
-        // clearing by the kernel was half of the CPU time of a run of 3 rows per key.
-        let fresh = |piece: usize| Piece {
-            worker,
-            piece,
-            text: String::with_capacity(piece_bytes),
-            ..Piece::default()
-        };
-        let mut pieces = Vec::new();
-        let mut piece = fresh(0);
-        for key in keys {
-            let entry = family.summary_entry(key, &learners[key])?;
-            if !piece.keys.is_empty() && piece.text.len() + entry.len() > piece_bytes {
-                let next = fresh(piece.piece + 1);
-                pieces.push(std::mem::replace(&mut piece, next));
-            }
-            piece.text.push_str(&entry);
-            piece.keys.push(key.clone());
-            piece.ends.push(piece.text.len());
-        }
-        pieces.push(piece);
-        Ok(pieces)
-    }
-
     /// Worker 0's summary from every worker's pieces, received in any order.
-    fn from_pieces(peers: usize, mut pieces: Vec<Piece>) -> Self {
+    fn from_pieces(peers: usize, mut pieces: Vec<SummaryPiece>) -> Self {
         pieces.sort_unstable_by_key(|piece| (piece.worker, piece.piece));
-        let mut runs: Vec<Vec<Piece>> = (0..peers).map(|_| Vec::new()).collect();
+        let mut runs: Vec<Vec<SummaryPiece>> = (0..peers).map(|_| Vec::new()).collect();
         for piece in pieces {
             if let Some(run) = runs.get_mut(piece.worker) {
                 run.push(piece);
             }
         }
         Self { runs }
+    }
+}
+
+/// The summary document written as its pieces arrive ([`run_keyed_streaming`]): each call
+/// of [`SummaryMerge::write_ready`] writes the entries whose place in key order is already
+/// known and frees the pieces written, so that the document goes to disk while the workers
+/// are still printing it, and is never held whole. The bytes are those of
+/// [`KeyedSummary::write_to`].
+#[derive(Debug, Default)]
+pub struct SummaryMerge {
+    runs: Vec<Vec<SummaryPiece>>,
+    cursors: Vec<(usize, usize)>,
+    complete: Vec<bool>,
+    entries: usize,
+}
+
+impl SummaryMerge {
+    /// Takes one piece. A worker's pieces must come in their order (they do: each round of
+    /// the summary carries one piece per worker, and rounds are sequential).
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] for a piece out of order or of another run (a different number
+    /// of workers): the merge would otherwise be wrong.
+    pub fn push(&mut self, piece: SummaryPiece) -> Result<()> {
+        if self.runs.is_empty() {
+            self.runs = (0..piece.workers).map(|_| Vec::new()).collect();
+            self.cursors = vec![(0, 0); piece.workers];
+            self.complete = vec![false; piece.workers];
+        }
+        let in_order = piece.workers == self.runs.len()
+            && piece.worker < self.runs.len()
+            && !self.complete[piece.worker]
+            && self.runs[piece.worker].len() == piece.piece;
+        if !in_order {
+            return Err(Error::Checkpoint(format!(
+                "summary piece {} of worker {} (of {}) arrived out of order",
+                piece.piece, piece.worker, piece.workers
+            )));
+        }
+        self.complete[piece.worker] = piece.last;
+        self.runs[piece.worker].push(piece);
+        Ok(())
+    }
+
+    /// Whether every worker's last piece has arrived.
+    pub fn is_complete(&self) -> bool {
+        !self.complete.is_empty() && self.complete.iter().all(|&done| done)
+    }
+
+    /// Writes every entry whose place is known (all of them once complete), then frees the
+    /// pieces wholly written.
+    pub fn write_ready<W: Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        let mut order = Vec::new();
+        while let Next::Entry(worker, piece, entry) =
+            next_entry(&self.runs, &mut self.cursors, &self.complete)
+        {
+            order.push((worker, piece, entry));
+        }
+        let mut slices: Vec<&[u8]> = Vec::with_capacity(2 * order.len());
+        for (i, &(worker, piece, entry)) in order.iter().enumerate() {
+            slices.push(separator(self.entries + i == 0));
+            slices.push(self.runs[worker][piece].entry(entry).as_bytes());
+        }
+        write_all_slices(out, &slices)?;
+        self.entries += order.len();
+        for (run, &(at, _)) in self.runs.iter_mut().zip(&self.cursors) {
+            for piece in &mut run[..at] {
+                piece.text = String::new();
+                piece.keys = Vec::new();
+                piece.ends = Vec::new();
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what is left and the end of the document.
+    ///
+    /// # Errors
+    /// An error of kind `UnexpectedEof` when a worker's last piece never came (the run
+    /// stopped before its summary was printed), and the writer's errors.
+    pub fn finish<W: Write + ?Sized>(mut self, out: &mut W) -> std::io::Result<()> {
+        if !self.is_complete() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the summary is incomplete: a worker stopped before printing it",
+            ));
+        }
+        self.write_ready(out)?;
+        out.write_all(closing(self.entries))
     }
 }
 
@@ -417,6 +553,33 @@ pub fn run_keyed<F: KeyedFamily>(
     epoch_size: usize,
     rows: &mut dyn Source,
     files: &RunFiles,
+) -> Result<KeyedOutcome> {
+    run_keyed_with(worker, family, epoch_size, rows, files, None)
+}
+
+/// [`run_keyed`], with worker 0 sending the summary's pieces to `pieces_to` as they are
+/// printed instead of holding them ([`KeyedOutcome::summary`] is then empty): a
+/// [`SummaryMerge`] on the receiving thread writes the document while the workers are
+/// still printing it. Every worker sends at least one piece, so the receiver knows the
+/// document is whole when [`SummaryMerge::is_complete`] says so.
+pub fn run_keyed_streaming<F: KeyedFamily>(
+    worker: &mut Worker,
+    family: &F,
+    epoch_size: usize,
+    rows: &mut dyn Source,
+    files: &RunFiles,
+    pieces_to: &Sender<SummaryPiece>,
+) -> Result<KeyedOutcome> {
+    run_keyed_with(worker, family, epoch_size, rows, files, Some(pieces_to))
+}
+
+fn run_keyed_with<F: KeyedFamily>(
+    worker: &mut Worker,
+    family: &F,
+    epoch_size: usize,
+    rows: &mut dyn Source,
+    files: &RunFiles,
+    pieces_to: Option<&Sender<SummaryPiece>>,
 ) -> Result<KeyedOutcome> {
     if epoch_size == 0 || epoch_size > ROWS_LIMIT {
         return Err(Error::Usage(format!(
@@ -579,14 +742,51 @@ pub fn run_keyed<F: KeyedFamily>(
         records.sync()?;
     }
     // Every worker prints its keys' entries of the summary document, in key order, when a
-    // summary is written (every worker knows it); worker 0 only holds the runs, which
-    // `KeyedSummary::write_to` merges into the output.
+    // summary is written (every worker knows it), and sends them to worker 0 a piece a
+    // round; worker 0 holds them for `KeyedSummary::write_to` or passes them on as they
+    // come.
     let summary = if want_summary {
-        let run = KeyedSummary::run_of(family, index, &learners, PIECE_BYTES)?;
-        let mut summaries_channel = Channel::<Piece>::exchange(worker, |_| 0);
-        let pieces = summaries_channel.round(worker, run);
-        if index == 0 {
-            KeyedSummary::from_pieces(peers, pieces)
+        let mut keys: Vec<&String> = learners.keys().collect();
+        keys.sort_unstable();
+        let mut pieces_channel = Channel::<SummaryPiece>::exchange(worker, |_| 0);
+        let mut more_channel = Channel::<bool>::broadcast(worker);
+        let mut held = Vec::new();
+        let (mut next, mut piece, mut carry, mut printed) = (0, 0, None, false);
+        loop {
+            let mine = if printed {
+                None
+            } else {
+                let (out, used) = SummaryPiece::next(
+                    family,
+                    (index, peers, piece),
+                    &keys[next..],
+                    &learners,
+                    PIECE_BYTES,
+                    &mut carry,
+                )?;
+                next += used;
+                piece += 1;
+                printed = out.last;
+                Some(out)
+            };
+            let received = pieces_channel.round(worker, mine);
+            match pieces_to {
+                // The receiver gone, the front-end has given up on the summary (and says
+                // why): the run itself goes on.
+                Some(sender) => received.into_iter().for_each(|piece| {
+                    let _ = sender.send(piece);
+                }),
+                None => held.extend(received),
+            }
+            // Every worker sends as many pieces as its entries need: the rounds go on until
+            // the last worker has sent its last.
+            let more = more_channel.round(worker, Some(!printed));
+            if !more.contains(&true) {
+                break;
+            }
+        }
+        if index == 0 && pieces_to.is_none() {
+            KeyedSummary::from_pieces(peers, held)
         } else {
             KeyedSummary::default()
         }
@@ -623,10 +823,60 @@ mod tests {
         }
     }
 
-    /// The workers' runs, merged, are the bytes `to_string_pretty` prints for the whole map,
-    /// whatever the pieces and the order they arrive in.
-    #[test]
-    fn the_merged_runs_are_the_pretty_printed_map() {
+    /// [`Counts`], counting the entries it prints.
+    #[derive(Default)]
+    struct Counted(std::cell::Cell<usize>);
+
+    impl KeyedFamily for Counted {
+        type State = u64;
+        fn build(&self) -> Result<u64> {
+            Counts.build()
+        }
+        fn learn(&self, state: &mut u64, row: &[f64], record: Option<&mut Vec<u8>>) -> Result<()> {
+            Counts.learn(state, row, record)
+        }
+        fn summary_entry(&self, key: &str, state: &u64) -> Result<String> {
+            self.0.set(self.0.get() + 1);
+            Counts.summary_entry(key, state)
+        }
+    }
+
+    /// Worker `worker`'s run of `learners` (of `workers`), in pieces of `piece_bytes`; each
+    /// key's entry is printed once, the one a piece had no room for carried to the next.
+    fn run_of(
+        worker: usize,
+        workers: usize,
+        learners: &HashMap<String, Box<u64>>,
+        piece_bytes: usize,
+    ) -> Vec<SummaryPiece> {
+        let mut keys: Vec<&String> = learners.keys().collect();
+        keys.sort_unstable();
+        let family = Counted::default();
+        let (mut next, mut carry, mut run) = (0, None, Vec::new());
+        loop {
+            let ids = (worker, workers, run.len());
+            let (piece, used) = SummaryPiece::next(
+                &family,
+                ids,
+                &keys[next..],
+                learners,
+                piece_bytes,
+                &mut carry,
+            )
+            .unwrap();
+            next += used;
+            let last = piece.last;
+            run.push(piece);
+            if last {
+                assert_eq!(family.0.get(), keys.len(), "entries printed");
+                return run;
+            }
+        }
+    }
+
+    /// 50 keys' learners (state i for the i-th key) spread over `workers`, each worker's
+    /// run in pieces of `piece_bytes`; and the document `to_string_pretty` prints for them.
+    fn runs_and_document(workers: usize, piece_bytes: usize) -> (Vec<Vec<SummaryPiece>>, String) {
         let keys: Vec<String> = (0..50).map(|i| format!("k{}", i * 37 % 101)).collect();
         let expected: BTreeMap<&str, serde_json::Value> = keys
             .iter()
@@ -638,19 +888,27 @@ mod tests {
                 )
             })
             .collect();
-        let expected = serde_json::to_string_pretty(&expected).unwrap();
-        for (peers, piece_bytes) in [(1, PIECE_BYTES), (3, 1), (3, 200), (4, 1)] {
-            let mut pieces = Vec::new();
-            for worker in 0..peers {
+        let runs = (0..workers)
+            .map(|worker| {
                 let learners: HashMap<String, Box<u64>> = keys
                     .iter()
                     .enumerate()
-                    .filter(|(_, key)| key_hash(key) % peers as u64 == worker as u64)
+                    .filter(|(_, key)| key_hash(key) % workers as u64 == worker as u64)
                     .map(|(i, key)| (key.clone(), Box::new(i as u64)))
                     .collect();
-                pieces
-                    .extend(KeyedSummary::run_of(&Counts, worker, &learners, piece_bytes).unwrap());
-            }
+                run_of(worker, workers, &learners, piece_bytes)
+            })
+            .collect();
+        (runs, serde_json::to_string_pretty(&expected).unwrap())
+    }
+
+    /// The workers' runs, merged, are the bytes `to_string_pretty` prints for the whole map,
+    /// whatever the pieces and the order they arrive in.
+    #[test]
+    fn the_merged_runs_are_the_pretty_printed_map() {
+        for (peers, piece_bytes) in [(1, PIECE_BYTES), (3, 1), (3, 200), (4, 1)] {
+            let (runs, expected) = runs_and_document(peers, piece_bytes);
+            let mut pieces: Vec<SummaryPiece> = runs.into_iter().flatten().collect();
             // Arrival order does not matter.
             pieces.reverse();
             let summary = KeyedSummary::from_pieces(peers, pieces);
@@ -660,8 +918,88 @@ mod tests {
                 "{peers} workers, pieces of {piece_bytes}"
             );
         }
-        let none = KeyedSummary::run_of(&Counts, 0, &HashMap::new(), 1).unwrap();
-        assert_eq!(KeyedSummary::from_pieces(2, none).to_json(), "{}");
+        let none = run_of(0, 2, &HashMap::new(), 1);
+        assert_eq!(none.len(), 1);
+        assert!(none[0].last);
+        let empty = run_of(1, 2, &HashMap::new(), 1);
+        assert_eq!(
+            KeyedSummary::from_pieces(2, [none, empty].concat()).to_json(),
+            "{}"
+        );
+    }
+
+    /// Written piece by piece as the rounds deliver them (one piece per worker a round, the
+    /// runs of different lengths), through a writer that takes a few bytes a call, the
+    /// document is the same bytes; the pieces written are freed; a run that stops early is
+    /// an error, not a short document.
+    #[test]
+    fn the_summary_written_as_it_arrives_is_the_same_document() {
+        for (peers, piece_bytes) in [(1, PIECE_BYTES), (2, 1), (3, 200), (4, 90)] {
+            let (runs, expected) = runs_and_document(peers, piece_bytes);
+            let rounds = runs.iter().map(Vec::len).max().unwrap();
+            let mut merge = SummaryMerge::default();
+            let mut out = Trickle {
+                bytes: Vec::new(),
+                most: 7,
+                calls: 0,
+            };
+            for round in 0..rounds {
+                // Within a round, pieces arrive in any order.
+                for run in runs.iter().rev() {
+                    if let Some(piece) = run.get(round) {
+                        merge.push(piece.clone()).unwrap();
+                    }
+                }
+                merge.write_ready(&mut out).unwrap();
+                if round + 1 < rounds {
+                    assert!(!merge.is_complete());
+                }
+                // What is written is a prefix of the document, and what is held is not
+                // written yet.
+                let written = String::from_utf8(out.bytes.clone()).unwrap();
+                assert!(
+                    expected.starts_with(&written),
+                    "{peers} workers, round {round}"
+                );
+                let consumed: usize = merge
+                    .runs
+                    .iter()
+                    .zip(&merge.cursors)
+                    .map(|(run, &(at, _))| {
+                        run[..at.min(run.len())]
+                            .iter()
+                            .map(|p| p.keys.len())
+                            .sum::<usize>()
+                    })
+                    .sum();
+                assert_eq!(consumed, 0, "pieces written are emptied");
+            }
+            assert!(merge.is_complete());
+            merge.finish(&mut out).unwrap();
+            assert_eq!(
+                String::from_utf8(out.bytes).unwrap(),
+                expected,
+                "{peers} workers, pieces of {piece_bytes}"
+            );
+        }
+
+        // A worker's last piece missing: the document is refused.
+        let (runs, _) = runs_and_document(2, 200);
+        let mut merge = SummaryMerge::default();
+        for piece in runs[0].iter().chain(&runs[1][..runs[1].len() - 1]) {
+            merge.push(piece.clone()).unwrap();
+        }
+        let mut sink = Vec::new();
+        merge.write_ready(&mut sink).unwrap();
+        let error = merge.finish(&mut sink).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
+
+        // A piece out of its run's order, or of a run of another size, is refused.
+        let mut merge = SummaryMerge::default();
+        merge.push(runs[1][0].clone()).unwrap();
+        assert!(merge.push(runs[1][0].clone()).is_err());
+        let (other, _) = runs_and_document(3, 200);
+        assert!(merge.push(other[0][0].clone()).is_err());
     }
 
     /// A writer that takes at most `most` bytes a call, of the first non-empty slice only

@@ -11,7 +11,10 @@ use pacstream::eval::Prequential;
 use pacstream::experts::{AggregatorParams, LearningRate, Rule};
 use pacstream::kmeans::{SequentialKMeans, SequentialKMeansConfig, SequentialKMeansParams};
 use pacstream::{OnlineLearner, StreamRng};
-use pacstream_dataflow::keyed::{AggregatorFamily, KeyedFamily, KeyedRow, PointFamily, run_keyed};
+use pacstream_dataflow::keyed::{
+    AggregatorFamily, KeyedFamily, KeyedRow, PointFamily, SummaryMerge, SummaryPiece, run_keyed,
+    run_keyed_streaming, summary_entry,
+};
 use pacstream_dataflow::kmeans::{KMeansJob, reference, run_kmeans};
 use pacstream_dataflow::{RunFiles, VecSource};
 use timely::Config;
@@ -460,5 +463,112 @@ fn data_parallel_kmeans_workers_read_only_their_share_of_the_rows() {
                 "worker {worker} of {workers} built {count} rows (its share: {share} + {first_batch})"
             );
         }
+    }
+}
+
+/// A family whose summary entries are large (a key's entry is about `ENTRY_BYTES`), so
+/// that each worker's run takes several pieces of [`PIECE_BYTES`], and a different number
+/// of them on each worker.
+struct Padded;
+
+const ENTRY_BYTES: usize = 1 << 20;
+
+impl KeyedFamily for Padded {
+    type State = u64;
+    fn build(&self) -> pacstream_dataflow::Result<u64> {
+        Ok(0)
+    }
+    fn learn(
+        &self,
+        state: &mut u64,
+        _: &[f64],
+        _: Option<&mut Vec<u8>>,
+    ) -> pacstream_dataflow::Result<()> {
+        *state += 1;
+        Ok(())
+    }
+    fn summary_entry(&self, key: &str, state: &u64) -> pacstream_dataflow::Result<String> {
+        // Entries of different lengths, so that pieces end at different keys.
+        let padding = "x".repeat(ENTRY_BYTES + (*state as usize % 7) * 1000);
+        summary_entry(key, &serde_json::json!({"rows": state, "padding": padding}))
+    }
+}
+
+/// The summary sent piece by piece as the workers print it ([`run_keyed_streaming`]) and
+/// merged on another thread as it arrives is the document worker 0 holds whole
+/// ([`run_keyed`]), on 1 to 4 workers whose runs take several rounds each.
+#[test]
+fn the_summary_streamed_as_printed_is_the_document_held_whole() {
+    let rows: Arc<Vec<KeyedRow>> = Arc::new(
+        (0..300)
+            .map(|i| (format!("key{}", (i * 7) % 61), vec![i as f64]))
+            .collect(),
+    );
+    let whole = |workers: usize| {
+        let (_dir, _, files) = records_only();
+        let files = RunFiles {
+            records: None,
+            summary: true,
+            ..files
+        };
+        let rows = Arc::clone(&rows);
+        let document = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&document);
+        timely::execute(Config::process(workers), move |worker| {
+            let mut source = VecSource::new(Arc::clone(&rows));
+            let outcome = run_keyed(worker, &Padded, 50, &mut source, &files).unwrap();
+            if worker.index() == 0 {
+                *sink.lock().unwrap() = outcome.summary.to_json();
+            }
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .for_each(|r| r.unwrap());
+        document.lock().unwrap().clone()
+    };
+    let streamed = |workers: usize| {
+        let (_dir, _, files) = records_only();
+        let files = RunFiles {
+            records: None,
+            summary: true,
+            ..files
+        };
+        let rows = Arc::clone(&rows);
+        let (sender, receiver) = std::sync::mpsc::channel::<SummaryPiece>();
+        let guards = timely::execute(Config::process(workers), move |worker| {
+            let mut source = VecSource::new(Arc::clone(&rows));
+            let outcome =
+                run_keyed_streaming(worker, &Padded, 50, &mut source, &files, &sender).unwrap();
+            assert!(outcome.summary.is_empty(), "a streamed summary is not held");
+        })
+        .unwrap();
+        let mut merge = SummaryMerge::default();
+        let mut out = Vec::new();
+        let mut pieces = 0;
+        while !merge.is_complete() {
+            let piece = receiver.recv().expect("every worker's last piece");
+            merge.push(piece).unwrap();
+            merge.write_ready(&mut out).unwrap();
+            pieces += 1;
+        }
+        merge.finish(&mut out).unwrap();
+        guards.join().into_iter().for_each(|r| r.unwrap());
+        (String::from_utf8(out).unwrap(), pieces)
+    };
+    for workers in 1..=4 {
+        let expected = whole(workers);
+        assert!(expected.len() > 61 * ENTRY_BYTES, "{workers} workers");
+        let (document, pieces) = streamed(workers);
+        // 61 entries of about 1 MB in pieces of 16 MB: on up to 3 workers, some worker's
+        // run takes more than one round.
+        assert!(
+            pieces >= workers && (workers == 4 || pieces > workers),
+            "{workers} workers: {pieces} pieces"
+        );
+        assert!(
+            document == expected,
+            "{workers} workers: the documents differ"
+        );
     }
 }

@@ -76,18 +76,124 @@ fn replace_with(
     shown: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
-    replace_with_file(target, shown, |mut file| {
-        let mut out = BufWriter::new(&mut file);
+    replace_with_file(target, shown, |file| {
+        let mut out = BufWriter::new(file);
         write(&mut out).and_then(|()| out.flush())
     })
+}
+
+/// How many bytes of a new file are written before the kernel is asked to start writing
+/// them to disk ([`Writeback`]).
+const WRITEBACK_BYTES: u64 = 8 << 20;
+
+/// The new file of an atomic replacement, which asks the kernel to start writing each
+/// stretch of [`WRITEBACK_BYTES`] to disk once it is written, so that the disk works while
+/// the rest is produced. Without it a document waited whole in the page cache for the
+/// final fsync: the 366 MB keyed summary of 10^5 keys, written while the workers print it,
+/// still took 0.54 s of fsync after they had finished.
+///
+/// The request is a hint: the fsync that follows is what makes the file durable, so a
+/// failed request changes nothing but the timing and is ignored.
+struct Writeback<'a> {
+    file: &'a File,
+    written: u64,
+    requested: u64,
+}
+
+impl<'a> Writeback<'a> {
+    fn new(file: &'a File) -> Self {
+        Self {
+            file,
+            written: 0,
+            requested: 0,
+        }
+    }
+
+    /// Counts `n` more bytes written, and starts the disk writes of a full stretch.
+    fn wrote(&mut self, n: usize) -> usize {
+        self.written += n as u64;
+        if let Some((offset, len)) = writeback_due(self.requested, self.written) {
+            start_writeback(self.file, offset, len);
+            self.requested = offset + len;
+        }
+        n
+    }
+}
+
+/// The stretch `(offset, length)` whose disk writes to start when `written` bytes have been
+/// written and those of the first `requested` were asked for: all that was not asked for,
+/// once it is at least [`WRITEBACK_BYTES`].
+fn writeback_due(requested: u64, written: u64) -> Option<(u64, u64)> {
+    let pending = written.saturating_sub(requested);
+    (pending >= WRITEBACK_BYTES).then_some((requested, pending))
+}
+
+/// Starts writing `len` bytes of `file` from `offset` to disk, without waiting for them.
+/// On Linux, `POSIX_FADV_DONTNEED` starts the writeback of the range's dirty pages (and
+/// drops only its clean pages, which pages just written are not): PostgreSQL uses it so
+/// where `sync_file_range` is not available. Elsewhere the final fsync does all the
+/// writing, as before.
+fn start_writeback(file: &File, offset: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::fs::fadvise(
+            file,
+            offset,
+            std::num::NonZeroU64::new(len),
+            rustix::fs::Advice::DontNeed,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+    }
+}
+
+impl Write for Writeback<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = (&mut &*self.file).write(buf)?;
+        Ok(self.wrote(n))
+    }
+
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let n = (&mut &*self.file).write_vectored(bufs)?;
+        Ok(self.wrote(n))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// [`replace`] with what `fill` writes into the new (empty) file, by whatever means.
 fn replace_with_file(
     target: &Path,
     shown: &Path,
-    fill: impl FnOnce(&File) -> std::io::Result<()>,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    prepare_replacement(target, shown, fill)?.commit()
+}
+
+/// A regular file's new content, written and flushed to disk beside it, not yet in its
+/// place: [`Replacement::commit`] renames it over the file; dropped, it is deleted and the
+/// file is untouched. A document written while the run that makes it is still going is
+/// put in place only once the run has succeeded.
+#[derive(Debug)]
+pub struct Replacement {
+    temporary: tempfile::NamedTempFile,
+    path: PathBuf,
+    directory: PathBuf,
+    name: String,
+}
+
+/// Writes what `fill` writes into a new temporary file beside the regular file (or
+/// nothing) at `target` and flushes it to disk; `shown` is the name given by the user, for
+/// messages.
+pub fn prepare_replacement(
+    target: &Path,
+    shown: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<Replacement> {
     let path = target;
     let name = shown.display().to_string();
     let directory = match path.parent() {
@@ -115,15 +221,34 @@ fn replace_with_file(
     let temporary = builder
         .tempfile_in(directory)
         .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e))))?;
-    fill(temporary.as_file())
+    fill(&mut Writeback::new(temporary.as_file()))
         .and_then(|()| temporary.as_file().sync_all())
         .map_err(|e| io_failure(format!("cannot write '{name}'"), &e))?;
-    temporary
-        .persist(path)
-        .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e.error))))?;
-    sync_directory(directory)
-        .map_err(|e| io_failure(format!("cannot sync the directory of '{name}'"), &e))?;
-    Ok(())
+    Ok(Replacement {
+        temporary,
+        path: path.to_path_buf(),
+        directory: directory.to_path_buf(),
+        name,
+    })
+}
+
+impl Replacement {
+    /// Renames the new content over the file, then flushes the directory so that the
+    /// rename itself survives a power cut.
+    pub fn commit(self) -> anyhow::Result<()> {
+        let Self {
+            temporary,
+            path,
+            directory,
+            name,
+        } = self;
+        temporary
+            .persist(&path)
+            .map_err(|e| bad_input(format!("cannot create '{name}': {}", describe_io(&e.error))))?;
+        sync_directory(&directory)
+            .map_err(|e| io_failure(format!("cannot sync the directory of '{name}'"), &e))?;
+        Ok(())
+    }
 }
 
 /// Removes the temporary files that [`write_atomically`] leaves behind when its process is
@@ -198,7 +323,7 @@ pub fn write_slices(target: &OutputTarget, slices: &[&[u8]]) -> anyhow::Result<(
     if let OutputTarget::File(path) = target
         && let Destination::Replace(file) = destination(path)?
     {
-        return replace_with_file(&file, path, |mut file| write_all_slices(&mut file, slices));
+        return replace_with_file(&file, path, |file| write_all_slices(file, slices));
     }
     write_document_with(target, |out| write_all_slices(out, slices))
 }
@@ -221,6 +346,49 @@ mod tests {
             error.to_string().contains("No such file or directory"),
             "{error}"
         );
+    }
+
+    /// The disk writes are asked for by whole stretches, each byte once, in order.
+    #[test]
+    fn writeback_is_asked_for_each_full_stretch_once() {
+        let stretch = WRITEBACK_BYTES;
+        assert_eq!(writeback_due(0, stretch - 1), None);
+        assert_eq!(writeback_due(0, stretch), Some((0, stretch)));
+        assert_eq!(writeback_due(stretch, 2 * stretch - 1), None);
+        assert_eq!(
+            writeback_due(stretch, 3 * stretch + 5),
+            Some((stretch, 2 * stretch + 5))
+        );
+        // Written in uneven calls, the stretches asked for tile what was written.
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("f")).unwrap();
+        let mut out = Writeback::new(&file);
+        let (mut asked, mut total) = (0, 0u64);
+        for n in [1, stretch as usize - 2, 3, 5 << 20, 11 << 20, 7] {
+            total += n as u64;
+            assert_eq!(out.wrote(n), n);
+            assert_eq!(out.written, total);
+            assert!(out.requested >= asked && out.requested <= total);
+            assert!(total - out.requested < stretch, "{total} written, {} asked", out.requested);
+            asked = out.requested;
+        }
+    }
+
+    /// A replacement written through the writeback wrapper, by plain and vectored writes
+    /// over several stretches, holds every byte in order.
+    #[test]
+    fn a_large_replacement_holds_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        let owned: Vec<Vec<u8>> = (0..40u8)
+            .map(|i| vec![i; (1 << 20) + usize::from(i) * 977])
+            .collect();
+        let slices: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let target = OutputTarget::File(path.clone());
+        write_slices(&target, &slices).unwrap();
+        assert!(std::fs::read(&path).unwrap() == slices.concat());
+        write_atomically(&path, &owned.concat()[1..]).unwrap();
+        assert!(std::fs::read(&path).unwrap() == slices.concat()[1..]);
     }
 
     #[test]

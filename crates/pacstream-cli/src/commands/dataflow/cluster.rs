@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use pacstream_dataflow::checkpoint::Checkpoints;
 use pacstream_dataflow::{Error as FlowError, RunFiles};
+use timely::communication::WorkerGuards;
 use timely::{CommunicationConfig, Config, WorkerConfig};
 
 use super::ClusterArgs;
@@ -165,10 +166,28 @@ where
     T: Send + 'static,
     F: Fn(&mut timely::worker::Worker) -> Result<Option<T>, FlowError> + Send + Sync + 'static,
 {
+    join(start(config, work)?)
+}
+
+/// Starts `work` on every worker of this process, and returns while they run.
+pub(super) fn start<T, F>(
+    config: Config,
+    work: F,
+) -> anyhow::Result<WorkerGuards<Result<Option<T>, FlowError>>>
+where
+    T: Send + 'static,
+    F: Fn(&mut timely::worker::Worker) -> Result<Option<T>, FlowError> + Send + Sync + 'static,
+{
     // timely's workers, the processes of a cluster connected without timely's one-second
     // retries.
-    let guards = pacstream_dataflow::cluster::execute(config, work)
-        .map_err(|e| anyhow::anyhow!("cluster: {e}"))?;
+    pacstream_dataflow::cluster::execute(config, work).map_err(|e| anyhow::anyhow!("cluster: {e}"))
+}
+
+/// Waits for the workers [`start`] started; returns worker 0's result (if this process holds
+/// worker 0), or the first failure.
+pub(super) fn join<T: Send + 'static>(
+    guards: WorkerGuards<Result<Option<T>, FlowError>>,
+) -> anyhow::Result<Option<T>> {
     let mut first = None;
     for result in guards.join() {
         match result {

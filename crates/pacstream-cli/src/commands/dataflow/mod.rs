@@ -15,6 +15,7 @@ mod csv_source;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver};
 
 use clap::{Args, Subcommand};
 use pacstream::describe::Describe;
@@ -22,19 +23,21 @@ use pacstream::experts::{AggregatorParams, Rule};
 use pacstream::kmeans::{SequentialKMeansConfig, SequentialKMeansParams};
 use pacstream_dataflow::RunFiles;
 use pacstream_dataflow::keyed::{
-    AggregatorFamily, KeyedFamily, KeyedSummary, PointFamily, run_keyed,
+    AggregatorFamily, KeyedFamily, PointFamily, SummaryMerge, SummaryPiece, run_keyed,
+    run_keyed_streaming,
 };
 use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
 use timely::Config;
 
 pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
-use cluster::{execute, finish};
+use cluster::{execute, finish, join, start};
 pub(crate) use cluster::{files, flow_error};
 pub(crate) use csv_source::CsvColumns;
 use csv_source::CsvSource;
 
 use crate::failure::bad_input;
-use crate::io::atomic::{write_atomically, write_slices};
+use crate::io::atomic::{Replacement, prepare_replacement, write_atomically, write_slices};
+use crate::io::files::{Destination, destination};
 use crate::options::OutputTarget;
 
 #[derive(Args, Debug)]
@@ -197,7 +200,12 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
     let columns = CsvColumns::resolve(&cluster.input, cluster.columns.as_deref(), Some(&args.key))?;
     let files = files(cluster);
     let epoch_size = args.epoch_size;
-    let summary = match (args.rule, args.n_clusters) {
+    let summary = cluster
+        .summary
+        .as_ref()
+        .map(|path| OutputTarget::File(path.clone()));
+    let summary = summary.as_ref();
+    let resumed = match (args.rule, args.n_clusters) {
         (Some(rule), None) => {
             let n_experts = columns
                 .values
@@ -216,7 +224,7 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
                 config: settings,
                 names,
             });
-            keyed(config, columns, family, epoch_size, files)?
+            keyed(config, columns, family, epoch_size, files, summary, b"")?
         }
         (None, Some(k)) => {
             let mut params = SequentialKMeansParams::new(k).seed(args.seed);
@@ -228,37 +236,105 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
             }
             let settings = params.check().map_err(|e| bad_input(e.to_string()))?;
             let family = Arc::new(PointFamily(move || settings.build()));
-            keyed(config, columns, family, epoch_size, files)?
+            keyed(config, columns, family, epoch_size, files, summary, b"")?
         }
         _ => return Err(bad_input("give exactly one of --k and --rule")),
     };
-    let summary = summary.map(|(summary, resumed_from)| {
-        // The document of 10^5 keys is hundreds of megabytes: it is written from the
-        // workers' pieces as they are, never joined or copied first.
-        let write = move |path: &Path| {
-            write_slices(&OutputTarget::File(path.to_path_buf()), &summary.slices())
-        };
-        (write, resumed_from)
-    });
-    finish(summary, cluster)
+    // The summary is written: `finish` only notes a resumption.
+    let no_summary = |_: &Path| Ok(());
+    finish(
+        resumed.map(|resumed_from| (no_summary, resumed_from)),
+        cluster,
+    )
 }
 
-/// Runs keyed learners on every worker of this process; returns worker 0's summary entries
-/// (when `files` asks for a summary) and the epoch it resumed from (if this process holds
-/// worker 0).
+/// Runs keyed learners on every worker of this process and writes the summary document to
+/// `summary` (with `trailer` after it), if this process holds worker 0; returns then the
+/// epoch the run resumed from.
+///
+/// Into a regular file the document is written as the workers print it: their pieces come
+/// to this thread ([`run_keyed_streaming`]), which merges them in key order into a
+/// temporary file beside the target while the workers go on, and puts the file in place
+/// once every worker has finished well. At 10^5 keys the document is 366 MB: written after
+/// the workers, the copy into the page cache and the disk's writing of it (about 1.3 s of
+/// wall clock on this project's 2-core benchmark machine) came after everything else,
+/// whatever the number of workers. Standard output, a FIFO or a device get the document
+/// whole, once the run has succeeded, as every other summary.
 pub(crate) fn keyed<F>(
     config: Config,
     columns: CsvColumns,
     family: Arc<F>,
     epoch_size: usize,
     files: RunFiles,
-) -> anyhow::Result<Option<(KeyedSummary, Option<u64>)>>
+    summary: Option<&OutputTarget>,
+    trailer: &'static [u8],
+) -> anyhow::Result<Option<Option<u64>>>
 where
     F: KeyedFamily + Send + Sync + 'static,
 {
-    execute(config, move |worker| {
+    let streamed = match summary {
+        Some(OutputTarget::File(path)) => match destination(path)? {
+            Destination::Replace(file) => Some((file, path.clone())),
+            Destination::WriteThrough(_) => None,
+        },
+        _ => None,
+    };
+    let (sender, receiver) = mpsc::channel();
+    let pieces_to = streamed.is_some().then_some(sender);
+    let guards = start(config, move |worker| {
         let mut source = CsvSource::open(&columns)?;
-        let outcome = run_keyed(worker, &*family, epoch_size, &mut source, &files)?;
+        let outcome = match &pieces_to {
+            Some(to) => run_keyed_streaming(worker, &*family, epoch_size, &mut source, &files, to)?,
+            None => run_keyed(worker, &*family, epoch_size, &mut source, &files)?,
+        };
         Ok((worker.index() == 0).then_some((outcome.summary, outcome.resumed_from)))
-    })
+    })?;
+    let prepared = streamed.map(|(file, shown)| receive_summary(&file, &shown, receiver, trailer));
+    // A worker's failure is the run's: a summary written meanwhile is deleted unseen.
+    let Some((held, resumed_from)) = join(guards)? else {
+        return Ok(None);
+    };
+    match (prepared, summary) {
+        (Some(prepared), _) => prepared?
+            .ok_or_else(|| anyhow::anyhow!("the workers finished without sending the summary"))?
+            .commit()?,
+        (None, Some(target)) => {
+            let mut slices = held.slices();
+            slices.push(trailer);
+            write_slices(target, &slices)?;
+        }
+        (None, None) => {}
+    }
+    Ok(Some(resumed_from))
+}
+
+/// Writes the summary document from the pieces the workers send, as they come, into a new
+/// file beside `file`, flushed to disk; none when no piece comes (another process holds
+/// worker 0, or the run stopped before its summary).
+fn receive_summary(
+    file: &Path,
+    shown: &Path,
+    pieces: Receiver<SummaryPiece>,
+    trailer: &[u8],
+) -> anyhow::Result<Option<Replacement>> {
+    let Ok(first) = pieces.recv() else {
+        return Ok(None);
+    };
+    let replacement = prepare_replacement(file, shown, |out| {
+        let mut merge = SummaryMerge::default();
+        let mut next = Some(first);
+        while let Some(piece) = next {
+            merge.push(piece).map_err(std::io::Error::other)?;
+            merge.write_ready(out)?;
+            // Without its last pieces (the workers stopped), `finish` refuses the document.
+            next = if merge.is_complete() {
+                None
+            } else {
+                pieces.recv().ok()
+            };
+        }
+        merge.finish(out)?;
+        out.write_all(trailer)
+    })?;
+    Ok(Some(replacement))
 }

@@ -31,7 +31,6 @@ use crate::commands::InputSummary;
 use crate::commands::dataflow::{CsvColumns, keyed};
 use crate::commands::scale_out::check_shared_options;
 use crate::failure::bad_input;
-use crate::io::atomic::write_slices;
 use crate::io::columns::parse_selector;
 use crate::io::reader::{FirstRow, RowReader};
 use crate::ui::Notes;
@@ -141,17 +140,12 @@ pub(super) fn run(args: &ExpertsArgs) -> anyhow::Result<()> {
         checkpoints: None,
         summary: options.summary.is_some(),
     };
-    let Some((summary, _)) = keyed(cluster, columns, family, EPOCH_SIZE, run_files)? else {
-        // Another process holds worker 0: it writes the outputs.
-        return Ok(());
-    };
-    if let Some(target) = &options.summary {
-        // Merged from the workers' runs straight into the file: the document (366 MB at
-        // 10^5 keys) is never built in memory, nor copied before the kernel copies it.
-        let mut slices = summary.slices();
-        slices.push(b"\n");
-        write_slices(target, &slices)?;
-    }
+    // The document (366 MB at 10^5 keys) is written as the workers print it, then a newline
+    // as after every summary of the command.
+    let summary = options.summary.as_ref();
+    keyed(
+        cluster, columns, family, EPOCH_SIZE, run_files, summary, b"\n",
+    )?;
     Ok(())
 }
 
