@@ -205,7 +205,8 @@ struct State<S> {
 #[derive(Debug)]
 pub struct KeyedOutcome {
     /// On worker 0 of a run that writes a summary ([`RunFiles::summary`]), every key's entry
-    /// of the summary document; empty elsewhere.
+    /// of the summary document; empty elsewhere, and when the pieces were sent on as they
+    /// came ([`run_keyed_streaming`]).
     pub summary: KeyedSummary,
     /// The epoch the run resumed from (None: it started afresh).
     pub resumed_from: Option<u64>,

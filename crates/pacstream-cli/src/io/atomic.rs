@@ -369,7 +369,11 @@ mod tests {
             assert_eq!(out.wrote(n), n);
             assert_eq!(out.written, total);
             assert!(out.requested >= asked && out.requested <= total);
-            assert!(total - out.requested < stretch, "{total} written, {} asked", out.requested);
+            assert!(
+                total - out.requested < stretch,
+                "{total} written, {} asked",
+                out.requested
+            );
             asked = out.requested;
         }
     }
