@@ -504,13 +504,13 @@ fn the_summary_streamed_as_printed_is_the_document_held_whole() {
             .map(|i| (format!("key{}", (i * 7) % 61), vec![i as f64]))
             .collect(),
     );
+    let summary_only = RunFiles {
+        records: None,
+        checkpoints: None,
+        summary: true,
+    };
     let whole = |workers: usize| {
-        let (_dir, _, files) = records_only();
-        let files = RunFiles {
-            records: None,
-            summary: true,
-            ..files
-        };
+        let files = summary_only.clone();
         let rows = Arc::clone(&rows);
         let document = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&document);
@@ -528,12 +528,7 @@ fn the_summary_streamed_as_printed_is_the_document_held_whole() {
         document.lock().unwrap().clone()
     };
     let streamed = |workers: usize| {
-        let (_dir, _, files) = records_only();
-        let files = RunFiles {
-            records: None,
-            summary: true,
-            ..files
-        };
+        let files = summary_only.clone();
         let rows = Arc::clone(&rows);
         let (sender, receiver) = std::sync::mpsc::channel::<SummaryPiece>();
         let guards = timely::execute(Config::process(workers), move |worker| {
