@@ -209,6 +209,15 @@ pub(super) fn finish(
     let Some((summary, resumed_from)) = outcome else {
         return Ok(());
     };
+    note_resumption(resumed_from, cluster);
+    if let Some(path) = &cluster.summary {
+        summary(path)?;
+    }
+    Ok(())
+}
+
+/// Says that the run resumed from the checkpoints of an epoch (on worker 0's process).
+pub(super) fn note_resumption(resumed_from: Option<u64>, cluster: &ClusterArgs) {
     if let Some(epoch) = resumed_from {
         Notes::new(false).note(format!(
             "resumed from the checkpoints of epoch {epoch} in '{}'",
@@ -219,8 +228,4 @@ pub(super) fn finish(
                 .display()
         ));
     }
-    if let Some(path) = &cluster.summary {
-        summary(path)?;
-    }
-    Ok(())
 }

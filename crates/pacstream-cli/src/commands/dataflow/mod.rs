@@ -30,7 +30,7 @@ use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
 use timely::Config;
 
 pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
-use cluster::{execute, finish, join, start};
+use cluster::{execute, finish, join, note_resumption, start};
 pub(crate) use cluster::{files, flow_error};
 pub(crate) use csv_source::CsvColumns;
 use csv_source::CsvSource;
@@ -240,12 +240,10 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
         }
         _ => return Err(bad_input("give exactly one of --k and --rule")),
     };
-    // The summary is written: `finish` only notes a resumption.
-    let no_summary = |_: &Path| Ok(());
-    finish(
-        resumed.map(|resumed_from| (no_summary, resumed_from)),
-        cluster,
-    )
+    if let Some(resumed_from) = resumed {
+        note_resumption(resumed_from, cluster);
+    }
+    Ok(())
 }
 
 /// Runs keyed learners on every worker of this process and writes the summary document to
