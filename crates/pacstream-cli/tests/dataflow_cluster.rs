@@ -6,6 +6,7 @@ use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pacstream");
@@ -40,14 +41,30 @@ fn data_in_tempdir(n: usize) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Free loopback ports, one per process, written as a hostfile.
+///
+/// The ports are taken below the kernel's ephemeral range (32768 and up on Linux), each once
+/// per run of these tests. A port found free by binding port 0 is an ephemeral one: before
+/// the cluster's process 0 bound it, the kernel could hand it out again as the local port
+/// of another test's connection, and process 0 then failed while the others waited for it
+/// (seen once in about ten runs of this file).
 fn hostfile(dir: &Path, processes: usize) -> PathBuf {
-    let listeners: Vec<TcpListener> = (0..processes)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let lines: String = listeners
-        .iter()
-        .map(|l| format!("{}\n", l.local_addr().unwrap()))
-        .collect();
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 20_000;
+    const PORTS: u32 = 12_000;
+    // Runs of this file at the same time start at different places.
+    let start = std::process::id().wrapping_mul(2_654_435_761) % PORTS;
+    let mut lines = String::new();
+    let mut found = 0;
+    while found < processes {
+        let taken = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(taken < PORTS, "no free loopback port left below 32768");
+        let port = FIRST + (start + taken) % PORTS;
+        let address = format!("127.0.0.1:{port}");
+        if TcpListener::bind(&address).is_ok() {
+            lines += &format!("{address}\n");
+            found += 1;
+        }
+    }
     let path = dir.join(format!("hosts-{processes}"));
     fs::write(&path, lines).unwrap();
     path
