@@ -487,10 +487,19 @@ impl KeyedFamily for Padded {
         *state += 1;
         Ok(())
     }
-    fn summary_entry(&self, key: &str, state: &u64) -> pacstream_dataflow::Result<String> {
+    fn summary_entry(
+        &self,
+        key: &str,
+        state: &u64,
+        out: &mut Vec<u8>,
+    ) -> pacstream_dataflow::Result<()> {
         // Entries of different lengths, so that pieces end at different keys.
         let padding = "x".repeat(ENTRY_BYTES + (*state as usize % 7) * 1000);
-        summary_entry(key, &serde_json::json!({"rows": state, "padding": padding}))
+        summary_entry(
+            key,
+            &serde_json::json!({"rows": state, "padding": padding}),
+            out,
+        )
     }
 }
 

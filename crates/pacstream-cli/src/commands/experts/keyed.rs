@@ -180,7 +180,8 @@ impl KeyedFamily for CommandFamily {
         &self,
         key: &str,
         state: &AnyAggregator,
-    ) -> pacstream_dataflow::Result<String> {
+        out: &mut Vec<u8>,
+    ) -> pacstream_dataflow::Result<()> {
         let summary = ExpertsSummary {
             command: "experts",
             input: InputSummary::of_rows(&self.source, &self.columns, state.rounds()),
@@ -190,6 +191,6 @@ impl KeyedFamily for CommandFamily {
                 .config
                 .summary(state.as_dyn(), &self.aggregators.names),
         };
-        summary_entry(key, &summary)
+        summary_entry(key, &summary, out)
     }
 }
