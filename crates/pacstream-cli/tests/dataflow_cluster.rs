@@ -410,6 +410,14 @@ fn cluster_options_out_of_range_are_refused_before_anything_starts() {
             vec!["--checkpoint-every", "0"],
             "--checkpoint-every must be >= 1",
         ),
+        (
+            vec!["--connect-timeout", "0"],
+            "--connect-timeout must be between 1 and 86400",
+        ),
+        (
+            vec!["--connect-timeout", "86401"],
+            "--connect-timeout must be between 1 and 86400",
+        ),
         (vec!["--output", data.to_str().unwrap()], "is the input"),
     ] {
         let mut args = base.clone();
@@ -417,6 +425,48 @@ fn cluster_options_out_of_range_are_refused_before_anything_starts() {
         let (code, stderr) = run_one(&args);
         assert_eq!(code, Some(2), "{extra:?}: {stderr}");
         assert!(stderr.contains(message), "{extra:?}: {stderr}");
+    }
+}
+
+/// A process whose peer never starts gives up after `--connect-timeout` and says which
+/// process it waited for, on `pacstream dataflow` and on a streaming command alike; no
+/// output is written.
+#[test]
+fn a_process_whose_peer_never_starts_gives_up_after_the_connect_timeout() {
+    let (dir, data) = data_in_tempdir(10);
+    let hosts = hostfile(dir.path(), 2);
+    let summary = dir.path().join("summary.json");
+    let hosts = hosts.to_str().unwrap();
+    for (command, process, awaited) in [
+        (kmeans_args(&data), "0", "process 1 to connect"),
+        (kmeans_args(&data), "1", "for process 0 at 127.0.0.1:"),
+        (
+            kmeans_command(&["kmeans", "--online"], &data, &[]),
+            "1",
+            "for process 0 at 127.0.0.1:",
+        ),
+    ] {
+        let mut args = command;
+        args.extend(strings(&[
+            "--processes",
+            "2",
+            "--process",
+            process,
+            "--hostfile",
+            hosts,
+            "--connect-timeout",
+            "1",
+            "--summary",
+            summary.to_str().unwrap(),
+        ]));
+        let started = Instant::now();
+        let (code, stderr) = run_one(&args);
+        let waited = started.elapsed();
+        assert_ne!(code, Some(0), "{args:?}: {stderr}");
+        assert!(stderr.contains(awaited), "{args:?}: {stderr}");
+        assert!(stderr.contains("waited 1 s"), "{args:?}: {stderr}");
+        assert!(waited < Duration::from_secs(30), "{args:?}: {waited:?}");
+        assert!(!summary.exists());
     }
 }
 

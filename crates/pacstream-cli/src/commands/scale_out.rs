@@ -1,5 +1,5 @@
 //! The scale-out options of the streaming commands (`--workers`, `--processes`, `--process`,
-//! `--hostfile`): the command runs on timely dataflow through the code of `pacstream
+//! `--hostfile`, `--connect-timeout`): the command runs on timely dataflow through the code of `pacstream
 //! dataflow`, and writes the files its one-process run writes.
 //!
 //! Every process of a cluster runs the same command with its own `--process`; each reads
@@ -12,13 +12,12 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use timely::Config;
 
-use super::dataflow::{ClusterArgs, timely_config};
+use super::dataflow::{ClusterArgs, ClusterConfig, DEFAULT_CONNECT_TIMEOUT, timely_config};
 use crate::failure::bad_input;
 use crate::options::{BadRowPolicy, InputSource, OutputTarget, RecordFormat, RunOptions};
 
-/// `--workers`, `--processes`, `--process`, `--hostfile`.
+/// `--workers`, `--processes`, `--process`, `--hostfile`, `--connect-timeout`.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Scale-out (timely dataflow)")]
 pub struct ScaleOutArgs {
@@ -39,6 +38,11 @@ pub struct ScaleOutArgs {
     /// File of host:port lines, one per process (process i listens on line i + 1).
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
+
+    /// Seconds a process of a cluster waits for the others to connect before it gives up
+    /// (1 to 86,400; default 300).
+    #[arg(long, value_name = "SECONDS")]
+    pub connect_timeout: Option<u64>,
 }
 
 impl ScaleOutArgs {
@@ -48,11 +52,12 @@ impl ScaleOutArgs {
             || self.processes.is_some()
             || self.process.is_some()
             || self.hostfile.is_some()
+            || self.connect_timeout.is_some()
     }
 
     /// timely's configuration, every count checked (as `pacstream dataflow` checks it)
     /// before anything is read or written.
-    pub fn config(&self, files: &ScaleOutFiles) -> anyhow::Result<Config> {
+    pub fn config(&self, files: &ScaleOutFiles) -> anyhow::Result<ClusterConfig> {
         timely_config(&ClusterArgs {
             input: files.input.clone(),
             columns: None,
@@ -64,6 +69,7 @@ impl ScaleOutArgs {
             processes: self.processes.unwrap_or(1),
             process: self.process.unwrap_or(0),
             hostfile: self.hostfile.clone(),
+            connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         })
     }
 }

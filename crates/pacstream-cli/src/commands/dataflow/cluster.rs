@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use pacstream_dataflow::checkpoint::Checkpoints;
@@ -22,9 +23,24 @@ pub const WORKERS_LIMIT: usize = 256;
 pub const PROCESSES_LIMIT: usize = 1024;
 /// The largest hostfile read (bytes).
 const HOSTFILE_LIMIT: u64 = 1 << 20;
+/// `--connect-timeout`'s default, in seconds: time to start the processes of a cluster by
+/// hand on several machines.
+pub const DEFAULT_CONNECT_TIMEOUT: u64 = 300;
+/// The longest `--connect-timeout`, in seconds (a day).
+pub const CONNECT_TIMEOUT_LIMIT: u64 = 86_400;
+
+/// What the workers of this process run on: timely's configuration, and how long a
+/// cluster's process waits for the others to connect.
+#[derive(Debug)]
+pub struct ClusterConfig {
+    /// timely's configuration.
+    pub timely: Config,
+    /// The wait for the other processes of a cluster.
+    pub connect_timeout: Duration,
+}
 
 /// timely's configuration from the options, every count checked before anything starts.
-pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<Config> {
+pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<ClusterConfig> {
     if args.workers == 0 || args.workers > WORKERS_LIMIT {
         return Err(bad_input(format!(
             "--workers must be between 1 and {WORKERS_LIMIT}, got {}",
@@ -65,10 +81,19 @@ pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<Config> {
     if args.checkpoint_every == 0 {
         return Err(bad_input("--checkpoint-every must be >= 1"));
     }
+    if args.connect_timeout == 0 || args.connect_timeout > CONNECT_TIMEOUT_LIMIT {
+        return Err(bad_input(format!(
+            "--connect-timeout must be between 1 and {CONNECT_TIMEOUT_LIMIT} seconds, got {}",
+            args.connect_timeout
+        )));
+    }
     check_outputs(args)?;
-    Ok(Config {
-        communication,
-        worker: WorkerConfig::default(),
+    Ok(ClusterConfig {
+        timely: Config {
+            communication,
+            worker: WorkerConfig::default(),
+        },
+        connect_timeout: Duration::from_secs(args.connect_timeout),
     })
 }
 
@@ -161,7 +186,7 @@ pub(crate) fn flow_error(error: FlowError) -> anyhow::Error {
 
 /// Runs `work` on every worker of this process; returns worker 0's result (if this process
 /// holds worker 0).
-pub(super) fn execute<T, F>(config: Config, work: F) -> anyhow::Result<Option<T>>
+pub(super) fn execute<T, F>(config: ClusterConfig, work: F) -> anyhow::Result<Option<T>>
 where
     T: Send + 'static,
     F: Fn(&mut timely::worker::Worker) -> Result<Option<T>, FlowError> + Send + Sync + 'static,
@@ -171,7 +196,7 @@ where
 
 /// Starts `work` on every worker of this process, and returns while they run.
 pub(super) fn start<T, F>(
-    config: Config,
+    config: ClusterConfig,
     work: F,
 ) -> anyhow::Result<WorkerGuards<Result<Option<T>, FlowError>>>
 where
@@ -180,7 +205,8 @@ where
 {
     // timely's workers, the processes of a cluster connected without timely's one-second
     // retries.
-    pacstream_dataflow::cluster::execute(config, work).map_err(|e| anyhow::anyhow!("cluster: {e}"))
+    pacstream_dataflow::cluster::execute(config.timely, config.connect_timeout, work)
+        .map_err(|e| anyhow::anyhow!("cluster: {e}"))
 }
 
 /// Waits for the workers [`start`] started; returns worker 0's result (if this process holds

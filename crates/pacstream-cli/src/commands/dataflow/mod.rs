@@ -27,9 +27,11 @@ use pacstream_dataflow::keyed::{
     run_keyed_streaming,
 };
 use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
-use timely::Config;
 
-pub use cluster::{PROCESSES_LIMIT, WORKERS_LIMIT, timely_config};
+pub use cluster::{
+    CONNECT_TIMEOUT_LIMIT, ClusterConfig, DEFAULT_CONNECT_TIMEOUT, PROCESSES_LIMIT, WORKERS_LIMIT,
+    timely_config,
+};
 use cluster::{execute, finish, join, note_resumption, start};
 pub(crate) use cluster::{files, flow_error};
 pub(crate) use csv_source::CsvColumns;
@@ -87,6 +89,10 @@ pub struct ClusterArgs {
     /// File of host:port lines, one per process (process i listens on line i+1).
     #[arg(long)]
     pub hostfile: Option<PathBuf>,
+    /// Seconds a process of a cluster waits for the others to connect before it gives up
+    /// (1 to 86,400).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_CONNECT_TIMEOUT)]
+    pub connect_timeout: u64,
 }
 
 #[derive(Args, Debug)]
@@ -182,7 +188,7 @@ fn run_kmeans_command(args: &KMeansArgs) -> anyhow::Result<()> {
 /// (if this process holds worker 0). `pacstream dataflow kmeans` and `pacstream kmeans
 /// --online --workers` both run through here.
 pub(crate) fn kmeans_on_cluster(
-    config: Config,
+    config: ClusterConfig,
     job: KMeansJob,
     columns: CsvColumns,
     files: RunFiles,
@@ -259,7 +265,7 @@ fn run_keyed_command(args: &KeyedArgs) -> anyhow::Result<()> {
 /// whatever the number of workers. Standard output, a FIFO or a device get the document
 /// whole, once the run has succeeded, as every other summary.
 pub(crate) fn keyed<F>(
-    config: Config,
+    config: ClusterConfig,
     columns: CsvColumns,
     family: Arc<F>,
     epoch_size: usize,
