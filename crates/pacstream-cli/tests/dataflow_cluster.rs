@@ -505,7 +505,8 @@ fn a_bad_row_read_by_one_worker_of_its_share_stops_every_process() {
     let (dir, data) = data_in_tempdir(3000);
     // Data row 1,750 is row 250 of its k-means batch (rows 1,501 to 2,000), in chunk 2 (of
     // 100 rows), which only worker 0 of 2 parses; it is row 250 of its keyed epoch (rows
-    // 1,501 to 1,800), which only worker 1 of 2 parses.
+    // 1,501 to 1,800), in the epoch's first chunk of 256 rows (chunk 10 of the stream),
+    // which only process 0 of 2 parses.
     let text = fs::read_to_string(&data).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     lines[1750] = "hot,1.0,oops";
@@ -574,14 +575,17 @@ fn assert_every_layout_stops_as_one_worker(dir: &Path, args: &[String], expected
 #[test]
 fn bad_rows_in_any_workers_share_stop_every_layout_with_the_one_worker_error() {
     let (dir, data) = data_in_tempdir(3000);
-    // On 2 workers, keyed epochs of 300 rows: data row 1,000 is read by worker 1 only,
-    // row 1,001 by worker 0 only. k-means chunks of 100 in batches of 500: row 1,650 (chunk
-    // 1 of rows 1,501 to 2,000) by worker 1 only, row 1,750 (chunk 2) by worker 0 only.
+    // Keyed epochs of 300 rows are read in chunks of 256 rows from each epoch's first row,
+    // dealt to the processes in turn and claimed by the workers of a process as they reach
+    // them: on 2 processes, data row 880 (chunk 5, rows 857 to 900) is read by process 1
+    // only, row 1,000 (chunk 6, rows 901 to 1,156) by process 0 only; on 2 threads, each by
+    // whichever worker claims its chunk. k-means chunks of 100 in batches of 500: row 1,650
+    // (chunk 1 of rows 1,501 to 2,000) by worker 1 only, row 1,750 (chunk 2) by worker 0 only.
     for (args_of, early, late) in [
         (
             (|data: &Path| keyed_args(data, 300)) as fn(&Path) -> Vec<String>,
+            880,
             1000,
-            1001,
         ),
         (kmeans_args, 1650, 1750),
     ] {

@@ -47,6 +47,15 @@ impl Selection {
         }
     }
 
+    /// No row.
+    pub fn none() -> Self {
+        Self {
+            block: usize::MAX,
+            every: 2,
+            index: 1,
+        }
+    }
+
     /// Whether the row at `offset` is selected.
     pub fn contains(&self, offset: usize) -> bool {
         (offset / self.block) % self.every == self.index
@@ -131,6 +140,14 @@ impl Rows {
     pub fn values(&self, i: usize) -> &[f64] {
         let start = if i == 0 { 0 } else { self.value_ends[i - 1] };
         &self.values[start..self.value_ends[i]]
+    }
+
+    /// Adds `by` to the offsets of the rows from the `from`-th on (rows read in several
+    /// calls, each counting its offsets from 0, placed in one batch).
+    pub fn shift_offsets(&mut self, from: usize, by: u64) {
+        for offset in self.offsets.iter_mut().skip(from) {
+            *offset += by;
+        }
     }
 
     /// Every row, in order: (offset, key, values).

@@ -12,8 +12,8 @@ use pacstream::experts::{AggregatorParams, LearningRate, Rule};
 use pacstream::kmeans::{SequentialKMeans, SequentialKMeansConfig, SequentialKMeansParams};
 use pacstream::{OnlineLearner, StreamRng};
 use pacstream_dataflow::keyed::{
-    AggregatorFamily, KeyedFamily, KeyedRow, PointFamily, SummaryMerge, SummaryPiece, run_keyed,
-    run_keyed_streaming, summary_entry,
+    AggregatorFamily, CLAIM_ROWS, ChunkClaims, KeyedFamily, KeyedRow, PointFamily, SummaryMerge,
+    SummaryPiece, run_keyed, run_keyed_claiming, run_keyed_streaming, summary_entry,
 };
 use pacstream_dataflow::kmeans::{KMeansJob, reference, run_kmeans};
 use pacstream_dataflow::{RunFiles, VecSource};
@@ -463,6 +463,108 @@ fn data_parallel_kmeans_workers_read_only_their_share_of_the_rows() {
                 "worker {worker} of {workers} built {count} rows (its share: {share} + {first_batch})"
             );
         }
+    }
+}
+
+/// Keyed rows that count the rows built, slowed by `pause` for every call that builds rows:
+/// a worker on a slower core.
+struct Slowed {
+    inner: VecSource<KeyedRow>,
+    built: Arc<std::sync::atomic::AtomicUsize>,
+    pause: std::time::Duration,
+}
+
+impl pacstream_dataflow::Source for Slowed {
+    fn next_batch(
+        &mut self,
+        n: usize,
+        out: &mut pacstream_dataflow::Rows,
+    ) -> pacstream_dataflow::Result<()> {
+        let before = out.len();
+        self.inner.next_batch(n, out)?;
+        self.built
+            .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn skip_rows(&mut self, n: u64) -> pacstream_dataflow::Result<()> {
+        self.inner.skip_rows(n)
+    }
+    fn next_selected(
+        &mut self,
+        n: usize,
+        keep: &pacstream_dataflow::Selection,
+        out: &mut pacstream_dataflow::Rows,
+    ) -> pacstream_dataflow::Result<usize> {
+        let before = out.len();
+        let passed = self.inner.next_selected(n, keep, out)?;
+        self.built
+            .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
+        if out.len() > before {
+            std::thread::sleep(self.pause);
+        }
+        Ok(passed)
+    }
+}
+
+/// Keyed learners whose workers claim the chunks they read ([`ChunkClaims`]) give the
+/// summaries and records of one worker; every row is built once; and a worker slowed on
+/// every chunk it reads leaves most chunks to the others.
+#[test]
+fn keyed_workers_claiming_their_chunks_read_each_row_once_and_give_one_workers_results() {
+    let n = 6000;
+    let epoch = 1000;
+    let rows = Arc::new(keyed_points(n));
+    let family = || PointFamily(|| kmeans_config().build());
+    let (expected, expected_records) = keyed_on(1, &rows, family());
+    assert!(epoch > 3 * CLAIM_ROWS, "several chunks an epoch");
+    for workers in [2, 3, 4] {
+        let (_dir, records, files) = records_only();
+        let counts: Arc<Vec<Arc<std::sync::atomic::AtomicUsize>>> =
+            Arc::new((0..workers).map(|_| Arc::default()).collect());
+        let summaries = Arc::new(Mutex::new(BTreeMap::new()));
+        let (sink, shared, source_rows) = (
+            Arc::clone(&summaries),
+            Arc::clone(&counts),
+            Arc::clone(&rows),
+        );
+        let family = Arc::new(family());
+        let claims = Arc::new(ChunkClaims::new(workers));
+        timely::execute(Config::process(workers), move |worker| {
+            // Worker 0 takes 20 ms more for every chunk it reads.
+            let pause = std::time::Duration::from_millis(if worker.index() == 0 { 20 } else { 0 });
+            let mut source = Slowed {
+                inner: VecSource::new(Arc::clone(&source_rows)),
+                built: Arc::clone(&shared[worker.index()]),
+                pause,
+            };
+            let outcome =
+                run_keyed_claiming(worker, &*family, epoch, &mut source, &files, &claims, None)
+                    .unwrap();
+            if worker.index() == 0 {
+                *sink.lock().unwrap() = outcome.summaries();
+            }
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .for_each(|r| r.unwrap());
+        assert!(*summaries.lock().unwrap() == expected, "{workers} workers");
+        assert_eq!(
+            std::fs::read_to_string(records).unwrap(),
+            expected_records,
+            "{workers} workers"
+        );
+        let counts: Vec<usize> = counts
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
+        assert_eq!(counts.iter().sum::<usize>(), n, "{counts:?}");
+        // Dealt in turn, worker 0 would read n / workers rows; each of its chunks holds it
+        // 20 ms, in which the others read the rest of the epoch.
+        assert!(
+            counts[0] < n / workers / 2,
+            "{workers} workers read {counts:?}"
+        );
     }
 }
 

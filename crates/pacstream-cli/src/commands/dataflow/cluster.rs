@@ -39,6 +39,19 @@ pub struct ClusterConfig {
     pub connect_timeout: Duration,
 }
 
+impl ClusterConfig {
+    /// The worker threads of this process.
+    pub fn workers_per_process(&self) -> usize {
+        match &self.timely.communication {
+            CommunicationConfig::Thread => 1,
+            CommunicationConfig::Process(threads) | CommunicationConfig::ProcessBinary(threads) => {
+                *threads
+            }
+            CommunicationConfig::Cluster { threads, .. } => *threads,
+        }
+    }
+}
+
 /// timely's configuration from the options, every count checked before anything starts.
 pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<ClusterConfig> {
     if args.workers == 0 || args.workers > WORKERS_LIMIT {

@@ -23,8 +23,8 @@ use pacstream::experts::{AggregatorParams, Rule};
 use pacstream::kmeans::{SequentialKMeansConfig, SequentialKMeansParams};
 use pacstream_dataflow::RunFiles;
 use pacstream_dataflow::keyed::{
-    AggregatorFamily, KeyedFamily, PointFamily, SummaryMerge, SummaryPiece, run_keyed,
-    run_keyed_streaming,
+    AggregatorFamily, ChunkClaims, KeyedFamily, PointFamily, SummaryMerge, SummaryPiece,
+    run_keyed_claiming,
 };
 use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
 
@@ -285,12 +285,19 @@ where
     };
     let (sender, receiver) = mpsc::channel();
     let pieces_to = streamed.is_some().then_some(sender);
+    // The workers of this process share out the reading as they go (`ChunkClaims`).
+    let claims = ChunkClaims::new(config.workers_per_process());
     let guards = start(config, move |worker| {
         let mut source = CsvSource::open(&columns)?;
-        let outcome = match &pieces_to {
-            Some(to) => run_keyed_streaming(worker, &*family, epoch_size, &mut source, &files, to)?,
-            None => run_keyed(worker, &*family, epoch_size, &mut source, &files)?,
-        };
+        let outcome = run_keyed_claiming(
+            worker,
+            &*family,
+            epoch_size,
+            &mut source,
+            &files,
+            &claims,
+            pieces_to.as_ref(),
+        )?;
         Ok((worker.index() == 0).then_some((outcome.summary, outcome.resumed_from)))
     })?;
     let prepared = streamed.map(|(file, shown)| receive_summary(&file, &shown, receiver, trailer));
