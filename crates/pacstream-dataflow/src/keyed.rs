@@ -868,7 +868,7 @@ fn run_keyed_with<F: KeyedFamily>(
     // One worker reads every row, claims or not.
     let mut claiming = match claims {
         Some(claims) if peers > 1 => {
-            if peers % claims.workers != 0 {
+            if !peers.is_multiple_of(claims.workers) {
                 return Err(Error::Usage(format!(
                     "{peers} workers are not processes of {} workers each",
                     claims.workers
