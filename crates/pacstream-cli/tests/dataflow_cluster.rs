@@ -411,12 +411,30 @@ fn cluster_options_out_of_range_are_refused_before_anything_starts() {
             "--checkpoint-every must be >= 1",
         ),
         (
-            vec!["--connect-timeout", "0"],
+            vec![
+                "--processes",
+                "2",
+                "--hostfile",
+                hosts.to_str().unwrap(),
+                "--connect-timeout",
+                "0",
+            ],
             "--connect-timeout must be between 1 and 86400",
         ),
         (
-            vec!["--connect-timeout", "86401"],
+            vec![
+                "--processes",
+                "2",
+                "--hostfile",
+                hosts.to_str().unwrap(),
+                "--connect-timeout",
+                "86401",
+            ],
             "--connect-timeout must be between 1 and 86400",
+        ),
+        (
+            vec!["--connect-timeout", "5"],
+            "--connect-timeout needs --processes above 1",
         ),
         (vec!["--output", data.to_str().unwrap()], "is the input"),
     ] {

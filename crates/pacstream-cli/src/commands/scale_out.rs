@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::dataflow::{ClusterArgs, ClusterConfig, DEFAULT_CONNECT_TIMEOUT, timely_config};
+use super::dataflow::{ClusterArgs, ClusterConfig, timely_config};
 use crate::failure::bad_input;
 use crate::options::{BadRowPolicy, InputSource, OutputTarget, RecordFormat, RunOptions};
 
@@ -69,7 +69,7 @@ impl ScaleOutArgs {
             processes: self.processes.unwrap_or(1),
             process: self.process.unwrap_or(0),
             hostfile: self.hostfile.clone(),
-            connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            connect_timeout: self.connect_timeout,
         })
     }
 }

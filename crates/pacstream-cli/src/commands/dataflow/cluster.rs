@@ -25,7 +25,7 @@ pub const PROCESSES_LIMIT: usize = 1024;
 const HOSTFILE_LIMIT: u64 = 1 << 20;
 /// `--connect-timeout`'s default, in seconds: time to start the processes of a cluster by
 /// hand on several machines.
-pub const DEFAULT_CONNECT_TIMEOUT: u64 = 300;
+const DEFAULT_CONNECT_TIMEOUT: u64 = 300;
 /// The longest `--connect-timeout`, in seconds (a day).
 pub const CONNECT_TIMEOUT_LIMIT: u64 = 86_400;
 
@@ -94,19 +94,26 @@ pub fn timely_config(args: &ClusterArgs) -> anyhow::Result<ClusterConfig> {
     if args.checkpoint_every == 0 {
         return Err(bad_input("--checkpoint-every must be >= 1"));
     }
-    if args.connect_timeout == 0 || args.connect_timeout > CONNECT_TIMEOUT_LIMIT {
-        return Err(bad_input(format!(
-            "--connect-timeout must be between 1 and {CONNECT_TIMEOUT_LIMIT} seconds, got {}",
-            args.connect_timeout
-        )));
-    }
+    let connect_timeout = match args.connect_timeout {
+        None => DEFAULT_CONNECT_TIMEOUT,
+        Some(_) if args.processes == 1 => {
+            return Err(bad_input("--connect-timeout needs --processes above 1"));
+        }
+        Some(seconds) if seconds == 0 || seconds > CONNECT_TIMEOUT_LIMIT => {
+            return Err(bad_input(format!(
+                "--connect-timeout must be between 1 and {CONNECT_TIMEOUT_LIMIT} seconds, got \
+                 {seconds}"
+            )));
+        }
+        Some(seconds) => seconds,
+    };
     check_outputs(args)?;
     Ok(ClusterConfig {
         timely: Config {
             communication,
             worker: WorkerConfig::default(),
         },
-        connect_timeout: Duration::from_secs(args.connect_timeout),
+        connect_timeout: Duration::from_secs(connect_timeout),
     })
 }
 

@@ -29,8 +29,7 @@ use pacstream_dataflow::keyed::{
 use pacstream_dataflow::kmeans::{KMeansJob, KMeansOutcome, run_kmeans};
 
 pub use cluster::{
-    CONNECT_TIMEOUT_LIMIT, ClusterConfig, DEFAULT_CONNECT_TIMEOUT, PROCESSES_LIMIT, WORKERS_LIMIT,
-    timely_config,
+    CONNECT_TIMEOUT_LIMIT, ClusterConfig, PROCESSES_LIMIT, WORKERS_LIMIT, timely_config,
 };
 use cluster::{execute, finish, join, note_resumption, start};
 pub(crate) use cluster::{files, flow_error};
@@ -90,9 +89,9 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub hostfile: Option<PathBuf>,
     /// Seconds a process of a cluster waits for the others to connect before it gives up
-    /// (1 to 86,400).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_CONNECT_TIMEOUT)]
-    pub connect_timeout: u64,
+    /// (1 to 86,400; default 300).
+    #[arg(long, value_name = "SECONDS")]
+    pub connect_timeout: Option<u64>,
 }
 
 #[derive(Args, Debug)]
