@@ -599,21 +599,31 @@ impl Pretty {
             }
         }
     }
-}
 
-impl serde_json::ser::Formatter for Pretty {
-    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+    /// Opens an array or an object one level deeper.
+    fn open<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> std::io::Result<()> {
         self.level += 1;
         self.has_value = false;
-        writer.write_all(b"[")
+        writer.write_all(bracket)
     }
 
-    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+    /// Closes an array or an object: on a line of its own unless it is empty.
+    fn close<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> std::io::Result<()> {
         self.level -= 1;
         if self.has_value {
             self.new_line(writer, true)?;
         }
-        writer.write_all(b"]")
+        writer.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Pretty {
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.open(writer, b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.close(writer, b"]")
     }
 
     fn begin_array_value<W: ?Sized + Write>(
@@ -630,17 +640,11 @@ impl serde_json::ser::Formatter for Pretty {
     }
 
     fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
-        self.level += 1;
-        self.has_value = false;
-        writer.write_all(b"{")
+        self.open(writer, b"{")
     }
 
     fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
-        self.level -= 1;
-        if self.has_value {
-            self.new_line(writer, true)?;
-        }
-        writer.write_all(b"}")
+        self.close(writer, b"}")
     }
 
     fn begin_object_key<W: ?Sized + Write>(

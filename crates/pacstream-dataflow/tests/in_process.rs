@@ -377,12 +377,12 @@ fn sharded_hedge_is_the_same_bits_for_any_number_of_workers_and_matches_the_libr
 }
 
 /// A source that counts the rows it builds (parses, in a file): the rows a worker reads.
-struct Counting {
-    inner: VecSource<Vec<f64>>,
+struct Counting<R = Vec<f64>> {
+    inner: VecSource<R>,
     built: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl pacstream_dataflow::Source for Counting {
+impl<R: pacstream_dataflow::AsRow> pacstream_dataflow::Source for Counting<R> {
     fn next_batch(
         &mut self,
         n: usize,
@@ -466,11 +466,10 @@ fn data_parallel_kmeans_workers_read_only_their_share_of_the_rows() {
     }
 }
 
-/// Keyed rows that count the rows built, slowed by `pause` for every call that builds rows:
-/// a worker on a slower core.
+/// [`Counting`] keyed rows, slowed by `pause` for every call that builds rows: a worker on
+/// a slower core.
 struct Slowed {
-    inner: VecSource<KeyedRow>,
-    built: Arc<std::sync::atomic::AtomicUsize>,
+    counting: Counting<KeyedRow>,
     pause: std::time::Duration,
 }
 
@@ -480,14 +479,10 @@ impl pacstream_dataflow::Source for Slowed {
         n: usize,
         out: &mut pacstream_dataflow::Rows,
     ) -> pacstream_dataflow::Result<()> {
-        let before = out.len();
-        self.inner.next_batch(n, out)?;
-        self.built
-            .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
+        self.counting.next_batch(n, out)
     }
     fn skip_rows(&mut self, n: u64) -> pacstream_dataflow::Result<()> {
-        self.inner.skip_rows(n)
+        self.counting.skip_rows(n)
     }
     fn next_selected(
         &mut self,
@@ -496,9 +491,7 @@ impl pacstream_dataflow::Source for Slowed {
         out: &mut pacstream_dataflow::Rows,
     ) -> pacstream_dataflow::Result<usize> {
         let before = out.len();
-        let passed = self.inner.next_selected(n, keep, out)?;
-        self.built
-            .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
+        let passed = self.counting.next_selected(n, keep, out)?;
         if out.len() > before {
             std::thread::sleep(self.pause);
         }
@@ -532,11 +525,11 @@ fn keyed_workers_claiming_their_chunks_read_each_row_once_and_give_one_workers_r
         timely::execute(Config::process(workers), move |worker| {
             // Worker 0 takes 20 ms more for every chunk it reads.
             let pause = std::time::Duration::from_millis(if worker.index() == 0 { 20 } else { 0 });
-            let mut source = Slowed {
+            let counting = Counting {
                 inner: VecSource::new(Arc::clone(&source_rows)),
                 built: Arc::clone(&shared[worker.index()]),
-                pause,
             };
+            let mut source = Slowed { counting, pause };
             let outcome =
                 run_keyed_claiming(worker, &*family, epoch, &mut source, &files, &claims, None)
                     .unwrap();
