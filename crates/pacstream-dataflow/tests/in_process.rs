@@ -376,10 +376,13 @@ fn sharded_hedge_is_the_same_bits_for_any_number_of_workers_and_matches_the_libr
     assert!(one.regret_bound.unwrap() >= one.regret);
 }
 
-/// A source that counts the rows it builds (parses, in a file): the rows a worker reads.
+/// A source that counts the rows it builds (parses, in a file): the rows a worker reads;
+/// each call of `next_selected` that builds rows then takes `pause` more (a worker on a
+/// slower core).
 struct Counting<R = Vec<f64>> {
     inner: VecSource<R>,
     built: Arc<std::sync::atomic::AtomicUsize>,
+    pause: std::time::Duration,
 }
 
 impl<R: pacstream_dataflow::AsRow> pacstream_dataflow::Source for Counting<R> {
@@ -407,6 +410,9 @@ impl<R: pacstream_dataflow::AsRow> pacstream_dataflow::Source for Counting<R> {
         let passed = self.inner.next_selected(n, keep, out)?;
         self.built
             .fetch_add(out.len() - before, std::sync::atomic::Ordering::Relaxed);
+        if out.len() > before {
+            std::thread::sleep(self.pause);
+        }
         Ok(passed)
     }
 }
@@ -434,6 +440,7 @@ fn data_parallel_kmeans_workers_read_only_their_share_of_the_rows() {
             let mut source = Counting {
                 inner: VecSource::new(Arc::clone(&source_rows)),
                 built: Arc::clone(&shared[worker.index()]),
+                pause: std::time::Duration::ZERO,
             };
             let outcome = run_kmeans(worker, &job, &mut source, &RunFiles::default()).unwrap();
             sink.lock().unwrap().push(outcome.learner);
@@ -466,39 +473,6 @@ fn data_parallel_kmeans_workers_read_only_their_share_of_the_rows() {
     }
 }
 
-/// [`Counting`] keyed rows, slowed by `pause` for every call that builds rows: a worker on
-/// a slower core.
-struct Slowed {
-    counting: Counting<KeyedRow>,
-    pause: std::time::Duration,
-}
-
-impl pacstream_dataflow::Source for Slowed {
-    fn next_batch(
-        &mut self,
-        n: usize,
-        out: &mut pacstream_dataflow::Rows,
-    ) -> pacstream_dataflow::Result<()> {
-        self.counting.next_batch(n, out)
-    }
-    fn skip_rows(&mut self, n: u64) -> pacstream_dataflow::Result<()> {
-        self.counting.skip_rows(n)
-    }
-    fn next_selected(
-        &mut self,
-        n: usize,
-        keep: &pacstream_dataflow::Selection,
-        out: &mut pacstream_dataflow::Rows,
-    ) -> pacstream_dataflow::Result<usize> {
-        let before = out.len();
-        let passed = self.counting.next_selected(n, keep, out)?;
-        if out.len() > before {
-            std::thread::sleep(self.pause);
-        }
-        Ok(passed)
-    }
-}
-
 /// Keyed learners whose workers claim the chunks they read ([`ChunkClaims`]) give the
 /// summaries and records of one worker; every row is built once; and a worker slowed on
 /// every chunk it reads leaves most chunks to the others.
@@ -523,13 +497,15 @@ fn keyed_workers_claiming_their_chunks_read_each_row_once_and_give_one_workers_r
         let family = Arc::new(family());
         let claims = Arc::new(ChunkClaims::new(workers));
         timely::execute(Config::process(workers), move |worker| {
-            // Worker 0 takes 20 ms more for every chunk it reads.
-            let pause = std::time::Duration::from_millis(if worker.index() == 0 { 20 } else { 0 });
-            let counting = Counting {
+            // The last worker takes 20 ms more for every chunk it reads (not worker 0, which
+            // reads less than its share even unslowed: it also writes the records).
+            let slowed = worker.index() + 1 == worker.peers();
+            let pause = std::time::Duration::from_millis(if slowed { 20 } else { 0 });
+            let mut source = Counting {
                 inner: VecSource::new(Arc::clone(&source_rows)),
                 built: Arc::clone(&shared[worker.index()]),
+                pause,
             };
-            let mut source = Slowed { counting, pause };
             let outcome =
                 run_keyed_claiming(worker, &*family, epoch, &mut source, &files, &claims, None)
                     .unwrap();
@@ -552,10 +528,12 @@ fn keyed_workers_claiming_their_chunks_read_each_row_once_and_give_one_workers_r
             .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
             .collect();
         assert_eq!(counts.iter().sum::<usize>(), n, "{counts:?}");
-        // Dealt in turn, worker 0 would read n / workers rows; each of its chunks holds it
-        // 20 ms, in which the others read the rest of the epoch.
+        // Dealt in turn, the last worker would read n / workers rows (3,000 of 6,000 on two);
+        // each chunk it reads holds it 20 ms, in which the others read the rest of the
+        // epoch, so it reads about one chunk an epoch.
+        let one_chunk_an_epoch = n.div_ceil(epoch) * CLAIM_ROWS;
         assert!(
-            counts[0] < n / workers / 2,
+            counts[workers - 1] <= one_chunk_an_epoch,
             "{workers} workers read {counts:?}"
         );
     }
