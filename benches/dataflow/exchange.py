@@ -3,7 +3,7 @@
 
 Runs `pacstream dataflow kmeans` (data-parallel mini-batch k-means) on 1 x 1 and 1 x 2
 (processes x worker threads) and on 2 x 1 and 4 x 1 processes on loopback, and
-`pacstream experts --key` (keyed Hedge, 10^5 keys x 10 experts) on 1 x 1, 1 x 2 and 2 x 1,
+`pacstream experts --key` (keyed Hedge, 10^5 keys x 10 experts) on 1 x 1, 1 x 2, 2 x 1 and 1 x 4,
 each at two stream lengths. The slope between the two lengths is the cost per row; the
 intercept is what does not grow with the rows (start-up, connecting the processes, and
 for keyed learners building and summarising the 10^5 learners). Wall-clock seconds are
@@ -13,6 +13,15 @@ Then one keyed run with checkpoints gives the checkpoint's size and time.
 
     python3 benches/dataflow/exchange.py            # builds target/release/pacstream first
     python3 benches/dataflow/exchange.py --quick    # 10x fewer rows (a smoke test)
+    python3 benches/dataflow/exchange.py --repeat 7 # 7 rounds, then the medians and ratios
+
+With `--repeat N` every round runs every configuration at both lengths (after one unmeasured
+run of each, which takes the first touches of a new process's memory and of the files), and
+the script ends with each configuration's median per-row cost and the speed-up against
+1 x 1: the median over the rounds of the ratio of the two slopes (rows per second, the
+start-up and the per-key summary left out), and of the two whole large runs (start-up,
+summary and its write included), each ratio taken within one round so that the host's drift
+between rounds cancels.
 
 The CSV files (about 600 MB at full size) are written under a temporary directory in /tmp
 and deleted at the end. Every configuration's summary is compared with 1 x 1's (the
@@ -34,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "target" / "release" / "pacstream"
 
 KMEANS_CONFIGS = [(1, 1), (1, 2), (2, 1), (4, 1)]
-KEYED_CONFIGS = [(1, 1), (1, 2), (2, 1)]
+KEYED_CONFIGS = [(1, 1), (1, 2), (2, 1), (1, 4)]
 KEYS = 100_000
 EXPERTS = 10
 
@@ -118,40 +127,70 @@ def run_cluster(args, processes, workers, work):
     return wall, cpu, text
 
 
-def measure(name, args_of, sizes, configs, work, table):
-    """Runs every configuration at both sizes; appends rows to `table`."""
-    for processes, workers in configs:
-        figures = []
-        for rows in sizes:
-            args = args_of(rows)
-            wall, cpu, text = run_cluster(args, processes, workers, work)
-            reference = table.setdefault(("summary", name, rows), text)
-            if text != reference:
-                sys.exit(f"{name}: the summary on {processes} x {workers} differs from 1 x 1's")
-            figures.append((rows, wall, cpu))
-        (n0, w0, c0), (n1, w1, c1) = figures
-        slope_wall = (w1 - w0) / (n1 - n0)
-        slope_cpu = (c1 - c0) / (n1 - n0)
-        table.setdefault("rows", []).append(
-            (
-                name,
-                f"{processes} x {workers}",
-                f"{w0:.2f} / {w1:.2f}",
-                f"{c0:.2f} / {c1:.2f}",
-                f"{slope_wall * 1e9:.0f}",
-                f"{slope_cpu * 1e9:.0f}",
-                f"{w0 - slope_wall * n0:.2f}",
-                f"{c0 - slope_cpu * n0:.2f}",
-                load(),
+def measure(name, args_of, sizes, configs, work, table, rounds):
+    """Runs every configuration at both sizes, `rounds` times; appends rows to `table` and
+    returns {config: [(small wall, large wall, slope wall), ...]} per round."""
+    per_round = {config: [] for config in configs}
+    if rounds > 1:
+        for processes, workers in configs:
+            run_cluster(args_of(sizes[0]), processes, workers, work)
+    for _ in range(rounds):
+        for processes, workers in configs:
+            figures = []
+            for rows in sizes:
+                args = args_of(rows)
+                wall, cpu, text = run_cluster(args, processes, workers, work)
+                reference = table.setdefault(("summary", name, rows), text)
+                if text != reference:
+                    sys.exit(f"{name}: the summary on {processes} x {workers} differs from 1 x 1's")
+                figures.append((rows, wall, cpu))
+            (n0, w0, c0), (n1, w1, c1) = figures
+            slope_wall = (w1 - w0) / (n1 - n0)
+            slope_cpu = (c1 - c0) / (n1 - n0)
+            per_round[(processes, workers)].append((w0, w1, slope_wall))
+            table.setdefault("rows", []).append(
+                (
+                    name,
+                    f"{processes} x {workers}",
+                    f"{w0:.2f} / {w1:.2f}",
+                    f"{c0:.2f} / {c1:.2f}",
+                    f"{slope_wall * 1e9:.0f}",
+                    f"{slope_cpu * 1e9:.0f}",
+                    f"{w0 - slope_wall * n0:.2f}",
+                    f"{c0 - slope_cpu * n0:.2f}",
+                    load(),
+                )
             )
+            print(" | ".join(table["rows"][-1]), flush=True)
+    return per_round
+
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def speed_ups(name, per_round):
+    """Prints, per configuration, the medians over the rounds and the paired ratios."""
+    base = per_round[(1, 1)]
+    for config, figures in per_round.items():
+        slope_ratios = [b[2] / f[2] for b, f in zip(base, figures) if f[2] > 0]
+        whole_ratios = [b[1] / f[1] for b, f in zip(base, figures)]
+        print(
+            f"{name} | {config[0]} x {config[1]} | {median([f[2] for f in figures]) * 1e9:.0f} | "
+            f"{median([f[1] for f in figures]):.2f} | "
+            f"{median(slope_ratios):.2f} ({min(slope_ratios):.2f}–{max(slope_ratios):.2f}) | "
+            f"{median(whole_ratios):.2f} ({min(whole_ratios):.2f}–{max(whole_ratios):.2f})"
         )
-        print(" | ".join(table["rows"][-1]), flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10x fewer rows (a smoke test)")
     parser.add_argument("--no-build", action="store_true", help="use target/release/pacstream as it is")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="rounds of every configuration (medians and paired ratios at the end)")
     options = parser.parse_args()
     if not options.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "pacstream-cli"], cwd=ROOT, check=True)
@@ -187,8 +226,17 @@ def main():
 
         names = (f"k-means {kmeans_sizes[0]:.0e}/{kmeans_sizes[1]:.0e} rows",
                  f"keyed Hedge {keyed_sizes[0]:.0e}/{keyed_sizes[1]:.0e} rows")
-        measure(names[0], kmeans_args, kmeans_sizes, KMEANS_CONFIGS, work, table)
-        measure(names[1], keyed_args, keyed_sizes, KEYED_CONFIGS, work, table)
+        rounds = max(options.repeat, 1)
+        kmeans_rounds = measure(names[0], kmeans_args, kmeans_sizes, KMEANS_CONFIGS, work, table, rounds)
+        keyed_rounds = measure(names[1], keyed_args, keyed_sizes, KEYED_CONFIGS, work, table, rounds)
+        if rounds > 1:
+            print(f"\nmedians of {rounds} rounds; speed-up = 1 x 1's figure / this one's, "
+                  "paired within a round (median, range); load " + load())
+            print("pattern | P x W | wall ns/row | large run wall s | speed-up per row (slope) | "
+                  "speed-up of the whole large run")
+            print("---|---|---|---|---|---")
+            speed_ups(names[0], kmeans_rounds)
+            speed_ups(names[1], keyed_rounds)
 
         # A checkpoint of every key's learner: its size and the time it adds.
         rows = keyed_sizes[0]
