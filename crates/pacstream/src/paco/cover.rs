@@ -436,6 +436,28 @@ impl RobustCover {
         true
     }
 
+    /// Whether the last [`RobustCover::plan`] found a slot with a mean whose centre is far
+    /// (more than [`MARGIN_CAP`]·σ_j from it).
+    #[inline(always)]
+    pub(crate) fn has_far_slot(&self, scratch: &PlanScratch) -> bool {
+        scratch.far.iter().take(self.n_slots()).any(|&far| far)
+    }
+
+    /// The points the last [`RobustCover::plan`] sums in closed form (its slots' prefixes).
+    #[inline(always)]
+    pub(crate) fn aggregated_points(&self, scratch: &PlanScratch) -> f64 {
+        let layout = MomentLayout { dim: self.dim };
+        let mut total = 0.0;
+        for (j, &(stable, recent)) in scratch.prefixes.iter().enumerate() {
+            for (part, prefix) in [(&*self.stable, stable), (&self.recent, recent)] {
+                if prefix > 0 {
+                    total += part.moments(j, prefix, layout)[N];
+                }
+            }
+        }
+        total
+    }
+
     /// The sum of the lower bounds of the groups of units that [`RobustCover::walk_list`]
     /// would list (after [`RobustCover::plan`] for the same centres).
     #[inline(always)]

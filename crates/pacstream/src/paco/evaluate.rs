@@ -178,6 +178,7 @@ impl PointMemory {
     }
 
     /// S_t(c) in full.
+    #[cfg(test)]
     pub(crate) fn cumulative_loss(
         &self,
         centres: &mut PreparedCentres,
@@ -1011,7 +1012,12 @@ pub(crate) mod index_tests {
 
     /// Tight clusters (spread `spread`) around `means`, with losses and variance weights, in
     /// a memory that always uses the index.
-    fn clustered(means: &[Vec<f64>], per_cluster: usize, spread: f64, seed: u64) -> PointMemory {
+    pub(crate) fn clustered(
+        means: &[Vec<f64>],
+        per_cluster: usize,
+        spread: f64,
+        seed: u64,
+    ) -> PointMemory {
         let dim = means[0].len();
         let mut rng = StreamRng::seed_from(seed);
         let mut memory = PointMemory::with_summation(dim, MemoryMode::All, Summation::Index);

@@ -12,7 +12,12 @@
 //! eight well-separated clusters in d = 5 it kept one with 2.4 times the optimal inertia —
 //! two clusters merged, one split — and the chain, whose proposals centre on these means,
 //! settled on the wrong clustering); the periodic fresh seeding gives it a way out at a
-//! small cost. With the means fixed for the round the proposal is a
+//! small cost. A fresh fit costs O(n_t), so a fixed period would make a run of exact
+//! memory quadratic in T through the fits alone (at t = 9,000, d = 5 they were 14 % of a
+//! round); the period doubles each time n_t doubles past [`RESEED_GROWTH`] points
+//! ([`reseeds`]), which keeps about a hundred fresh seedings per doubling of the memory and
+//! their total cost linear in T. Below [`RESEED_GROWTH`] points, and in a window of at most
+//! that many, the period stays [`RESEED_PERIOD`]. With the means fixed for the round the proposal is a
 //! fixed kernel (and the chain an exact Metropolis–Hastings chain for the round's target).
 //! Each mean comes with n_j, the number of points in memory assigned to it, which the Laplace
 //! proposal scale uses.
@@ -54,8 +59,22 @@ impl ProposalMeans {
     }
 }
 
-/// A fresh k-means++ seeding competes with the warm start every this many rounds.
+/// A fresh k-means++ seeding competes with the warm start every this many rounds while the
+/// memory holds fewer than [`RESEED_GROWTH`] points.
 pub(crate) const RESEED_PERIOD: u64 = 10;
+
+/// The memory size beyond which the period of the fresh seedings doubles with each doubling
+/// of the memory (module docs).
+pub(crate) const RESEED_GROWTH: usize = 1000;
+
+/// Whether round `round`, with `n_points` in memory, runs a fresh seeding: every
+/// [`RESEED_PERIOD`] · 2^j rounds, 2^j the largest power of two at most
+/// max(1, `n_points` / [`RESEED_GROWTH`]).
+pub(crate) fn reseeds(round: u64, n_points: usize) -> bool {
+    let ratio = (n_points / RESEED_GROWTH).max(1) as u64;
+    let doubling = 1u64 << ratio.ilog2();
+    round % RESEED_PERIOD.saturating_mul(doubling) == 0
+}
 
 /// Where the sampler gets its proposal means.
 pub(crate) trait MeansSource {
@@ -198,7 +217,7 @@ impl<'a> KMeansSource<'a> {
 
     /// The means for k' (module docs): the warm start brought up to date with the memory
     /// (a Lloyd pass only if the means must move, see [`super::filtering`]) and, every
-    /// [`RESEED_PERIOD`] rounds or the first time, a fresh fit from a greedy k-means++
+    /// [`RESEED_PERIOD`] rounds or more ([`reseeds`]) or the first time, a fresh fit from a greedy k-means++
     /// seeding; the fresh fit wins if its inertia is lower by more than a relative
     /// [`RESEED_MARGIN`] (so that the same optimum found twice does not replace the means).
     fn compute(&mut self, n_clusters: usize) -> ProposalMeans {
@@ -226,7 +245,7 @@ impl<'a> KMeansSource<'a> {
             }
             assignment
         });
-        let reseed = warm.is_none() || self.round % RESEED_PERIOD == 0;
+        let reseed = warm.is_none() || reseeds(self.round, memory.len());
         let fresh = reseed.then(|| {
             let start = self.seeding(n_clusters);
             filtering::fit(memory, start, tolerance)
@@ -478,6 +497,22 @@ mod tests {
         source.means(2);
         assert_eq!(source.kmeans_runs(), 1);
         assert!(history.means(2, 1).is_some());
+    }
+
+    #[test]
+    fn the_reseeding_period_doubles_with_the_memory() {
+        // Every 10 rounds up to 1,999 points, then 20, 40, …: about a hundred seedings per
+        // doubling of the memory.
+        for n_points in [1, 999, 1000, 1999] {
+            assert!(reseeds(10, n_points) && !reseeds(15, n_points) && reseeds(20, n_points));
+        }
+        assert!(!reseeds(10, 2000) && reseeds(20, 2000) && !reseeds(30, 3999));
+        assert!(!reseeds(40, 8000) && reseeds(80, 8000) && reseeds(80, 15_999));
+        let count = |from: u64, to: u64| (from..to).filter(|&t| reseeds(t, t as usize)).count();
+        assert_eq!(count(1000, 2000), 100);
+        assert_eq!(count(2000, 4000), 100);
+        assert_eq!(count(64_000, 128_000), 100);
+        assert!(reseeds(0, usize::MAX));
     }
 
     #[test]

@@ -52,8 +52,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::birth::birth_rejected;
-use super::cover::{CoverCache, RobustCover};
-use super::evaluate::PreparedCentres;
+use super::cover::{CoverCache, PlanScratch, RobustCover};
+use super::evaluate::{Evaluation, PreparedCentres};
 use super::means::{MeansSource, ProposalMeans};
 use super::memory::PointMemory;
 use super::params::ProposalScale;
@@ -271,9 +271,89 @@ struct Chain<'a, S: MeansSource> {
     slots: Vec<Option<Slots>>,
     dim: usize,
     covers: &'a mut CoverCache,
+    /// Scratch of [`Chain::evaluate`]'s choice of a cover.
+    choice: CoverChoice,
+}
+
+/// The buffers of [`Chain::evaluate`]'s choice between two covers.
+#[derive(Default)]
+struct CoverChoice {
+    plan: PlanScratch,
+    cost: Vec<f64>,
+    relabelled: Vec<f64>,
 }
 
 impl<S: MeansSource> Chain<'_, S> {
+    /// S(c) of a state of k centres (labelled for the slots of k), stopping as soon as it
+    /// reaches `threshold` ([`PointMemory::evaluate`]).
+    ///
+    /// On the index, the sum runs on the round's cover of k, unless the plan of that cover
+    /// has a far slot (a centre more than [`super::cover::MARGIN_CAP`]·σ_j from its mean) and
+    /// the cover of k − 1, with the centres matched to its slots (the one left over is a
+    /// surplus centre, which the plan treats as far), sums more of the memory in closed form.
+    /// The common case is a state with an empty centre out in the prior's ball: the
+    /// labelling of k pairs it with one of the means of k (which split a cluster in two),
+    /// so that the real centre of that cluster sits between two means and the units of the
+    /// split cluster go to the walk one by one (350 nodes an evaluation at t = 9,000,
+    /// d = 5), while on the cover of k − 1 every real centre sits on its own cluster's mean.
+    /// S is symmetric in the centres, so both covers sum the same function, to a different
+    /// rounding; the choice depends on the state and the round's covers alone, so the
+    /// evaluations of one state in a round agree, and early rejection decides as the full
+    /// sum of the same choice does.
+    fn evaluate(
+        &mut self,
+        k: usize,
+        centres: &[f64],
+        prepared: &mut PreparedCentres,
+        threshold: f64,
+    ) -> Evaluation {
+        let memory = self.target.memory;
+        let mut choice = std::mem::take(&mut self.choice);
+        let own_points = match self.slots[k - 1].as_ref().and_then(|s| s.cover.as_ref()) {
+            Some(own) if k >= 2 && memory.uses_index() => {
+                own.plan(centres, &mut choice.plan);
+                own.has_far_slot(&choice.plan)
+                    .then(|| own.aggregated_points(&choice.plan))
+            }
+            _ => None,
+        };
+        if own_points.is_some() {
+            self.prepare(k - 1);
+        }
+        let chosen = own_points.and_then(|own_points| {
+            let other = self.get(k - 1);
+            let cover = other.cover.as_ref()?;
+            let dim = self.dim;
+            let (rows, r) = self.assignment_cost(other, centres, &mut choice.cost);
+            let slot_of = assignment(&choice.cost, rows, r);
+            choice.relabelled.clear();
+            choice.relabelled.resize(centres.len(), 0.0);
+            let mut surplus = r;
+            for (i, slot) in slot_of.iter().enumerate() {
+                let to = slot.unwrap_or_else(|| {
+                    surplus += 1;
+                    surplus - 1
+                });
+                choice.relabelled[to * dim..(to + 1) * dim]
+                    .copy_from_slice(&centres[i * dim..(i + 1) * dim]);
+            }
+            cover.plan(&choice.relabelled, &mut choice.plan);
+            (cover.aggregated_points(&choice.plan) > own_points).then_some(cover)
+        });
+        let evaluation = match chosen {
+            Some(cover) => {
+                prepared.set(&choice.relabelled);
+                memory.evaluate(prepared, threshold, Some(cover))
+            }
+            None => {
+                prepared.set(centres);
+                memory.evaluate(prepared, threshold, self.get(k).cover.as_ref())
+            }
+        };
+        self.choice = choice;
+        evaluation
+    }
+
     /// Prepares the slots of k' (once per round).
     fn prepare(&mut self, n_clusters: usize) {
         let index = n_clusters - 1;
@@ -565,6 +645,7 @@ pub(crate) fn run_chain<S: MeansSource>(
         slots: (0..target.max_k).map(|_| None).collect(),
         dim,
         covers,
+        choice: CoverChoice::default(),
     };
     let n_points = target.memory.len();
     let mut k = start.len() / dim;
@@ -586,10 +667,9 @@ pub(crate) fn run_chain<S: MeansSource>(
     }
 
     let mut prepared = PreparedCentres::new(dim);
-    prepared.set(&centres);
-    let mut current_loss = target
-        .memory
-        .cumulative_loss(&mut prepared, chain.get(k).cover.as_ref());
+    let mut current_loss = chain
+        .evaluate(k, &centres, &mut prepared, f64::INFINITY)
+        .value;
     let mut current_weight = chain.state_log_weight(chain.get(k), &centres);
 
     let mut proposal = Vec::with_capacity(target.max_k * dim);
@@ -793,13 +873,16 @@ pub(crate) fn run_chain<S: MeansSource>(
             proposal.extend_from_slice(&labelled);
         }
 
-        prepared.set(&proposal);
-        let cover = chain.get(new_k).cover.as_ref();
-        let evaluation = if settings.full_evaluation {
-            target.memory.evaluate(&mut prepared, f64::INFINITY, cover)
-        } else {
-            target.memory.evaluate(&mut prepared, threshold, cover)
-        };
+        let evaluation = chain.evaluate(
+            new_k,
+            &proposal,
+            &mut prepared,
+            if settings.full_evaluation {
+                f64::INFINITY
+            } else {
+                threshold
+            },
+        );
         let accept = evaluation.complete && evaluation.value < threshold;
         let touched = evaluation.points as f64;
         let fraction = if settings.full_evaluation {
@@ -861,6 +944,125 @@ pub(crate) fn run_chain<S: MeansSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::paco::evaluate::index_tests::{clustered, reference};
+    use crate::paco::means::FixedMeans;
+
+    /// A state of k + 1 centres, one of them empty out in the prior's ball, is summed on the
+    /// cover of k (where every real centre sits on its cluster's mean) when the cover of
+    /// k + 1, whose means split a cluster in two, has a far slot: the same S as the direct
+    /// sum, far fewer nodes than on its own cover, and early rejection exact at the
+    /// threshold. A state without a far slot is summed on its own cover, bit for bit.
+    #[test]
+    fn a_state_with_an_empty_centre_is_summed_on_the_cover_of_one_fewer() {
+        let cluster_means = [
+            [0.0, 0.0, 0.0, 0.0, 0.0],
+            [12.0, 0.0, 3.0, -2.0, 1.0],
+            [-4.0, 11.0, 0.0, 5.0, -3.0],
+            [3.0, -9.0, 8.0, 0.0, 4.0],
+        ];
+        let dim = 5;
+        let means: Vec<Vec<f64>> = cluster_means.iter().map(|m| m.to_vec()).collect();
+        let memory = clustered(&means, 1500, 1.0, 11);
+        let n = memory.len() as f64;
+        let four: Vec<f64> = means.iter().flatten().copied().collect();
+        // The means of five split cluster 0 along its first axis (as k-means does).
+        let mut five = four.clone();
+        five[0] = -0.8;
+        five.extend([0.8, 0.0, 0.0, 0.0, 0.0]);
+        let of = |means: &[f64]| ProposalMeans {
+            n_clusters: means.len() / dim,
+            means: means.to_vec(),
+            counts: vec![n / (means.len() / dim) as f64; means.len() / dim],
+        };
+        let mut source = FixedMeans {
+            by_k: vec![
+                of(&four[..5]),
+                of(&four[..10]),
+                of(&four[..15]),
+                of(&four),
+                of(&five),
+            ],
+        };
+        let radius = 30.0;
+        let target = Target {
+            memory: &memory,
+            lambda: 1e-3,
+            radius,
+            max_k: 5,
+            eta: 4.0,
+            n_points: memory.len() as u64,
+        };
+        let mut covers = CoverCache::default();
+        let mut chain = Chain {
+            target,
+            rule: ProposalRule {
+                scale: ProposalScale::Laplace,
+                multiplier: 1.0,
+            },
+            settings: ChainSettings::round(1, false),
+            means: &mut source,
+            constants: DensityConstants::new(dim),
+            slots: (0..5).map(|_| None).collect(),
+            dim,
+            covers: &mut covers,
+            choice: CoverChoice::default(),
+        };
+        chain.prepare(5);
+        let mut rng = StreamRng::seed_from(5);
+        let mut prepared = PreparedCentres::new(dim);
+        let mut fewer_nodes = 0;
+        let trials = 30;
+        for trial in 0..trials {
+            let mut state: Vec<f64> = four
+                .iter()
+                .map(|m| m + 0.05 * rng.standard_normal())
+                .collect();
+            // The empty centre: 40 out, inside the ball of radius 2R.
+            let far: Vec<f64> = (0..dim).map(|_| rng.standard_normal()).collect();
+            let norm = far.iter().map(|v| v * v).sum::<f64>().sqrt();
+            state.extend(far.iter().map(|v| 40.0 * v / norm));
+            let state = chain.canonical(chain.get(5), &state);
+            let exact = reference(&memory, &state);
+            prepared.set(&state);
+            let own = memory.evaluate(&mut prepared, f64::INFINITY, chain.get(5).cover.as_ref());
+            let chosen = chain.evaluate(5, &state, &mut prepared, f64::INFINITY);
+            for value in [own.value, chosen.value] {
+                assert!(
+                    (value - exact).abs() <= 1e-12 * exact,
+                    "trial {trial}: {value} against {exact}"
+                );
+            }
+            assert!(chosen.complete && chosen.points == memory.len());
+            if 4 * chosen.nodes < own.nodes {
+                fewer_nodes += 1;
+            }
+            for fraction in [0.5, 0.99, 0.999_999] {
+                let early = chain.evaluate(5, &state, &mut prepared, fraction * exact);
+                assert!(!early.complete, "trial {trial}, {fraction}");
+            }
+            // S(c') < thr: rejected at the value itself, accepted just above it.
+            let at = chain.evaluate(5, &state, &mut prepared, chosen.value);
+            assert!(!(at.complete && at.value < chosen.value), "trial {trial}");
+            let above = chain.evaluate(5, &state, &mut prepared, chosen.value.next_up());
+            assert!(
+                above.complete && above.value == chosen.value,
+                "trial {trial}"
+            );
+            // Without a far slot: the own cover, the same bits.
+            let near: Vec<f64> = five
+                .iter()
+                .map(|m| m + 0.05 * rng.standard_normal())
+                .collect();
+            prepared.set(&near);
+            let own = memory.evaluate(&mut prepared, f64::INFINITY, chain.get(5).cover.as_ref());
+            let chosen = chain.evaluate(5, &near, &mut prepared, f64::INFINITY);
+            assert_eq!(own, chosen, "trial {trial}");
+        }
+        assert_eq!(
+            fewer_nodes, trials,
+            "the cover of four was chosen in {fewer_nodes} trials"
+        );
+    }
 
     #[test]
     fn moves_respect_the_boundaries() {
