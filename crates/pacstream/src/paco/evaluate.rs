@@ -91,6 +91,13 @@ impl PreparedCentres {
         }
     }
 
+    /// Plans the sum of the prepared centres on `cover` ([`RobustCover::plan`]), for
+    /// [`PointMemory::evaluate_planned`].
+    pub(crate) fn plan_on(&mut self, cover: &RobustCover) -> &PlanScratch {
+        cover.plan(&self.centres, &mut self.walk.plan);
+        &self.walk.plan
+    }
+
     /// Prepares `centres` (row-major, k × d), reusing the buffers.
     pub(crate) fn set(&mut self, centres: &[f64]) {
         self.n_centres = centres.len() / self.dim;
@@ -171,10 +178,32 @@ impl PointMemory {
                 centres,
                 threshold,
                 cover,
+                planned: false,
             })
         } else {
             self.evaluate_linear(centres, threshold)
         }
+    }
+
+    /// [`PointMemory::evaluate`] on the index and `cover`, for centres whose plan on it
+    /// [`PreparedCentres::plan_on`] has made (and nothing has changed since).
+    pub(crate) fn evaluate_planned(
+        &self,
+        centres: &mut PreparedCentres,
+        threshold: f64,
+        cover: &RobustCover,
+    ) -> Evaluation {
+        debug_assert!(self.uses_index());
+        if 0.0 >= threshold {
+            return Evaluation::rejected_at_once();
+        }
+        crate::kernels::dispatch(IndexWalk {
+            memory: self,
+            centres,
+            threshold,
+            cover: Some(cover),
+            planned: true,
+        })
     }
 
     /// S_t(c) in full.
@@ -262,6 +291,8 @@ struct IndexWalk<'a> {
     centres: &'a mut PreparedCentres,
     threshold: f64,
     cover: Option<&'a RobustCover>,
+    /// Whether the scratch already holds the plan of these centres on `cover`.
+    planned: bool,
 }
 
 impl crate::kernels::Kernel for IndexWalk<'_> {
@@ -274,6 +305,7 @@ impl crate::kernels::Kernel for IndexWalk<'_> {
             centres,
             threshold,
             cover,
+            planned,
         } = self;
         let dim = memory.dim();
         let index = memory.index();
@@ -298,7 +330,7 @@ impl crate::kernels::Kernel for IndexWalk<'_> {
             nodes: 0,
             frames,
         };
-        let on_cover = cover.filter(|cover| cover.plan(values, plan));
+        let on_cover = cover.filter(|cover| planned || cover.plan(values, plan));
         let rejected = match on_cover {
             Some(cover) => {
                 // The slots' aggregated units in closed form, then the walk of the rest.

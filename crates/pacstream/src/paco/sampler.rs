@@ -290,16 +290,19 @@ impl<S: MeansSource> Chain<'_, S> {
     /// On the index, the sum runs on the round's cover of k, unless the plan of that cover
     /// has a far slot (a centre more than [`super::cover::MARGIN_CAP`]·σ_j from its mean) and
     /// the cover of k − 1, with the centres matched to its slots (the one left over is a
-    /// surplus centre, which the plan treats as far), sums more of the memory in closed form.
+    /// surplus centre, which the plan treats as far), sums more of the memory in closed form
+    /// — when the cover of k − 1 is already prepared in the round (preparing it only for this
+    /// would cost more than it saves).
     /// The common case is a state with an empty centre out in the prior's ball: the
     /// labelling of k pairs it with one of the means of k (which split a cluster in two),
     /// so that the real centre of that cluster sits between two means and the units of the
     /// split cluster go to the walk one by one (350 nodes an evaluation at t = 9,000,
     /// d = 5), while on the cover of k − 1 every real centre sits on its own cluster's mean.
-    /// S is symmetric in the centres, so both covers sum the same function, to a different
-    /// rounding; the choice depends on the state and the round's covers alone, so the
-    /// evaluations of one state in a round agree, and early rejection decides as the full
-    /// sum of the same choice does.
+    /// S is symmetric in the centres, and a cover's plan is exact for any labelling, so both
+    /// covers sum the same function, to a different rounding. The choice depends on the state
+    /// and on the covers prepared so far in the round, which the moves drawn decide: the
+    /// reference chain that sums every proposal in full prepares the same ones at the same
+    /// iterations, so early rejection decides as the full sum of the same choice does.
     fn evaluate(
         &mut self,
         k: usize,
@@ -307,22 +310,36 @@ impl<S: MeansSource> Chain<'_, S> {
         prepared: &mut PreparedCentres,
         threshold: f64,
     ) -> Evaluation {
-        let memory = self.target.memory;
         let mut choice = std::mem::take(&mut self.choice);
-        let own_points = match self.slots[k - 1].as_ref().and_then(|s| s.cover.as_ref()) {
-            Some(own) if k >= 2 && memory.uses_index() => {
-                own.plan(centres, &mut choice.plan);
-                own.has_far_slot(&choice.plan)
-                    .then(|| own.aggregated_points(&choice.plan))
-            }
-            _ => None,
+        let evaluation = self.evaluate_with(&mut choice, k, centres, prepared, threshold);
+        self.choice = choice;
+        evaluation
+    }
+
+    /// [`Chain::evaluate`] with its scratch.
+    fn evaluate_with(
+        &self,
+        choice: &mut CoverChoice,
+        k: usize,
+        centres: &[f64],
+        prepared: &mut PreparedCentres,
+        threshold: f64,
+    ) -> Evaluation {
+        let memory = self.target.memory;
+        prepared.set(centres);
+        let own = match self.get(k).cover.as_ref() {
+            Some(own) if memory.uses_index() => own,
+            _ => return memory.evaluate(prepared, threshold, None),
         };
-        if own_points.is_some() {
-            self.prepare(k - 1);
-        }
-        let chosen = own_points.and_then(|own_points| {
-            let other = self.get(k - 1);
-            let cover = other.cover.as_ref()?;
+        let plan = prepared.plan_on(own);
+        // The cover of k − 1 is tried only when it is already prepared (the chain comes
+        // from k − 1, or has proposed it, in the common case): preparing it for this would
+        // cost more than it saves.
+        let other = self.slots[k.saturating_sub(2)]
+            .as_ref()
+            .filter(|_| k >= 2 && own.has_far_slot(plan));
+        if let Some((other, cover)) = other.and_then(|o| o.cover.as_ref().map(|c| (o, c))) {
+            let own_points = own.aggregated_points(plan);
             let dim = self.dim;
             let (rows, r) = self.assignment_cost(other, centres, &mut choice.cost);
             let slot_of = assignment(&choice.cost, rows, r);
@@ -338,20 +355,13 @@ impl<S: MeansSource> Chain<'_, S> {
                     .copy_from_slice(&centres[i * dim..(i + 1) * dim]);
             }
             cover.plan(&choice.relabelled, &mut choice.plan);
-            (cover.aggregated_points(&choice.plan) > own_points).then_some(cover)
-        });
-        let evaluation = match chosen {
-            Some(cover) => {
+            if cover.aggregated_points(&choice.plan) > own_points {
                 prepared.set(&choice.relabelled);
-                memory.evaluate(prepared, threshold, Some(cover))
+                return memory.evaluate(prepared, threshold, Some(cover));
             }
-            None => {
-                prepared.set(centres);
-                memory.evaluate(prepared, threshold, self.get(k).cover.as_ref())
-            }
-        };
-        self.choice = choice;
-        evaluation
+        }
+        // The own plan is still in the prepared centres' scratch.
+        memory.evaluate_planned(prepared, threshold, own)
     }
 
     /// Prepares the slots of k' (once per round).
@@ -948,10 +958,11 @@ mod tests {
     use crate::paco::means::FixedMeans;
 
     /// A state of k + 1 centres, one of them empty out in the prior's ball, is summed on the
-    /// cover of k (where every real centre sits on its cluster's mean) when the cover of
-    /// k + 1, whose means split a cluster in two, has a far slot: the same S as the direct
-    /// sum, far fewer nodes than on its own cover, and early rejection exact at the
-    /// threshold. A state without a far slot is summed on its own cover, bit for bit.
+    /// cover of k (where every real centre sits on its cluster's mean), once that cover is
+    /// prepared, when the cover of k + 1, whose means split a cluster in two, has a far slot:
+    /// the same S as the direct sum, far fewer nodes than on its own cover, and early
+    /// rejection exact at the threshold. A state without a far slot is summed on its own
+    /// cover, bit for bit.
     #[test]
     fn a_state_with_an_empty_centre_is_summed_on_the_cover_of_one_fewer() {
         let cluster_means = [
@@ -1010,6 +1021,14 @@ mod tests {
         chain.prepare(5);
         let mut rng = StreamRng::seed_from(5);
         let mut prepared = PreparedCentres::new(dim);
+        // Before the cover of four is prepared, the own cover sums every state.
+        let mut state = four.clone();
+        state.extend([40.0, 0.0, 0.0, 0.0, 0.0]);
+        let state = chain.canonical(chain.get(5), &state);
+        prepared.set(&state);
+        let own = memory.evaluate(&mut prepared, f64::INFINITY, chain.get(5).cover.as_ref());
+        assert_eq!(chain.evaluate(5, &state, &mut prepared, f64::INFINITY), own);
+        chain.prepare(4);
         let mut fewer_nodes = 0;
         let trials = 30;
         for trial in 0..trials {
