@@ -50,6 +50,7 @@
 //! points whose two nearest centres are equally near to that precision, so its loss is the
 //! same to that precision too.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::evaluate::closed_form;
@@ -458,13 +459,31 @@ impl RobustCover {
         total
     }
 
-    /// The sum of the lower bounds of the groups of units that [`RobustCover::walk_list`]
-    /// would list (after [`RobustCover::plan`] for the same centres).
+    /// Whether `decides` holds of the sum of the lower bounds of the groups of units that
+    /// [`RobustCover::walk_list`] would list (after [`RobustCover::plan`] for the same
+    /// centres). The bounds are added in the list's order and `decides` is asked after each:
+    /// for a `decides` that is monotone in the sum (a rejection test, (s + B)·(1 − γ) ≥ thr),
+    /// the answer is the one for the whole sum, because adding a bound ≥ 0 never lowers a
+    /// floating-point sum; the groups after the first that decides are not bounded at all
+    /// (most proposals that a bound rejects are rejected by a wide margin, and the bounds of
+    /// every group were most of the cost of such an evaluation).
     #[inline(always)]
-    pub(crate) fn walk_bound(&self, centres: &[f64], scratch: &PlanScratch) -> f64 {
+    pub(crate) fn walk_bound_decides(
+        &self,
+        centres: &[f64],
+        scratch: &PlanScratch,
+        mut decides: impl FnMut(f64) -> bool,
+    ) -> bool {
         let mut total = 0.0;
-        self.for_each_group(centres, scratch, |_, _, bound| total += bound);
-        total
+        self.for_each_group(centres, scratch, |_, _, bound| {
+            total += bound;
+            if decides(total) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .is_break()
     }
 
     /// Writes the units to walk (after [`RobustCover::plan`] for the same centres), in their
@@ -475,8 +494,9 @@ impl RobustCover {
     pub(crate) fn walk_list(&self, centres: &[f64], scratch: &mut PlanScratch) {
         let mut walk = std::mem::take(&mut scratch.walk);
         walk.clear();
-        self.for_each_group(centres, scratch, |units, trees, bound| {
+        let _ = self.for_each_group(centres, scratch, |units, trees, bound| {
             push_group(&mut walk, units, trees, bound);
+            ControlFlow::Continue(())
         });
         scratch.walk = walk;
     }
@@ -486,8 +506,8 @@ impl RobustCover {
         &self,
         centres: &[f64],
         scratch: &PlanScratch,
-        mut visit: impl FnMut(&[Unit], &[u32], f64),
-    ) {
+        mut visit: impl FnMut(&[Unit], &[u32], f64) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let dim = self.dim;
         let layout = MomentLayout { dim };
         for (part, trees) in [
@@ -497,7 +517,7 @@ impl RobustCover {
             for group in &part.unowned_groups {
                 let mean = &self.means[group.slot * dim..(group.slot + 1) * dim];
                 let bound = group_bound(&group.moments, layout, mean, group.reach, centres);
-                visit(&part.unowned[group.begin..group.end], trees, bound);
+                visit(&part.unowned[group.begin..group.end], trees, bound)?;
             }
         }
         for (j, &(a, b)) in scratch.prefixes.iter().enumerate() {
@@ -510,10 +530,11 @@ impl RobustCover {
                 if !units.is_empty() {
                     let (moments, reach) = part.suffix(j, prefix, layout);
                     let bound = group_bound(moments, layout, mean, reach, centres);
-                    visit(units, trees, bound);
+                    visit(units, trees, bound)?;
                 }
             }
         }
+        ControlFlow::Continue(())
     }
 
     /// Visits groups of units that partition the memory: per part (stable, then recent),

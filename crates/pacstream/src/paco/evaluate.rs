@@ -352,8 +352,10 @@ impl crate::kernels::Kernel for IndexWalk<'_> {
                 }
                 rejected || {
                     // The bounds of the groups left to walk may already decide.
-                    let bound = cover.walk_bound(values, plan);
-                    if (walker.sum + bound) * walker.slack >= threshold {
+                    let (sum, slack) = (walker.sum, walker.slack);
+                    if cover.walk_bound_decides(values, plan, |bound| {
+                        (sum + bound) * slack >= threshold
+                    }) {
                         true
                     } else {
                         cover.walk_list(values, plan);
