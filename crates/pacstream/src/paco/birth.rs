@@ -104,10 +104,35 @@ pub(crate) fn birth_decision_bound(
         return f64::NEG_INFINITY;
     }
     let gain = birth_gain_bound(cover, centres, newborn);
-    // γ = 4(n + k + 4)u = 2(n + k + 4)ε with ε = 2u.
-    let summation = 2.0 * (n_points + k + 4) as f64 * f64::EPSILON;
-    let slack = SAFETY + 2.0 * summation;
+    decision_bound(current_loss, gain, n_points, k)
+}
+
+/// κ = 10⁻⁹ + 2γ, γ = 4(n + k + 4)u = 2(n + k + 4)ε with ε = 2u (module docs).
+fn decision_slack(n_points: usize, n_clusters: usize) -> f64 {
+    let summation = 2.0 * (n_points + n_clusters + 4) as f64 * f64::EPSILON;
+    SAFETY + 2.0 * summation
+}
+
+/// (S(c) − G) − κ (S(c) + G) for a gain bound G (module docs).
+fn decision_bound(current_loss: f64, gain: f64, n_points: usize, n_clusters: usize) -> f64 {
+    let slack = decision_slack(n_points, n_clusters);
     (current_loss - gain) - slack * (current_loss + gain)
+}
+
+/// The least S(c), as the full evaluation would compute it, at which the birth of a
+/// centre whose gain bound ([`birth_gain_bound`]) is `gain` from a state of `n_clusters`
+/// centres is certain to be rejected at `threshold`: the S at which the decision bound
+/// (S − G) − κ(S + G) of [`birth_decision_bound`] reaches `threshold`, raised by a relative
+/// 10⁻¹² over the roundings of this division (far below κ ≥ 10⁻⁹). For a sum that is not
+/// complete, this is the threshold at which its early rejection says so.
+pub(crate) fn loss_deciding_rejection(
+    gain: f64,
+    threshold: f64,
+    n_points: usize,
+    n_clusters: usize,
+) -> f64 {
+    let slack = decision_slack(n_points, n_clusters);
+    (threshold + gain * (1.0 + slack)) / (1.0 - slack) * (1.0 + 1e-12)
 }
 
 /// An upper bound on S(c) − S(c ∪ {newborn}), raised over its roundings (module docs).
@@ -269,6 +294,26 @@ fn quadratic_form(upper: &[f64], h: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every S at or above [`loss_deciding_rejection`] gives a decision bound at or above
+    /// the threshold, as computed, over thresholds and gains of many magnitudes.
+    #[test]
+    fn the_loss_that_decides_a_rejection_decides_it() {
+        let mut rng = StreamRng::seed_from(4);
+        for _ in 0..20_000 {
+            let threshold = 10f64.powf(12.0 * rng.next_f64() - 2.0);
+            let gain = threshold * 10f64.powf(6.0 * rng.next_f64() - 5.0);
+            let n_points = 1 + rng.index_below(1_000_000);
+            let k = 1 + rng.index_below(50);
+            let needed = loss_deciding_rejection(gain, threshold, n_points, k);
+            for loss in [needed, needed.next_up(), needed * (1.0 + 1e-6)] {
+                assert!(
+                    decision_bound(loss, gain, n_points, k) >= threshold,
+                    "S {loss}, G {gain}, thr {threshold}, n {n_points}, k {k}"
+                );
+            }
+        }
+    }
     use crate::paco::evaluate::PreparedCentres;
     use crate::paco::evaluate::index_tests::{cover_for, reference};
     use crate::paco::memory::PointMemory;
