@@ -42,7 +42,9 @@
 //!    birth is first tested on the difference: a bound on what the newborn can take from
 //!    S(c) (the round's cover of the current k as a partition of the memory, O(d²) per
 //!    group) rejects it without a walk when S(c) less that bound already reaches thr, again
-//!    only when the full sum would ([`super::birth`]).
+//!    only when the full sum would ([`super::birth`]). A jump from k to k + 1 is tested the
+//!    same way, on its centres matched to the means of k, the one left over taken as the
+//!    newborn ([`Chain::jump_up_rejected`]).
 //! 7. **Draws, in this order, every iteration**: the index of k'; for each slot of c', its d
 //!    normals then the three normals of its χ²_3 (a surplus slot: d normals then one uniform);
 //!    then u = 1 − U[0, 1). Nothing the evaluation finds changes which draws are made.
