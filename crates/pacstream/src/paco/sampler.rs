@@ -338,29 +338,32 @@ impl<S: MeansSource> Chain<'_, S> {
         prepared: &mut PreparedCentres,
     ) -> bool {
         let dim = self.dim;
-        let mut choice = std::mem::take(&mut self.choice);
+        // The cost buffer of the cover choice serves the matching (it is free until the
+        // evaluation below).
+        let mut cost = std::mem::take(&mut self.choice.cost);
         let slots = self.get(k);
-        let Some(cover) = slots.cover.as_ref() else {
-            self.choice = choice;
+        let matched = slots
+            .cover
+            .as_ref()
+            .filter(|_| slots.n_with_mean() == k)
+            .map(|cover| {
+                let (rows, r) = self.assignment_cost(slots, proposal, &mut cost);
+                let mut reduced = vec![0.0; k * dim];
+                let mut newborn = vec![0.0; dim];
+                for (i, slot) in assignment(&cost, rows, r).iter().enumerate() {
+                    let centre = &proposal[i * dim..(i + 1) * dim];
+                    match slot {
+                        Some(j) => reduced[j * dim..(j + 1) * dim].copy_from_slice(centre),
+                        None => newborn.copy_from_slice(centre),
+                    }
+                }
+                let gain = birth_gain_bound(cover, &reduced, &newborn);
+                (reduced, gain)
+            });
+        self.choice.cost = cost;
+        let Some((reduced, gain)) = matched else {
             return false;
         };
-        if slots.n_with_mean() != k {
-            self.choice = choice;
-            return false;
-        }
-        let (rows, r) = self.assignment_cost(slots, proposal, &mut choice.cost);
-        let slot_of = assignment(&choice.cost, rows, r);
-        let mut reduced = vec![0.0; k * dim];
-        let mut newborn = vec![0.0; dim];
-        for (i, slot) in slot_of.iter().enumerate() {
-            let centre = &proposal[i * dim..(i + 1) * dim];
-            match slot {
-                Some(j) => reduced[j * dim..(j + 1) * dim].copy_from_slice(centre),
-                None => newborn.copy_from_slice(centre),
-            }
-        }
-        let gain = birth_gain_bound(cover, &reduced, &newborn);
-        self.choice = choice;
         let needed = loss_deciding_rejection(gain, threshold, self.target.memory.len(), k);
         if !needed.is_finite() {
             return false;
