@@ -16,6 +16,7 @@
 pub mod commands;
 pub mod failure;
 pub mod io;
+pub mod memory;
 pub mod options;
 pub mod plot;
 pub mod stream;

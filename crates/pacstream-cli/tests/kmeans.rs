@@ -4,7 +4,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{blobs_csv, read_json, read_svg, refused, run, run_line, run_ok, write};
+use common::{blobs_csv, data_arg, read_json, read_svg, refused, run, run_line, run_ok, write};
 use serde_json::Value;
 
 /// Checks the figure at `path`: a whole SVG document drawing at least `at_least_circles`
@@ -240,4 +240,35 @@ fn help_and_version_exit_zero() {
     let outcome = run(dir.path(), &["--version"]);
     assert_eq!(outcome.code, 0);
     assert!(outcome.stdout.starts_with("pacstream "));
+}
+
+/// `--stopping` reaches the library and the summary names the rule. On quakes at k = 3
+/// the centre-shift rule (the default) stops while a centre still drifts, 13 iterations in;
+/// the changed-labels rule follows the drift to a lower inertia.
+#[test]
+fn the_stopping_rule_is_chosen_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let quakes = data_arg("quakes.csv");
+    let fit = |rule: &str| {
+        let outcome = run_ok(
+            dir.path(),
+            &format!("kmeans --k 3 --refinement none {rule} {quakes} --summary - -q"),
+        );
+        serde_json::from_str::<Value>(&outcome.stdout).unwrap()
+    };
+    let default = fit("");
+    let shift = fit("--stopping centre-shift");
+    let labels = fit("--stopping changed-labels");
+    assert_eq!(default["settings"]["stopping"], "centre-shift");
+    assert_eq!(labels["settings"]["stopping"], "changed-labels");
+    assert_eq!(default["report"], shift["report"]);
+    let iterations = |s: &Value| s["report"]["n_iter"].as_u64().unwrap();
+    let inertia = |s: &Value| s["report"]["inertia"].as_f64().unwrap();
+    assert!(iterations(&shift) < iterations(&labels), "{shift} {labels}");
+    assert!(inertia(&labels) < inertia(&shift));
+    let outcome = run_line(
+        dir.path(),
+        &format!("kmeans --k 3 --online --stopping centre-shift {quakes}"),
+    );
+    refused(&outcome, "--stopping");
 }

@@ -66,6 +66,16 @@ impl super::Refinement {
     }
 }
 
+impl super::Stopping {
+    /// The rule's name (`centre-shift`, `changed-labels`).
+    pub fn name(self) -> &'static str {
+        match self {
+            super::Stopping::CentreShift => "centre-shift",
+            super::Stopping::ChangedLabels => "changed-labels",
+        }
+    }
+}
+
 /// The settings of sequential k-means, by name.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SequentialKMeansSettings {
@@ -167,6 +177,8 @@ pub struct KMeansSettings {
     pub max_iter: usize,
     /// The convergence tolerance.
     pub tol: f64,
+    /// The stopping rule `tol` applies to (`centre-shift`, `changed-labels`).
+    pub stopping: &'static str,
     /// What runs after Lloyd's iterations (`none`, `hartigan`).
     pub refinement: &'static str,
     /// The seed.
@@ -182,6 +194,7 @@ impl super::KMeansConfig {
             n_init: self.n_init(),
             max_iter: self.max_iter(),
             tol: self.tol(),
+            stopping: self.stopping().name(),
             refinement: self.refinement().name(),
             seed: self.seed(),
         }

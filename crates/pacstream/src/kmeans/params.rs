@@ -111,6 +111,7 @@ pub enum Algorithm {
 /// follows the drift to its end, at five more iterations (10–14 instead of 5–9) on the
 /// seeds without one. [`Refinement::Hartigan`], on by default, runs after either rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Stopping {
     /// Stop when the points whose label changed in the last assignment pass weigh at most
     /// `tol` × the total weight (with unit weights: at most tol·n points changed cluster).

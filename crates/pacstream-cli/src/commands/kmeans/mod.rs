@@ -16,7 +16,7 @@ mod scale_out;
 use clap::Args;
 use pacstream::kmeans::{
     InitMethod, KMeansConfig, KMeansParams, Refinement, SequentialKMeansConfig,
-    SequentialKMeansParams,
+    SequentialKMeansParams, Stopping,
 };
 
 use super::Given;
@@ -64,8 +64,9 @@ pub struct KMeansArgs {
     #[arg(long, value_name = "M", conflicts_with = "online")]
     pub max_iter: Option<usize>,
 
-    /// Stop Lloyd's iterations once at most a fraction T of the points (by weight) changed
-    /// cluster in a pass; 0: until no label changes [default: 1e-4].
+    /// The tolerance of Lloyd's stopping rule (--stopping): by default they stop once the
+    /// centres' total squared shift in an update is at most T × the data's mean per-feature
+    /// variance (scikit-learn's rule); 0: until no label changes [default: 1e-4].
     #[arg(
         long,
         value_name = "T",
@@ -73,6 +74,21 @@ pub struct KMeansArgs {
         allow_negative_numbers = true
     )]
     pub tol: Option<f64>,
+
+    /// When Lloyd's iterations stop (besides --max-iter, and a pass that changes no label):
+    /// centre-shift, the total squared shift of the centres against --tol × the mean
+    /// per-feature variance (the k-means spec's rule and scikit-learn's); changed-labels,
+    /// at most a fraction --tol of the points (by weight) changed cluster in the last pass
+    /// (scale-free; it follows a centre's slow drift between two groups to its end).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "RULE",
+        default_value = "centre-shift",
+        conflicts_with = "online",
+        hide_possible_values = true
+    )]
+    pub stopping: Stopping,
 
     /// What runs after Lloyd's iterations: Hartigan's single-point moves (a point moves to
     /// another cluster whenever that lowers the inertia, counting how it moves both
@@ -188,6 +204,7 @@ fn batch_config(args: &KMeansArgs, seed: u64) -> anyhow::Result<KMeansConfig> {
     let params = KMeansParams::new(args.k)
         .init(args.init.to_init())
         .refinement(args.refinement)
+        .stopping(args.stopping)
         .seed(seed)
         .given(args.n_init, KMeansParams::n_init)
         .given(args.max_iter, KMeansParams::max_iter)
