@@ -274,6 +274,8 @@ fn gain_factor(mass: f64, weight: f64) -> f64 {
 /// For point x (weight w, in cluster `own`): the squared distance to its own centre; the
 /// other cluster whose gain of x adds the least inertia, W_b/(W_b + w)·‖x − c_b‖² (ties:
 /// the lowest index), with that cost; and the smallest squared distance to another centre.
+/// `gains`, with unit weights, holds every cluster's W_b/(W_b + 1) (the same bits as
+/// computing it here).
 #[inline(always)]
 fn evaluate<const D: usize>(
     point: &[f64],
@@ -281,6 +283,7 @@ fn evaluate<const D: usize>(
     own: usize,
     clusters: &Clusters,
     dim: usize,
+    gains: Option<&[f64]>,
 ) -> (f64, usize, f64, f64) {
     let dim = if D == 0 { dim } else { D };
     let point = &point[..dim];
@@ -292,7 +295,11 @@ fn evaluate<const D: usize>(
             own_distance = distance;
             continue;
         }
-        let cost = gain_factor(clusters.masses[j], weight) * distance;
+        let factor = match gains {
+            Some(gains) => gains[j],
+            None => gain_factor(clusters.masses[j], weight),
+        };
+        let cost = factor * distance;
         if cost < best_cost {
             best_cost = cost;
             best = j;
@@ -333,7 +340,7 @@ fn check_chunk<const D: usize>(
         let i = first + offset;
         let (weight, own) = (points.weight(i), labels[i]);
         let (own_distance, _, best_cost, nearest_other) =
-            evaluate::<D>(points.row(i), weight, own, clusters, points.dim);
+            evaluate::<D>(points.row(i), weight, own, clusters, points.dim, None);
         if let Some(factor) = leave_factor(clusters, own, weight) {
             n_movable += usize::from(best_cost < factor * own_distance);
         }
@@ -346,10 +353,11 @@ fn check_chunk<const D: usize>(
     n_movable
 }
 
-/// [`leave_factor`] of every cluster and [`gain_factor`] of the lightest one for a point of
-/// weight 1 (empty when the weights are not all 1).
+/// [`leave_factor`] and [`gain_factor`] of every cluster, and [`gain_factor`] of the
+/// lightest one, for a point of weight 1 (empty when the weights are not all 1).
 struct UnitFactors {
     leave: Vec<Option<f64>>,
+    gain: Vec<f64>,
     min_gain: f64,
 }
 
@@ -358,6 +366,7 @@ impl UnitFactors {
         if !unit {
             return Self {
                 leave: Vec::new(),
+                gain: Vec::new(),
                 min_gain: f64::NAN,
             };
         }
@@ -365,8 +374,32 @@ impl UnitFactors {
             leave: (0..clusters.masses.len())
                 .map(|j| leave_factor(clusters, j, 1.0))
                 .collect(),
+            gain: clusters
+                .masses
+                .iter()
+                .map(|&mass| gain_factor(mass, 1.0))
+                .collect(),
             min_gain: gain_factor(min_mass, 1.0),
         }
+    }
+
+    /// The factors after a move from `own` to `to`, as [`UnitFactors::new`] would compute
+    /// them: only those two clusters' masses and counts changed (and the smallest mass
+    /// maybe), so only their factors are computed again, without a new allocation per move.
+    fn moved(&mut self, clusters: &Clusters, min_mass: f64, own: usize, to: usize) {
+        if self.leave.is_empty() {
+            return;
+        }
+        for j in [own, to] {
+            self.leave[j] = leave_factor(clusters, j, 1.0);
+            self.gain[j] = gain_factor(clusters.masses[j], 1.0);
+        }
+        self.min_gain = gain_factor(min_mass, 1.0);
+    }
+
+    /// Every cluster's gain factor, with unit weights.
+    fn gains(&self) -> Option<&[f64]> {
+        (!self.gain.is_empty()).then_some(self.gain.as_slice())
     }
 }
 
@@ -397,8 +430,9 @@ fn sweep<const D: usize>(
     // (and again after each move) instead of two divisions per point, with the same bits.
     let unit = matches!(points.weights, Weights::Unit);
     let mut unit_factors = UnitFactors::new(clusters, min_mass, unit);
-    for (i, bound) in bounds.iter_mut().enumerate() {
-        let (weight, own) = (points.weight(i), labels[i]);
+    for (i, (bound, label)) in bounds.iter_mut().zip(labels.iter_mut()).enumerate() {
+        let own = *label;
+        let weight = if unit { 1.0 } else { points.weight(i) };
         let (own_factor, min_gain) = if unit {
             match unit_factors.leave[own] {
                 Some(factor) => (factor, unit_factors.min_gain),
@@ -426,7 +460,7 @@ fn sweep<const D: usize>(
         }
         let point = &points.row(i)[..dim];
         let (own_distance, to, to_cost, nearest_other) =
-            evaluate::<D>(point, weight, own, clusters, dim);
+            evaluate::<D>(point, weight, own, clusters, dim, unit_factors.gains());
         let own_cost = own_factor * own_distance;
         // False also when there is no other cluster (an infinite cost).
         let improves = to_cost < own_cost;
@@ -471,8 +505,8 @@ fn sweep<const D: usize>(
             .fold(f64::INFINITY, f64::min);
         clusters.counts[own] -= 1;
         clusters.counts[to] += 1;
-        unit_factors = UnitFactors::new(clusters, min_mass, unit);
-        labels[i] = to;
+        unit_factors.moved(clusters, min_mass, own, to);
+        *label = to;
         *bound = Bounds::UNKNOWN;
         moves += 1;
         gain += weight * (own_cost - to_cost);
@@ -594,6 +628,38 @@ mod tests {
                 assert!(pruned.moves == 0 || pruned.sweeps >= 2, "case {seed}");
             }
             total_moves += exhaustive.moves;
+        }
+        assert!(
+            total_moves > 20,
+            "the cases must exercise the moves: {total_moves}"
+        );
+    }
+
+    /// With unit weights the sweeps use factors kept per cluster and updated at each move;
+    /// the general path computes them from the masses for every point. Given weights that
+    /// are all 1 take the general path: the moves, labels and centres must be the same bits.
+    #[test]
+    fn unit_weights_use_the_factors_the_general_path_computes() {
+        let mut total_moves = 0;
+        for (n, dim, k, seed, _) in cases() {
+            let (values, _) = blobs(n, dim, k / 2, seed, false);
+            let ones = vec![1.0; n];
+            let unit = points(&values, &ones, dim, false);
+            let given = points(&values, &ones, dim, true);
+            let run = lloyd_from_first_points(&unit, k);
+            let refined = |data: &WeightedPoints<'_>| {
+                hartigan(data, run.centres.clone(), run.labels.clone(), None, 1000)
+            };
+            let (by_unit, by_given) = (refined(&unit), refined(&given));
+            assert_eq!(by_unit.labels, by_given.labels, "case {seed}");
+            assert_eq!(by_unit.centres, by_given.centres, "case {seed}");
+            assert_eq!(by_unit.moves, by_given.moves, "case {seed}");
+            assert_eq!(
+                by_unit.gain.to_bits(),
+                by_given.gain.to_bits(),
+                "case {seed}"
+            );
+            total_moves += by_unit.moves;
         }
         assert!(
             total_moves > 20,
