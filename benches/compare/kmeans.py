@@ -3,7 +3,7 @@ and River (sequential).
 
 Run through `run-kmeans.sh`, which installs the peers into benches/compare/.venv and builds
 the pacstream binary. Prints, for each data set of the k-means spec (§2), the median fit time
-over the same seeds of
+over the same seeds (each fitted `--rounds` times, the tools taking turns) of
 
 - scikit-learn's KMeans (Lloyd, greedy k-means++),
 - scikit-learn-intelex's KMeans (Intel oneDAL; same settings),
@@ -13,7 +13,8 @@ over the same seeds of
   which is scikit-learn's: total squared centre shift ≤ 1e-4 × mean feature variance; then
   its default refinement, Hartigan's single-point moves, which the peers do not run),
 
-the ratio of each peer's time to pacstream's (> 1: pacstream is faster), the median and
+the ratio of each peer's median time to pacstream's and the median of the paired ratios
+(the same seed and round; > 1: pacstream is faster), the median and
 best inertia of each, and the Lloyd iterations each run took (scikit-learn's and intelex's
 `n_iter_`, faiss's fixed `niter`, pacstream's `n_iter`). Every inertia is computed here, in f64, from the returned centres on the
 same f64 data (each point to its nearest centre), so faiss's float32 arithmetic is judged on
@@ -162,38 +163,57 @@ def pacstream_ns_per_round():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per tool and data set (seeds 0..runs-1)")
+    parser.add_argument("--runs", type=int, default=5, help="seeds per tool and data set (0..runs-1)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times each seed is fitted by each tool (the medians are over all fits)")
     parser.add_argument("--skip-batch", action="store_true")
     parser.add_argument("--skip-sequential", action="store_true")
     args = parser.parse_args()
     seeds = list(range(args.runs))
 
     if not args.skip_batch:
-        tools = [("scikit-learn", lambda X, path, k, n_init: time_sklearn(X, k, n_init, seeds)),
-                 ("sklearn-intelex", lambda X, path, k, n_init: time_intelex(X, k, n_init, seeds)),
-                 ("faiss", lambda X, path, k, n_init: time_faiss(X, k, n_init, seeds)),
-                 ("pacstream", lambda X, path, k, n_init: time_pacstream(path, X, k, n_init, seeds))]
-        print(f"batch k-means, {THREADS} threads, median of {args.runs} runs (seeds {seeds[0]}..{seeds[-1]});"
-              " inertia computed in f64 from each tool's centres")
-        print(f"{'data':<16} {'tool':<16} {'median time':>12} {'ratio':>7} {'median inertia':>16}"
-              f" {'rel. to pacstream':>17} {'best inertia':>14} {'rel. to pacstream':>17}")
+        tools = [("scikit-learn", lambda X, path, k, n_init, seeds: time_sklearn(X, k, n_init, seeds)),
+                 ("sklearn-intelex", lambda X, path, k, n_init, seeds: time_intelex(X, k, n_init, seeds)),
+                 ("faiss", lambda X, path, k, n_init, seeds: time_faiss(X, k, n_init, seeds)),
+                 ("pacstream", lambda X, path, k, n_init, seeds: time_pacstream(path, X, k, n_init, seeds))]
+        print(f"batch k-means, {THREADS} threads, {args.rounds} rounds x {args.runs} seeds"
+              f" ({seeds[0]}..{seeds[-1]}), the tools interleaved; inertia computed in f64 from each"
+              " tool's centres")
+        print(f"{'data':<16} {'tool':<16} {'median time':>12} {'ratio':>7} {'paired':>7}"
+              f" {'median inertia':>16} {'rel. to pacstream':>17} {'best inertia':>14}"
+              f" {'rel. to pacstream':>17}")
         for name, X, k, n_init in datasets():
             path = write_csv(name, X)
-            results = {tool: run(X, path, k, n_init) for tool, run in tools}
-            ours_time = statistics.median(results["pacstream"][0])
-            ours_median = statistics.median(results["pacstream"][1])
-            ours_best = min(results["pacstream"][1])
+            results = {tool: ([], [], []) for tool, _ in tools}
+            # One fit per tool and seed, the tools taking turns in an order that rotates from
+            # one seed to the next: this host's speed drifts over seconds (a pure-Python loop
+            # of fixed work took 8.5-18 ms from one second to the next), so timing each tool's
+            # seeds in one block would let a slow spell fall on one tool only.
+            order = 0
+            for _ in range(args.rounds):
+                for seed in seeds:
+                    for turn in range(len(tools)):
+                        tool, run = tools[(order + turn) % len(tools)]
+                        for total, part in zip(results[tool], run(X, path, k, n_init, [seed])):
+                            total.extend(part)
+                    order += 1
+            ours = results["pacstream"]
+            ours_time = statistics.median(ours[0])
+            ours_median, ours_best = statistics.median(ours[1]), min(ours[1])
             for tool, (times, inertias, _) in results.items():
                 t, median, best = statistics.median(times), statistics.median(inertias), min(inertias)
-                print(f"{name:<16} {tool:<16} {t * 1e3:>10.1f}ms {t / ours_time:>6.2f}x"
+                paired = statistics.median(a / b for a, b in zip(times, ours[0]))
+                print(f"{name:<16} {tool:<16} {t * 1e3:>10.1f}ms {t / ours_time:>6.2f}x {paired:>6.2f}x"
                       f" {median:>16.8g} {(median - ours_median) / ours_median:>+17.2e}"
                       f" {best:>14.8g} {(best - ours_best) / ours_best:>+17.2e}")
             print(f"{'':<16} {'times (ms)':<16} " + "; ".join(
                 f"{tool} " + " ".join(f"{t * 1e3:.1f}" for t in results[tool][0]) for tool in results))
             print(f"{'':<16} {'iterations':<16} " + "; ".join(
-                f"{tool} " + " ".join(str(i) for i in results[tool][2]) for tool in results))
-        print("ratio = tool time / pacstream time (> 1: pacstream is faster); 'rel. to pacstream' ="
-              " (tool inertia - pacstream inertia) / pacstream inertia (> 0: pacstream's is lower)")
+                f"{tool} " + " ".join(str(i) for i in results[tool][2][:len(seeds)]) for tool in results))
+        print("ratio = tool's median time / pacstream's (> 1: pacstream is faster); paired = median over"
+              " the fits of the tool's time / pacstream's time for the same seed and round; 'rel. to"
+              " pacstream' = (tool inertia - pacstream inertia) / pacstream inertia (> 0: pacstream's"
+              " is lower); times are listed round by round, seed by seed")
         print()
 
     if not args.skip_sequential:

@@ -12,12 +12,14 @@
 /// pages, the allocator's regions included; what is already mapped keeps its pages).
 /// Best effort: where the kernel refuses, or off Linux, nothing changes.
 ///
-/// Used by batch k-means on data of at least 4 MiB only, where it was measured
-/// (docs/benchmarks.md, k-means, "batch k-means on small pages"): fits alternated with
-/// main's in fresh processes took 19 ms instead of 34 ms at the median on 100,000 × 10
-/// points and 132 ms instead of 200 ms on 1,000,000 × 2, with the same centres; on the
-/// 0.9 MiB digits set small pages were slower (26 ms against 21). The streaming and
-/// scale-out commands keep huge pages.
+/// Used by every batch k-means fit, where it was measured (docs/benchmarks.md, k-means,
+/// "batch k-means on small pages"): fits alternated with huge-page builds in fresh
+/// processes took 19 ms instead of 34 ms at the median on 100,000 × 10 points and 132 ms
+/// instead of 200 ms on 1,000,000 × 2, with the same centres; on the 0.9 MiB digits set the
+/// medians were even (20.2 / 21.0 ms against 20.6 / 22.4 in two rounds of fifteen) but the
+/// slowest huge-page runs took 187–217 ms, up to 90 % of it in the kernel zeroing pages,
+/// against at most 26 ms on small pages. The streaming and scale-out commands keep huge
+/// pages.
 pub fn prefer_small_pages() {
     #[cfg(target_os = "linux")]
     {

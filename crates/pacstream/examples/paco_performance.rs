@@ -28,7 +28,8 @@
 //!   two builds can be checked to make the same run bit for bit.
 //! - `crossover`: the CPU time of a round with S_t summed point by point and on the index
 //!   (forced), side by side, for `--t 250,..,8000` and `--dims 2,5,20`; `--svg FILE` draws
-//!   the cost per round against t.
+//!   the cost per round against t (of the first stream). Each d has its stream of 4
+//!   clusters (seed d); `--stream-seeds 0,1,2` adds draws with the seeds d + 1000·s.
 //! - `profile`: the set-up of `rounds` for one case, then `--rounds M` rounds in one
 //!   function, for instruction counts under callgrind.
 //!
@@ -193,47 +194,60 @@ fn crossover(args: &[String]) {
     let dims = option(args, "--dims").map_or(vec![2, 5, 20], |s| list(&s));
     let measured: usize = option(args, "--rounds").map_or(30, |s| s.parse().expect("a number"));
     let svg_path = option(args, "--svg");
+    // The stream of each d: 4 clusters drawn with the seed d, as in the published table;
+    // `--stream-seeds` adds other draws (seed d + 1000·s) to see how much the crossover
+    // depends on where the clusters fell.
+    let stream_seeds: Vec<u64> = option(args, "--stream-seeds").map_or(vec![0], |s| {
+        list(&s).into_iter().map(|v| v as u64).collect()
+    });
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     println!("## CPU time of a round: N = 500, 4 clusters, {measured} rounds per case\n");
     println!(
-        "| t | d | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
+        "| t | d | stream | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &dim in &dims {
         for &t in &ts {
-            let points = mixture(t + measured, 4, dim, dim as u64);
-            let mut costs = Vec::new();
-            let mut nodes = 0.0;
-            for summation in [Summation::PointByPoint, Summation::Index] {
-                let (mut learner, mut rows) = warmed_up(
-                    PacoParams::new().warmup(t - 8).seed(1).summation(summation),
-                    &points,
-                    dim,
-                    t,
+            for &stream in &stream_seeds {
+                let points = mixture(t + measured, 4, dim, dim as u64 + 1000 * stream);
+                let mut costs = Vec::new();
+                let mut nodes = 0.0;
+                for summation in [Summation::PointByPoint, Summation::Index] {
+                    let (mut learner, mut rows) = warmed_up(
+                        PacoParams::new().warmup(t - 8).seed(1).summation(summation),
+                        &points,
+                        dim,
+                        t,
+                    );
+                    let started = cpu_seconds();
+                    nodes = 0.0;
+                    for point in rows.by_ref().take(measured) {
+                        let step = learner.learn_one(point).expect("valid point");
+                        nodes += step.sampler.map_or(0.0, |r| r.nodes_per_evaluation);
+                    }
+                    costs.push(1e3 * (cpu_seconds() - started) / measured as f64);
+                }
+                // The figure draws the first stream of each d.
+                let drawn = if stream == stream_seeds[0] { 2 } else { 0 };
+                for (name, cost) in [("point by point", costs[0]), ("index", costs[1])]
+                    .into_iter()
+                    .take(drawn)
+                {
+                    let label = format!("d = {dim}, {name}");
+                    match series.iter_mut().find(|(l, _)| *l == label) {
+                        Some((_, values)) => values.push((t as f64, cost)),
+                        None => series.push((label, vec![(t as f64, cost)])),
+                    }
+                }
+                println!(
+                    "| {t} | {dim} | {stream} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                    costs[0],
+                    costs[1],
+                    costs[0] / costs[1],
+                    nodes / measured as f64,
+                    load()
                 );
-                let started = cpu_seconds();
-                nodes = 0.0;
-                for point in rows.by_ref().take(measured) {
-                    let step = learner.learn_one(point).expect("valid point");
-                    nodes += step.sampler.map_or(0.0, |r| r.nodes_per_evaluation);
-                }
-                costs.push(1e3 * (cpu_seconds() - started) / measured as f64);
             }
-            for (name, cost) in [("point by point", costs[0]), ("index", costs[1])] {
-                let label = format!("d = {dim}, {name}");
-                match series.iter_mut().find(|(l, _)| *l == label) {
-                    Some((_, values)) => values.push((t as f64, cost)),
-                    None => series.push((label, vec![(t as f64, cost)])),
-                }
-            }
-            println!(
-                "| {t} | {dim} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
-                costs[0],
-                costs[1],
-                costs[0] / costs[1],
-                nodes / measured as f64,
-                load()
-            );
         }
     }
     println!();
@@ -546,6 +560,21 @@ fn warmed_up(
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        // The usage is the module's doc comment: print it rather than run the defaults.
+        let usage = include_str!("paco_performance.rs")
+            .lines()
+            .take_while(|line| line.starts_with("//!"))
+            .map(|line| {
+                line.trim_start_matches("//!")
+                    .strip_prefix(' ')
+                    .unwrap_or("")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        println!("{usage}");
+        return;
+    }
     let part = args.first().filter(|a| !a.starts_with("--")).cloned();
     match part.as_deref() {
         Some("r-example") => r_example(&args),
@@ -559,7 +588,7 @@ fn main() {
             long(&args);
         }
         Some(other) => {
-            eprintln!("unknown part {other}: r-example, rounds or long");
+            eprintln!("unknown part {other}: r-example, rounds, long, crossover or profile");
             std::process::exit(2);
         }
     }
