@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use pacstream::OnlineLearner;
 use pacstream::paco::{Memory, Paco, PacoParams, Radius, Summation};
-use support::{list, mixture, option};
+use support::{closest_means, list, mixture, option};
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -203,13 +203,14 @@ fn crossover(args: &[String]) {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     println!("## CPU time of a round: N = 500, 4 clusters, {measured} rounds per case\n");
     println!(
-        "| t | d | stream | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
+        "| t | d | stream | closest means | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &dim in &dims {
         for &t in &ts {
             for &stream in &stream_seeds {
-                let points = mixture(t + measured, 4, dim, dim as u64 + 1000 * stream);
+                let stream_seed = dim as u64 + 1000 * stream;
+                let points = mixture(t + measured, 4, dim, stream_seed);
                 let mut costs = Vec::new();
                 let mut nodes = 0.0;
                 for summation in [Summation::PointByPoint, Summation::Index] {
@@ -240,7 +241,8 @@ fn crossover(args: &[String]) {
                     }
                 }
                 println!(
-                    "| {t} | {dim} | {stream} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                    "| {t} | {dim} | {stream} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                    closest_means(4, dim, stream_seed),
                     costs[0],
                     costs[1],
                     costs[0] / costs[1],

@@ -48,6 +48,23 @@ pub fn mixture(n: usize, k: usize, dim: usize, seed: u64) -> Vec<f64> {
     points
 }
 
+/// The smallest distance between two of the k means of `mixture(_, k, dim, seed)` (the
+/// means are its first draws), in units of the clusters' standard deviation (1).
+pub fn closest_means(k: usize, dim: usize, seed: u64) -> f64 {
+    let mut rng = StreamRng::seed_from(seed);
+    let means: Vec<f64> = (0..k * dim).map(|_| 20.0 * rng.next_f64() - 10.0).collect();
+    let mut closest = f64::INFINITY;
+    for a in 0..k {
+        for b in a + 1..k {
+            let squared: f64 = (0..dim)
+                .map(|i| (means[a * dim + i] - means[b * dim + i]).powi(2))
+                .sum();
+            closest = closest.min(squared.sqrt());
+        }
+    }
+    closest
+}
+
 /// The value after `name` on the command line, if any.
 pub fn option(args: &[String], name: &str) -> Option<String> {
     args.iter()
