@@ -11,7 +11,10 @@ over the same seeds (each fitted `--rounds` times, the tools taking turns) of
   default 25 iterations, every point used: no subsampling),
 - `pacstream kmeans` (greedy k-means++, f64, Lloyd with the stopping rule of the k-means spec,
   which is scikit-learn's: total squared centre shift ≤ 1e-4 × mean feature variance; then
-  its default refinement, Hartigan's single-point moves, which the peers do not run),
+  its default refinement, Hartigan's single-point moves, which the peers do not run), one
+  fresh process per fit, as a user of the command runs it,
+- `pacstream.sklearn.KMeans` (the Python package: the same library and defaults), in this
+  process like the Python peers,
 
 the ratio of each peer's median time to pacstream's and the median of the paired ratios
 (the same seed and round; > 1: pacstream is faster), the median and
@@ -37,8 +40,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-from sklearn.cluster import KMeans
+# Before any import that may start a thread pool (rayon reads it when pacstream's starts).
+os.environ["RAYON_NUM_THREADS"] = "2"
+
+import numpy as np  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
 from sklearn.datasets import load_digits, make_blobs
 
 THREADS = 2
@@ -117,6 +123,22 @@ def time_faiss(X, k, n_init, seeds):
     return times, inertias, iterations
 
 
+def time_pacstream_python(X, k, n_init, seeds):
+    """pacstream's Python package (its scikit-learn estimator), in this process like the other
+    Python tools, timed around `fit`; the same library and defaults as the command."""
+    from pacstream.sklearn import KMeans as PacstreamKMeans
+
+    times, inertias, iterations = [], [], []
+    for seed in seeds:
+        model = PacstreamKMeans(n_clusters=k, n_init=n_init, random_state=seed)
+        start = time.perf_counter()
+        model.fit(X)
+        times.append(time.perf_counter() - start)
+        inertias.append(inertia(X, model.cluster_centers_))
+        iterations.append(model.n_iter_)
+    return times, inertias, iterations
+
+
 def time_pacstream(path, X, k, n_init, seeds):
     times, inertias, iterations = [], [], []
     summary = DATA / "summary.json"
@@ -175,7 +197,8 @@ def main():
         tools = [("scikit-learn", lambda X, path, k, n_init, seeds: time_sklearn(X, k, n_init, seeds)),
                  ("sklearn-intelex", lambda X, path, k, n_init, seeds: time_intelex(X, k, n_init, seeds)),
                  ("faiss", lambda X, path, k, n_init, seeds: time_faiss(X, k, n_init, seeds)),
-                 ("pacstream", lambda X, path, k, n_init, seeds: time_pacstream(path, X, k, n_init, seeds))]
+                 ("pacstream", lambda X, path, k, n_init, seeds: time_pacstream(path, X, k, n_init, seeds)),
+                 ("pacstream-python", lambda X, path, k, n_init, seeds: time_pacstream_python(X, k, n_init, seeds))]
         print(f"batch k-means, {THREADS} threads, {args.rounds} rounds x {args.runs} seeds"
               f" ({seeds[0]}..{seeds[-1]}), the tools interleaved; inertia computed in f64 from each"
               " tool's centres")

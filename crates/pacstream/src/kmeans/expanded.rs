@@ -75,7 +75,7 @@ const TILE_ROWS: usize = 3;
 /// within the sixteen vector registers of AVX2.
 const TILE_QUADS: usize = 3;
 
-/// The products x_i·c_t of the m row-major `rows` (m × d) and the centres, written to
+/// The products x_i·c_t of the m `rows` (each of d values) and the centres, written to
 /// `out` as m rows of [`CentreColumns::width`] values (the products with the padding are
 /// 0). Each product is summed over the features in order, one fused multiply-add per
 /// feature on AVX2 (a plain f64 `mul_add` elsewhere); the callers do not depend on those
@@ -83,12 +83,12 @@ const TILE_QUADS: usize = 3;
 #[inline(always)]
 pub(crate) fn products<Q: Quad>(
     quad: Q,
-    rows: &[f64],
+    rows: &[&[f64]],
     columns: &CentreColumns,
     out: &mut Vec<f64>,
 ) {
-    let (dim, width) = (columns.dim, columns.width);
-    let n_rows = rows.len() / dim;
+    let width = columns.width;
+    let n_rows = rows.len();
     out.clear();
     out.resize(n_rows * width, 0.0);
     let n_quads = width / QUAD;
@@ -96,11 +96,11 @@ pub(crate) fn products<Q: Quad>(
     while first_quad < n_quads {
         let quads = (n_quads - first_quad).min(TILE_QUADS);
         for (block, out_block) in rows
-            .chunks(TILE_ROWS * dim)
+            .chunks(TILE_ROWS)
             .zip(out.chunks_mut(TILE_ROWS * width))
         {
             let out_block = &mut out_block[first_quad * QUAD..];
-            match (block.len() / dim, quads) {
+            match (block.len(), quads) {
                 (3, 3) => tile::<Q, 3, 3>(quad, block, columns, first_quad, out_block),
                 (3, 2) => tile::<Q, 3, 2>(quad, block, columns, first_quad, out_block),
                 (3, _) => tile::<Q, 3, 1>(quad, block, columns, first_quad, out_block),
@@ -122,13 +122,15 @@ pub(crate) fn products<Q: Quad>(
 #[inline(always)]
 fn tile<Q: Quad, const R: usize, const C: usize>(
     quad: Q,
-    rows: &[f64],
+    rows: &[&[f64]],
     columns: &CentreColumns,
     first_quad: usize,
     out: &mut [f64],
 ) {
     let (dim, width) = (columns.dim, columns.width);
-    let points: [&[f64]; R] = std::array::from_fn(|r| &rows[r * dim..(r + 1) * dim]);
+    // The points are read where they are (no gathered copy): each feature of each is one
+    // broadcast, whatever its address.
+    let points: [&[f64]; R] = std::array::from_fn(|r| &rows[r][..dim]);
     let mut sums = [[quad.splat(0.0); C]; R];
     for (f, row) in columns.values.chunks_exact(width).enumerate() {
         let centres = &row[first_quad * QUAD..][..C * QUAD];
@@ -175,7 +177,8 @@ pub(crate) fn products_of(rows: &[f64], centres: &[f64], dim: usize) -> (Vec<f64
         type Output = Vec<f64>;
         fn run<Q: Quad>(self, quad: Q) -> Vec<f64> {
             let mut out = Vec::new();
-            products(quad, self.0, self.1, &mut out);
+            let rows: Vec<&[f64]> = self.0.chunks_exact(self.1.dim).collect();
+            products(quad, &rows, self.1, &mut out);
             out
         }
     }

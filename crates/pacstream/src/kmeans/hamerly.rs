@@ -233,16 +233,16 @@ fn hamerly_chunk_blocked<Q: Quad>(
         }
     }
     if !pending.is_empty() {
-        let mut rows = Vec::with_capacity(pending.len() * dim);
-        for &offset in &pending {
-            rows.extend_from_slice(points.row(first + offset));
-        }
+        let rows: Vec<&[f64]> = pending
+            .iter()
+            .map(|&offset| points.row(first + offset))
+            .collect();
         let mut products = Vec::new();
         expanded::products(quad, &rows, &info.columns, &mut products);
         let mut approximate = vec![0.0; n_clusters];
-        for ((&offset, point), products) in pending
+        for ((&offset, &point), products) in pending
             .iter()
-            .zip(rows.chunks_exact(dim))
+            .zip(&rows)
             .zip(products.chunks_exact(info.columns.width()))
         {
             let state = &mut states[offset];
