@@ -26,10 +26,13 @@
 //!   them with `--summation linear|auto`. Each run ends with a fingerprint: a hash (FNV-1a)
 //!   of every round's k̂_t, loss and acceptance count and of the final centres' bits, so that
 //!   two builds can be checked to make the same run bit for bit.
-//! - `crossover`: the CPU time of a round with S_t summed point by point and on the index
-//!   (forced), side by side, for `--t 250,..,8000` and `--dims 2,5,20`; `--svg FILE` draws
-//!   the cost per round against t (of the first stream). Each d has its stream of 4
-//!   clusters (seed d); `--stream-seeds 0,1,2` adds draws with the seeds d + 1000·s.
+//! - `crossover`: the CPU time of a round with S_t summed point by point, on the index
+//!   (forced) and as `Summation::Auto` decides (with the rounds it put on the index), side
+//!   by side, for `--t 250,..,8000` and `--dims 2,5,20`, with the fractions of the memory
+//!   summed and summed one by one; `--svg FILE` draws the cost per round against t (of the
+//!   first stream). Each d has its stream of 4 clusters (seed d); `--stream-seeds 0,1,2`
+//!   adds draws with the seeds d + 1000·s, and "closest means" is the smallest distance
+//!   between two of a stream's means.
 //! - `profile`: the set-up of `rounds` for one case, then `--rounds M` rounds in one
 //!   function, for instruction counts under callgrind.
 //!
@@ -203,17 +206,23 @@ fn crossover(args: &[String]) {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     println!("## CPU time of a round: N = 500, 4 clusters, {measured} rounds per case\n");
     println!(
-        "| t | d | stream | closest means | point by point (ms/round) | index (ms/round) | ratio | nodes per evaluation | load |"
+        "| t | d | stream | closest means | point by point (ms/round) | index (ms/round) | ratio | auto (ms/round) | auto's rounds on the index | nodes per evaluation | summed, point by point | summed, index | one by one, index | load |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &dim in &dims {
         for &t in &ts {
             for &stream in &stream_seeds {
                 let stream_seed = dim as u64 + 1000 * stream;
                 let points = mixture(t + measured, 4, dim, stream_seed);
                 let mut costs = Vec::new();
-                let mut nodes = 0.0;
-                for summation in [Summation::PointByPoint, Summation::Index] {
+                let mut fractions = [[0.0; 2]; 3];
+                let mut auto_indexed = 0;
+                let mut round_nodes = [0.0; 3];
+                for (mode, summation) in
+                    [Summation::PointByPoint, Summation::Index, Summation::Auto]
+                        .into_iter()
+                        .enumerate()
+                {
                     let (mut learner, mut rows) = warmed_up(
                         PacoParams::new().warmup(t - 8).seed(1).summation(summation),
                         &points,
@@ -221,10 +230,26 @@ fn crossover(args: &[String]) {
                         t,
                     );
                     let started = cpu_seconds();
-                    nodes = 0.0;
                     for point in rows.by_ref().take(measured) {
                         let step = learner.learn_one(point).expect("valid point");
-                        nodes += step.sampler.map_or(0.0, |r| r.nodes_per_evaluation);
+                        let visited = step
+                            .sampler
+                            .as_ref()
+                            .map_or(0.0, |r| r.nodes_per_evaluation);
+                        round_nodes[mode] += visited;
+                        // A round summed point by point sums every point it covers one by
+                        // one; on the index some in closed form.
+                        auto_indexed += usize::from(
+                            mode == 2
+                                && step
+                                    .sampler
+                                    .as_ref()
+                                    .is_some_and(|r| r.direct_fraction < r.data_fraction),
+                        );
+                        if let Some(report) = &step.sampler {
+                            fractions[mode][0] += report.data_fraction / measured as f64;
+                            fractions[mode][1] += report.direct_fraction / measured as f64;
+                        }
                     }
                     costs.push(1e3 * (cpu_seconds() - started) / measured as f64);
                 }
@@ -241,12 +266,16 @@ fn crossover(args: &[String]) {
                     }
                 }
                 println!(
-                    "| {t} | {dim} | {stream} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {} |",
+                    "| {t} | {dim} | {stream} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {auto_indexed} | {:.1} | {:.3} | {:.3} | {:.3} | {} |",
                     closest_means(4, dim, stream_seed),
                     costs[0],
                     costs[1],
                     costs[0] / costs[1],
-                    nodes / measured as f64,
+                    costs[2],
+                    round_nodes[1] / measured as f64,
+                    fractions[0][0],
+                    fractions[1][0],
+                    fractions[1][1],
                     load()
                 );
             }

@@ -721,3 +721,104 @@ fn a_run_is_pinned_to_its_fingerprint() {
         found
     );
 }
+
+/// Whether a round's S_t was summed on the index: point by point, every point covered is
+/// summed one by one; on the index, some in closed form.
+fn on_the_index(step: &PacoStep) -> bool {
+    step.sampler
+        .as_ref()
+        .is_some_and(|r| r.direct_fraction < r.data_fraction)
+}
+
+/// Four groups in d = 3 whose means lie 3 standard deviations apart (where the index is
+/// dearer than the scan), `warmup` points for the warm-up and `rounds` more.
+fn close_groups(warmup: usize, rounds: usize) -> Vec<Vec<f64>> {
+    let means = vec![
+        vec![0.0, 0.0, 0.0],
+        vec![3.0, 0.0, 0.0],
+        vec![0.0, 3.0, 0.0],
+        vec![3.0, 3.0, 0.0],
+    ];
+    mixture(&means, warmup + rounds, 1.0, 21)
+}
+
+/// `Summation::Auto`'s fallback from the index, end to end: on groups 3 standard
+/// deviations apart in d = 3, the first chain on the index is reviewed as dearer than the
+/// scan, the next 15 rounds are summed point by point, the 16th on the index again, and so
+/// on with the fallback doubled; `Summation::Index` keeps the index in every round; and on
+/// groups 16 standard deviations apart in d = 5 with 4,096 points, where the index is 2–3
+/// times cheaper, Auto keeps it too. (Near the size where Auto starts to use the index,
+/// 2,048 points in d = 5, where the index and the scan are within 1.1–1.6× of each other, the
+/// same stream sees a review find the index dearer after six rounds.)
+#[test]
+fn auto_falls_back_from_the_index_where_it_does_not_pay() {
+    use pacstream::paco::Summation;
+    let warmup = 4_096;
+    let rounds = 60;
+    let stream = close_groups(warmup, rounds);
+    let indexed_rounds = |summation: Summation, stream: &[Vec<f64>], warmup: usize| {
+        let mut learner = PacoParams::new()
+            .warmup(warmup)
+            .iterations(100)
+            .summation(summation)
+            .seed(5)
+            .check()
+            .unwrap()
+            .build();
+        let steps = run(&mut learner, stream);
+        steps
+            .iter()
+            .filter(|step| !step.warmup)
+            .enumerate()
+            .filter(|(_, step)| on_the_index(step))
+            .map(|(round, _)| round)
+            .collect::<Vec<_>>()
+    };
+    // The chain that ends the warm-up (4,096 points in memory) is the first reviewed:
+    // rounds 0-14 after it are summed point by point, round 15 reviews the index again,
+    // then 32 rounds of the scan.
+    let auto = indexed_rounds(Summation::Auto, &stream, warmup);
+    eprintln!("rounds on the index with Auto: {auto:?}");
+    assert_eq!(auto, vec![15, 47], "16 rounds, then 32");
+    let forced = indexed_rounds(Summation::Index, &stream, warmup);
+    assert_eq!(forced.len(), rounds);
+    let far = vec![
+        vec![0.0; 5],
+        vec![16.0, 0.0, 0.0, 0.0, 0.0],
+        vec![0.0, 16.0, 0.0, 0.0, 0.0],
+        vec![0.0, 0.0, 16.0, 0.0, 0.0],
+    ];
+    let separated = mixture(&far, 4_096 + 30, 1.0, 22);
+    let kept = indexed_rounds(Summation::Auto, &separated, 4_096);
+    assert_eq!(kept.len(), 30, "rounds on the index: {kept:?}");
+}
+
+/// The conformance suite with Auto's fallback under way: snapshots taken in a fallback, at
+/// its last round, at the round that reviews the index again and after restore it, and the
+/// run continues bit for bit (the same in a 1-thread and a 3-thread pool).
+#[test]
+fn conformance_through_the_fallback_from_the_index() {
+    let warmup = 4_096;
+    let stream = close_groups(warmup, 24);
+    let make = |seed| {
+        PacoParams::new()
+            .warmup(warmup)
+            .iterations(40)
+            .seed(seed)
+            .check()
+            .unwrap()
+            .build()
+    };
+    Conformance::new(make, &stream)
+        .invalid_points(&InvalidPoints::around(&stream[0]))
+        .cuts(&[
+            warmup,
+            warmup + 1,
+            warmup + 8,
+            warmup + 15,
+            warmup + 16,
+            warmup + 17,
+        ])
+        .check_all()
+        .unwrap();
+}

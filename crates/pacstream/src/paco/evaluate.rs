@@ -149,12 +149,87 @@ pub(crate) fn index_min_points(dim: usize) -> usize {
     }
 }
 
+/// The work of visiting one tree node in an evaluation on the index, in units of one point
+/// summed by the linear scan, for [`PointMemory::review_index`].
+const NODE_WORK: f64 = 100.0;
+/// The work an evaluation on the index costs whatever it visits (the plan of the centres
+/// over the round's cover), in the same units.
+const EVALUATION_WORK: f64 = 500.0;
+/// The index is left only when its work is at least this many times the scan's: a wrong
+/// fallback costs up to the index's whole advantage (5–40× in the measurements) for the
+/// rounds it lasts, staying on the index where it is dearer at most 1/0.45 ≈ 2.2× (the
+/// slowest ratio measured), and one round's work varies more than the averages the
+/// constants were fitted to (a round at k = 6 on well-separated groups in d = 5 came out at
+/// 1.3× the scan's while the index was 2–3× cheaper there).
+const FALLBACK_MARGIN: f64 = 1.5;
+/// Rounds summed point by point after the first review that finds the index dearer; each
+/// further review in a row doubles it, up to [`MAX_INDEX_DECLINES`] doublings (so the
+/// count of reviews in a row is kept up to `MAX_INDEX_DECLINES + 1`).
+const FIRST_INDEX_DECLINE: u64 = 16;
+pub(crate) const MAX_INDEX_DECLINES: u32 = 6;
+
+/// The longest fallback a review sets, in rounds (1,024).
+pub(crate) fn longest_index_decline() -> u64 {
+    FIRST_INDEX_DECLINE << MAX_INDEX_DECLINES
+}
+
 impl PointMemory {
-    /// Whether S_t is evaluated on the index (a fixed function of d and n_t).
+    /// Whether S_t is evaluated on the index: a function of d, n_t and, with
+    /// [`super::params::Summation::Auto`], of the reviews of the rounds before
+    /// ([`Self::review_index`]); fixed for the whole of a round.
     pub(crate) fn uses_index(&self) -> bool {
         self.indexed()
             && self.dim() <= MAX_INDEX_DIM
-            && (self.always_indexed() || self.len() >= index_min_points(self.dim()))
+            && (self.always_indexed()
+                || (self.len() >= index_min_points(self.dim())
+                    && self.pushed() >= self.index_declined_until()))
+    }
+
+    /// [`super::params::Summation::Auto`]'s fallback, after a round: whether the index
+    /// did more work than the linear scan would have, from the round's report. Where two
+    /// clusters lie a few standard deviations apart, many points sit near the bisector of
+    /// their centres, the filtering test rarely isolates a node, and the index stays dearer
+    /// than the scan at any t measured (`docs/paco-calibration.md`, "The crossover depends
+    /// on how far apart the clusters are"); no threshold on d and n_t tells those streams
+    /// from the ones where it is many times cheaper.
+    ///
+    /// Per evaluation, the index's work is taken as [`NODE_WORK`] per node visited, one
+    /// unit per point summed one by one and [`EVALUATION_WORK`]; the scan's as the points
+    /// the index covered before its decision (the scan, which stops at the same threshold,
+    /// covered 10–25 % more in the measurements). The constants were fitted to the
+    /// crossover measurements of 72 cases (d = 2, 3, 5, 20; t = 2,000 to 64,000; three
+    /// streams each; 20-round averages). The index is left when its work is at least
+    /// [`FALLBACK_MARGIN`] = 1.5 times the scan's: on those cases that never leaves it where
+    /// it was faster, and leaves it in 13 of the 18 where it was slower (the five kept ran
+    /// at 0.61–0.87 of the scan's speed).
+    ///
+    /// When the index is dearer, the next 16 rounds are summed point by point, then one
+    /// round on the index reviews it again; each review in a row that finds it dearer
+    /// doubles the fallback, up to 1,024 rounds, and one that finds it cheaper ends the
+    /// fallback. Everything here is a function of the run (no clock), carried in
+    /// snapshots, so results stay deterministic and independent of the thread count. The
+    /// index is kept up to date meanwhile, so a review costs one round. Does nothing with
+    /// [`super::params::Summation::Index`] or `PointByPoint`, or in a round that did not
+    /// use the index.
+    pub(crate) fn review_index(
+        &mut self,
+        nodes_per_evaluation: f64,
+        direct_fraction: f64,
+        data_fraction: f64,
+    ) {
+        if self.always_indexed() || !self.uses_index() {
+            return;
+        }
+        let points = self.len() as f64;
+        let index_work =
+            NODE_WORK * nodes_per_evaluation + direct_fraction * points + EVALUATION_WORK;
+        if index_work >= FALLBACK_MARGIN * data_fraction * points {
+            let declines = (self.index_declines() + 1).min(MAX_INDEX_DECLINES + 1);
+            let until = self.pushed() + (FIRST_INDEX_DECLINE << (declines - 1));
+            self.set_index_decline(declines, until);
+        } else {
+            self.set_index_decline(0, self.index_declined_until());
+        }
     }
 
     /// S_t(c) for prepared centres, stopping as soon as S_t(c) ≥ `threshold` is certain
@@ -880,8 +955,99 @@ fn chunk_sum<S: Simd>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paco::params::Memory as MemoryMode;
+    use crate::paco::params::{Memory as MemoryMode, Summation};
     use crate::rng::StreamRng;
+
+    /// The fallback's schedule: a review that finds the index dearer sets 16 rounds of
+    /// the scan, the next one in a row 32, up to 1,024; one that finds it cheaper ends the
+    /// doubling; with `Index` or `PointByPoint`, or below the size where Auto uses the
+    /// index, a review changes nothing; the state goes through a snapshot, and a snapshot
+    /// with a fallback longer than any review sets is refused.
+    #[test]
+    fn the_fallback_from_the_index_follows_its_schedule_and_is_snapshotted() {
+        let dim = 5;
+        let filled = |summation: Summation, n: usize| {
+            let mut rng = StreamRng::seed_from(3);
+            let mut memory = PointMemory::with_summation(dim, MemoryMode::All, summation);
+            for _ in 0..n {
+                let point: Vec<f64> = (0..dim).map(|_| rng.standard_normal()).collect();
+                memory.push(&point, 1.0, 0.01);
+            }
+            memory
+        };
+        let n = index_min_points(dim);
+        // Dearer: 100 nodes per evaluation are 10,000 units, against 0.7·n = 1,434.
+        let (dear, cheap) = ((100.0, 0.01, 0.7), (1.0, 0.01, 0.7));
+        let review = |memory: &mut PointMemory, (nodes, direct, data): (f64, f64, f64)| {
+            memory.review_index(nodes, direct, data)
+        };
+        let mut memory = filled(Summation::Auto, n);
+        assert!(memory.uses_index());
+        let mut rng = StreamRng::seed_from(4);
+        let mut push = |memory: &mut PointMemory, rounds: u64| {
+            for _ in 0..rounds {
+                let point: Vec<f64> = (0..dim).map(|_| rng.standard_normal()).collect();
+                memory.push(&point, 1.0, 0.01);
+            }
+        };
+        for decline in [16, 32, 64, 128, 256, 512, 1024, 1024] {
+            review(&mut memory, dear);
+            assert!(!memory.uses_index());
+            // The rounds summed by the scan are not reviewed.
+            review(&mut memory, cheap);
+            push(&mut memory, decline - 1);
+            assert!(
+                !memory.uses_index(),
+                "before the end of a fallback of {decline}"
+            );
+            push(&mut memory, 1);
+            assert!(memory.uses_index(), "after a fallback of {decline}");
+        }
+        // Snapshots: one between reviews (seven in a row found the index dearer), one in the
+        // middle of a fallback.
+        let text = serde_json::to_string(&memory).unwrap();
+        let mut within = memory.clone();
+        review(&mut within, dear);
+        push(&mut within, 100);
+        let within_text = serde_json::to_string(&within).unwrap();
+        review(&mut memory, cheap);
+        assert!(memory.uses_index());
+        review(&mut memory, dear);
+        push(&mut memory, 16);
+        assert!(
+            memory.uses_index(),
+            "a cheap review starts the doubling again"
+        );
+        // The first resumes the doubling where it was, the second the fallback.
+        let mut restored: PointMemory = serde_json::from_str(&text).unwrap();
+        review(&mut restored, dear);
+        push(&mut restored, 1023);
+        assert!(!restored.uses_index());
+        let mut restored: PointMemory = serde_json::from_str(&within_text).unwrap();
+        push(&mut restored, 923);
+        assert!(!restored.uses_index());
+        push(&mut restored, 1);
+        assert!(restored.uses_index());
+        let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let pushed = value["pushed"].as_u64().unwrap();
+        value["index_declined_until"] = (pushed + longest_index_decline() + 1).into();
+        assert!(serde_json::from_value::<PointMemory>(value.clone()).is_err());
+        value["index_declined_until"] = 0.into();
+        value["index_declines"] = (MAX_INDEX_DECLINES + 2).into();
+        assert!(serde_json::from_value::<PointMemory>(value).is_err());
+        // Nothing changes the other summations, or Auto below its size.
+        for (summation, n) in [
+            (Summation::Index, n),
+            (Summation::PointByPoint, n),
+            (Summation::Auto, n - 1),
+        ] {
+            let mut memory = filled(summation, n);
+            let before = memory.uses_index();
+            review(&mut memory, dear);
+            assert_eq!(memory.uses_index(), before, "{summation:?} with {n} points");
+            assert_eq!(memory.index_declines(), 0);
+        }
+    }
 
     fn memory(n: usize, dim: usize, mode: MemoryMode, seed: u64) -> PointMemory {
         let mut rng = StreamRng::seed_from(seed);

@@ -423,6 +423,14 @@ impl Paco {
             ChainSettings::round(config.iterations, config.restart),
         );
         let report = outcome.report;
+        self.memory
+            .as_mut()
+            .expect("invariant: the memory sampled above")
+            .review_index(
+                report.nodes_per_evaluation,
+                report.direct_fraction,
+                report.data_fraction,
+            );
         self.model = Some(user_centres(frame, &outcome.centres));
         self.centres = Some(outcome.centres);
         self.report.sampled_rounds += 1;

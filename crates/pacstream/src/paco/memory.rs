@@ -23,6 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::evaluate::{MAX_INDEX_DECLINES, longest_index_decline};
 use super::index::SpatialIndex;
 use super::params::{Memory as MemoryMode, Summation};
 use crate::error::{Error, Result};
@@ -60,6 +61,12 @@ pub(crate) struct PointMemory {
     /// Whether it is used whatever the number of points ([`Summation::Index`]).
     #[doc(hidden)]
     always_indexed: bool,
+    /// [`Summation::Auto`]'s fallback ([`PointMemory::review_index`]): while fewer points
+    /// than this have been stored, S_t is summed point by point although the index is kept.
+    index_declined_until: u64,
+    /// How many reviews in a row found the index dearer than the scan (the length of the
+    /// next decline doubles with each).
+    index_declines: u32,
 }
 
 /// What a snapshot holds: the live points and their numbers; the chunks are rebuilt.
@@ -75,6 +82,10 @@ struct MemorySnapshot {
     indexed: bool,
     #[serde(default)]
     always_indexed: bool,
+    #[serde(default)]
+    index_declined_until: u64,
+    #[serde(default)]
+    index_declines: u32,
 }
 
 fn indexed_by_default() -> bool {
@@ -93,6 +104,8 @@ impl From<PointMemory> for MemorySnapshot {
             variance_weights: memory.variance[start..].to_vec(),
             indexed: memory.indexed,
             always_indexed: memory.always_indexed,
+            index_declined_until: memory.index_declined_until,
+            index_declines: memory.index_declines,
         }
     }
 }
@@ -124,6 +137,11 @@ impl TryFrom<MemorySnapshot> for PointMemory {
         {
             return invalid("a value is not finite or a loss or weight is negative");
         }
+        if snapshot.index_declines > MAX_INDEX_DECLINES + 1
+            || snapshot.index_declined_until > snapshot.pushed + longest_index_decline()
+        {
+            return invalid("its fallback from the index is longer than any review sets");
+        }
         let mut memory = PointMemory {
             dim: snapshot.dim,
             window: snapshot.window,
@@ -136,6 +154,8 @@ impl TryFrom<MemorySnapshot> for PointMemory {
             index: SpatialIndex::default(),
             indexed: snapshot.indexed,
             always_indexed: snapshot.always_indexed,
+            index_declined_until: snapshot.index_declined_until,
+            index_declines: snapshot.index_declines,
         };
         for (index, point) in snapshot.points.chunks_exact(snapshot.dim).enumerate() {
             memory.store(
@@ -179,6 +199,8 @@ impl PointMemory {
             index: SpatialIndex::default(),
             indexed: summation != Summation::PointByPoint,
             always_indexed: summation == Summation::Index,
+            index_declined_until: 0,
+            index_declines: 0,
         }
     }
 
@@ -192,6 +214,24 @@ impl PointMemory {
     #[inline]
     pub(crate) fn indexed(&self) -> bool {
         self.indexed
+    }
+
+    /// The fallback from the index ([`Self::review_index`]): the points stored before which
+    /// it is not used.
+    #[inline]
+    pub(crate) fn index_declined_until(&self) -> u64 {
+        self.index_declined_until
+    }
+
+    /// The reviews in a row that found the index dearer than the scan.
+    #[inline]
+    pub(crate) fn index_declines(&self) -> u32 {
+        self.index_declines
+    }
+
+    pub(crate) fn set_index_decline(&mut self, declines: u32, until: u64) {
+        self.index_declines = declines;
+        self.index_declined_until = until;
     }
 
     #[inline]

@@ -63,8 +63,12 @@ pub enum Memory {
 pub enum Summation {
     /// On the spatial index (k-d trees with per-node moments, the filtering algorithm and
     /// per-round robust covers) when it pays: d ≤ 24 and enough points in memory (from
-    /// 16,384 points at d ≤ 2, 4,096 at d ≤ 4, 2,048 beyond: see `docs/paco-calibration.md`);
-    /// point by point otherwise.
+    /// 16,384 points at d ≤ 2, 4,096 at d ≤ 4, 2,048 beyond: see `docs/paco-calibration.md`),
+    /// except for the rounds after one on which the index did more work than the scan
+    /// would have (clusters a few standard deviations apart): those are summed point by
+    /// point for 16 rounds, then the index is tried again, the fallback doubling each time
+    /// it is confirmed, up to 1,024 rounds. Point by point otherwise. A function of the run
+    /// only (no clock), so as deterministic as the other two.
     #[default]
     Auto,
     /// Point by point, always (the linear scan; the reference of the benchmarks).
