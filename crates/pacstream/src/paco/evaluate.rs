@@ -158,9 +158,10 @@ const EVALUATION_WORK: f64 = 500.0;
 /// The index is left only when its work is at least this many times the scan's: a wrong
 /// fallback costs up to the index's whole advantage (5–40× in the measurements) for the
 /// rounds it lasts, staying on the index where it is dearer at most 1/0.45 ≈ 2.2× (the
-/// slowest ratio measured), and one round's work varies more than the averages the
-/// constants were fitted to (a round at k = 6 on well-separated groups in d = 5 came out at
-/// 1.3× the scan's while the index was 2–3× cheaper there).
+/// slowest ratio measured at the sizes where Auto uses the index), and one round's work
+/// varies more than the averages the constants were fitted to (a round at k = 6 on
+/// well-separated groups in d = 5 came out at 1.3× the scan's while the index was 2–3×
+/// cheaper there).
 const FALLBACK_MARGIN: f64 = 1.5;
 /// Rounds summed point by point after the first review that finds the index dearer; each
 /// further review in a row doubles it, up to [`MAX_INDEX_DECLINES`] doublings (so the
