@@ -82,10 +82,20 @@ struct MemorySnapshot {
     indexed: bool,
     #[serde(default)]
     always_indexed: bool,
-    #[serde(default)]
+    // Auto's fallback from the index; left out while none is under way, so that such a
+    // snapshot is the one written before the fallback existed.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     index_declined_until: u64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
     index_declines: u32,
+}
+
+fn is_zero_u64(value: &u64) -> bool {
+    *value == 0
+}
+
+fn is_zero_u32(value: &u32) -> bool {
+    *value == 0
 }
 
 fn indexed_by_default() -> bool {
