@@ -87,17 +87,22 @@ def inertia(X, centres):
     return total
 
 
-def time_sklearn(X, k, n_init, seeds, estimator=KMeans):
+def time_estimator(X, seeds, make):
+    """Times `fit` of the scikit-learn-style estimator `make(seed)` for each seed."""
     times, inertias, iterations = [], [], []
     for seed in seeds:
-        model = estimator(n_clusters=k, n_init=n_init, init="k-means++", algorithm="lloyd",
-                          random_state=seed)
+        model = make(seed)
         start = time.perf_counter()
         model.fit(X)
         times.append(time.perf_counter() - start)
         inertias.append(inertia(X, model.cluster_centers_))
         iterations.append(model.n_iter_)
     return times, inertias, iterations
+
+
+def time_sklearn(X, k, n_init, seeds, estimator=KMeans):
+    return time_estimator(X, seeds, lambda seed: estimator(
+        n_clusters=k, n_init=n_init, init="k-means++", algorithm="lloyd", random_state=seed))
 
 
 def time_intelex(X, k, n_init, seeds):
@@ -128,15 +133,8 @@ def time_pacstream_python(X, k, n_init, seeds):
     Python tools, timed around `fit`; the same library and defaults as the command."""
     from pacstream.sklearn import KMeans as PacstreamKMeans
 
-    times, inertias, iterations = [], [], []
-    for seed in seeds:
-        model = PacstreamKMeans(n_clusters=k, n_init=n_init, random_state=seed)
-        start = time.perf_counter()
-        model.fit(X)
-        times.append(time.perf_counter() - start)
-        inertias.append(inertia(X, model.cluster_centers_))
-        iterations.append(model.n_iter_)
-    return times, inertias, iterations
+    return time_estimator(X, seeds, lambda seed: PacstreamKMeans(
+        n_clusters=k, n_init=n_init, random_state=seed))
 
 
 def time_pacstream(path, X, k, n_init, seeds):

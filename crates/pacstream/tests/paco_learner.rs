@@ -800,25 +800,16 @@ fn auto_falls_back_from_the_index_where_it_does_not_pay() {
 fn conformance_through_the_fallback_from_the_index() {
     let warmup = 4_096;
     let stream = close_groups(warmup, 24);
-    let make = |seed| {
-        PacoParams::new()
-            .warmup(warmup)
-            .iterations(40)
-            .seed(seed)
-            .check()
-            .unwrap()
-            .build()
-    };
-    Conformance::new(make, &stream)
-        .invalid_points(&InvalidPoints::around(&stream[0]))
-        .cuts(&[
+    check_conformance(
+        &PacoParams::new().warmup(warmup).iterations(40),
+        &stream,
+        &[
             warmup,
             warmup + 1,
             warmup + 8,
             warmup + 15,
             warmup + 16,
             warmup + 17,
-        ])
-        .check_all()
-        .unwrap();
+        ],
+    );
 }

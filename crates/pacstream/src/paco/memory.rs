@@ -84,18 +84,14 @@ struct MemorySnapshot {
     always_indexed: bool,
     // Auto's fallback from the index; left out while none is under way, so that such a
     // snapshot is the one written before the fallback existed.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     index_declined_until: u64,
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     index_declines: u32,
 }
 
-fn is_zero_u64(value: &u64) -> bool {
-    *value == 0
-}
-
-fn is_zero_u32(value: &u32) -> bool {
-    *value == 0
+fn is_zero<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 fn indexed_by_default() -> bool {
