@@ -379,10 +379,13 @@ impl Core {
     /// round. The canonical weights w_i are unnormalised, up to e^700, so Σ_i w_i v_i can
     /// overflow while the mixture Σ_i p_i v_i, a convex combination of finite values, is
     /// finite. Only then is it recomputed as m Σ_i (scale·w_i)(v_i/m), with m the largest
-    /// |v_i|, which cannot overflow: every other round keeps the bits it always had.
+    /// |v_i|, which cannot overflow: every other round keeps the bits it always had. The
+    /// overflow may show as NaN rather than ±∞ (+∞ from one expert, −∞ from another: losses
+    /// of both signs, as charged linearised losses or a loss outside its range can be), so a
+    /// NaN sum is rescued too; a NaN among the values stays NaN (the rescued sum has it).
     fn rescued(&self, unscaled: f64, values: &[f64], awake: Option<&[bool]>) -> f64 {
         let mixture = unscaled * self.scale;
-        if mixture.is_finite() || unscaled.is_nan() {
+        if mixture.is_finite() {
             return mixture;
         }
         let is_awake = |i: usize| awake.is_none_or(|awake| awake[i]);

@@ -470,6 +470,49 @@ mod tests {
             .build()
     }
 
+    /// A round whose unnormalised mixture overflows to +∞ on one expert and −∞ on another
+    /// sums to NaN, not ±∞; the mixture Σ_i p_i ℓ_i, a convex combination of finite losses, is
+    /// finite all the same and is what the round reports (found by the fuzzer: losses far
+    /// outside [0, B], which the learner takes and counts, withdrawing its bound). The rounds
+    /// are played the general way (the doubling trick's first epochs).
+    #[test]
+    fn a_mixture_overflowing_to_nan_is_rescued() {
+        let mut hedge = unit_hedge(3, LearningRate::Doubling, false);
+        let rounds = [
+            [0.0, 0.0, 0.0],
+            [-300.0, 353.63, -251.17],
+            [
+                -3.533694129556769e72,
+                6.675221575521604e-308,
+                3.8369386969062456e117,
+            ],
+        ];
+        let mut steps = Vec::new();
+        for losses in &rounds {
+            steps.push(hedge.learn_one(LossRound::new(losses)).unwrap());
+        }
+        // The third round's mixture, from the weights it played (those after the second).
+        let mut replay = unit_hedge(3, LearningRate::Doubling, false);
+        replay.learn_one(LossRound::new(&rounds[0])).unwrap();
+        replay.learn_one(LossRound::new(&rounds[1])).unwrap();
+        let expected: f64 = replay
+            .weights()
+            .iter()
+            .zip(&rounds[2])
+            .map(|(p, l)| p * l)
+            .sum();
+        let step = &steps[2];
+        assert!(step.loss.is_finite() && step.regret.is_finite(), "{step:?}");
+        assert!(
+            (step.loss - expected).abs() <= 1e-12 * expected.abs(),
+            "{} vs {expected}",
+            step.loss
+        );
+        assert!(hedge.ledger().learner_loss().is_finite());
+        assert_eq!(hedge.out_of_range_rounds(), 2);
+        assert!(hedge.regret_bound().value().is_none());
+    }
+
     /// Rounds played by the fused pass leave the experts' cumulative losses, the best expert
     /// and the next weights exactly where the general path leaves them (a sampling Hedge
     /// plays every round the general way): with a fixed rate, where the charged losses are
