@@ -3,7 +3,7 @@
 //! scale and translation, and reference inertias of scikit-learn.
 
 use ndarray::{Array1, Array2, ArrayView2, array};
-use pacstream::kmeans::{Algorithm, Centres, Init, KMeans, KMeansParams, Refinement};
+use pacstream::kmeans::{Algorithm, Centres, Init, KMeans, KMeansParams, Refinement, Stopping};
 use pacstream::{Error, StreamRng};
 
 const ALGORITHMS: [Algorithm; 3] = [Algorithm::Lloyd, Algorithm::Hamerly, Algorithm::Auto];
@@ -688,8 +688,10 @@ fn hartigan_leaves_a_lloyd_fixed_point_that_is_not_its_own() {
     assert!((centres[0] - 0.0).abs() < 1e-15 && (centres[1] - 15.2 / 5.0).abs() < 1e-12);
 }
 
-/// From the same seed (so the same Lloyd run), the refinement never raises the inertia,
-/// and on these overlapping blobs it lowers it in most runs; every cluster keeps points.
+/// From the same seed, the refinement never raises the inertia, and on these overlapping
+/// blobs it lowers it in most runs; every cluster keeps points. Before the moves Lloyd runs
+/// until a pass changes labels of at most 10⁻⁵ of the total weight, which on 1,500 points
+/// (weights ≥ 0.1) means none: the Lloyd run compared is the one that stops there too.
 #[test]
 fn hartigan_never_raises_the_inertia_of_lloyd() {
     let mut lowered = 0;
@@ -701,11 +703,11 @@ fn hartigan_never_raises_the_inertia_of_lloyd() {
         for seed in 0..4 {
             for weighted in [false, true] {
                 let run = |refinement| {
-                    let config = KMeansParams::new(k)
-                        .seed(seed)
-                        .refinement(refinement)
-                        .check()
-                        .unwrap();
+                    let mut params = KMeansParams::new(k).seed(seed).refinement(refinement);
+                    if refinement == Refinement::None {
+                        params = params.stopping(Stopping::ChangedLabels).tol(0.0);
+                    }
+                    let config = params.check().unwrap();
                     if weighted {
                         config.fit_weighted(data.view(), weights.view()).unwrap()
                     } else {

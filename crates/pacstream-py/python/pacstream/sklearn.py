@@ -67,7 +67,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     refinement : {"hartigan", "none"}, default="hartigan"
         What runs after Lloyd: Hartigan's single-point moves (a point moves whenever that
         lowers the inertia, counting how the move shifts both centres; never a higher
-        inertia than Lloyd's) or nothing.
+        inertia than Lloyd's) or nothing. Before the moves, Lloyd runs on past the
+        stopping rule until a pass changes at most 10⁻⁵ of the points (by weight).
     random_state : int, RandomState or None, default=None
         The seed (None: 0).
 

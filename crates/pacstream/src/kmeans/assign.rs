@@ -261,6 +261,46 @@ impl PlainLloyd {
     }
 }
 
+/// The coordinates of four consecutive points (`rows`: 4·D values) for a compile-time
+/// dimension D ≥ 1, feature by feature: lane l of entry f is coordinate f of point l.
+#[inline(always)]
+pub(crate) fn lanes_of_four<Q: Quad, const D: usize>(q: Q, rows: &[f64]) -> [Q::V; D] {
+    let rows = &rows[..LANES * D];
+    let mut coordinates = [q.splat(0.0); D];
+    for (f, coordinate) in coordinates.iter_mut().enumerate() {
+        *coordinate = q.load(&[rows[f], rows[D + f], rows[2 * D + f], rows[3 * D + f]]);
+    }
+    coordinates
+}
+
+/// The squared distances of four points (from [`lanes_of_four`]) to `centre`, each with the
+/// arithmetic of [`squared_distance`] (the same partial sums, added in the same order), so
+/// every lane holds the bits the scalar function gives.
+#[inline(always)]
+pub(crate) fn distances_of_four<Q: Quad, const D: usize>(
+    q: Q,
+    coordinates: &[Q::V; D],
+    centre: &[f64],
+) -> Q::V {
+    let centre = &centre[..D];
+    let zero = q.splat(0.0);
+    let full = D - D % 4;
+    let mut partial = [zero; 4];
+    for f in 0..full {
+        let diff = q.sub(coordinates[f], q.splat(centre[f]));
+        partial[f % 4] = q.add(partial[f % 4], q.mul(diff, diff));
+    }
+    let mut tail = zero;
+    for f in full..D {
+        let diff = q.sub(coordinates[f], q.splat(centre[f]));
+        tail = q.add(tail, q.mul(diff, diff));
+    }
+    q.add(
+        q.add(q.add(partial[0], partial[1]), q.add(partial[2], partial[3])),
+        tail,
+    )
+}
+
 /// The labels of four consecutive points (`rows`: 4·D values) for a compile-time dimension
 /// D ≥ 1, the points side by side in the lanes: every distance has the arithmetic of
 /// [`squared_distance`] and the centres are scanned in order with a strict comparison, so
@@ -268,33 +308,14 @@ impl PlainLloyd {
 /// lanes.
 #[inline(always)]
 fn nearest_of_four<Q: Quad, const D: usize>(q: Q, rows: &[f64], centres: &[f64]) -> [f64; LANES] {
-    let rows = &rows[..LANES * D];
+    let coordinates = lanes_of_four::<Q, D>(q, rows);
     let zero = q.splat(0.0);
-    let mut coordinates = [zero; D];
-    for (f, coordinate) in coordinates.iter_mut().enumerate() {
-        *coordinate = q.load(&[rows[f], rows[D + f], rows[2 * D + f], rows[3 * D + f]]);
-    }
-    let full = D - D % 4;
     let mut best = q.splat(f64::INFINITY);
     let mut best_index = zero;
     let mut index = zero;
     let one = q.splat(1.0);
     for centre in centres.chunks_exact(D) {
-        let centre = &centre[..D];
-        let mut partial = [zero; 4];
-        for f in 0..full {
-            let diff = q.sub(coordinates[f], q.splat(centre[f]));
-            partial[f % 4] = q.add(partial[f % 4], q.mul(diff, diff));
-        }
-        let mut tail = zero;
-        for f in full..D {
-            let diff = q.sub(coordinates[f], q.splat(centre[f]));
-            tail = q.add(tail, q.mul(diff, diff));
-        }
-        let distance = q.add(
-            q.add(q.add(partial[0], partial[1]), q.add(partial[2], partial[3])),
-            tail,
-        );
+        let distance = distances_of_four::<Q, D>(q, &coordinates, centre);
         let closer = q.lt(distance, best);
         best = q.select(closer, distance, best);
         best_index = q.select(closer, index, best_index);

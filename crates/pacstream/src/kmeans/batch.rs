@@ -9,7 +9,7 @@ use super::centres::Centres;
 use super::chunked::{CHUNK, WeightedPoints};
 use super::hartigan::hartigan;
 use super::init::seed_centres;
-use super::lloyd::{LloydRun, LloydSettings, lloyd};
+use super::lloyd::{HARTIGAN_HANDOFF, LloydRun, LloydSettings, lloyd};
 use super::params::KMeansConfig;
 use super::{Init, Refinement, Stopping};
 use crate::data::{Points, Weights, check_point};
@@ -136,6 +136,8 @@ impl KMeansConfig {
                 Stopping::CentreShift => self.tol * mean_variance,
             },
             algorithm: self.algorithm,
+            handoff: (self.refinement == Refinement::Hartigan)
+                .then(|| HARTIGAN_HANDOFF * data.total_weight()),
         };
         let run_restart = |restart: usize| {
             let mut restart_rng = rng.child(restart as u64);

@@ -49,10 +49,13 @@
 
 use rayon::prelude::*;
 
-use super::assign::nearest;
-use super::chunked::{CHUNK, WeightedPoints, cluster_sums, dispatched, with_const_dim};
+use super::assign::{LANES, distances_of_four, lanes_of_four, nearest};
+use super::chunked::{
+    CHUNK, WeightedPoints, cluster_sums, dispatched, quad_dispatched, with_const_dim,
+};
 use crate::data::Weights;
 use crate::geometry::squared_distance;
+use crate::kernels::Quad;
 
 /// Relative margin of the skipping test against rounding in the bounds themselves.
 const BOUND_MARGIN: f64 = 1e-9;
@@ -178,11 +181,18 @@ fn hartigan_with(
         }
     } else {
         clusters.centres = totals.means(&clusters.centres);
+        let min_mass = clusters
+            .masses
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let factors =
+            UnitFactors::new(&clusters, min_mass, matches!(points.weights, Weights::Unit));
         let n_movable = ordered_count(bounds.par_chunks_mut(CHUNK).enumerate().map(
             |(chunk, bounds)| {
                 with_const_dim!(
                     dim,
-                    check_chunk_fast(points, &clusters, &labels, chunk * CHUNK, bounds)
+                    check_chunk_fast(points, &clusters, &factors, &labels, chunk * CHUNK, bounds)
                 )
             },
         ));
@@ -317,9 +327,10 @@ fn leave_factor(clusters: &Clusters, own: usize, weight: f64) -> Option<f64> {
         .then(|| clusters.masses[own] / (clusters.masses[own] - weight))
 }
 
-dispatched!(check_chunk_fast = check_chunk(
+quad_dispatched!(check_chunk_fast = check_chunk(
     points: &'a WeightedPoints<'b>,
     clusters: &'a Clusters,
+    factors: &'a UnitFactors,
     labels: &'a [usize],
     first: usize,
     bounds: &'a mut [Bounds],
@@ -327,16 +338,71 @@ dispatched!(check_chunk_fast = check_chunk(
 
 /// The exact test for the points of one chunk: sets their bounds and returns how many
 /// have an improving move.
+///
+/// With unit weights and a compile-time dimension, four points go side by side in the
+/// lanes ([`lanes_of_four`], [`distances_of_four`]: each distance the bits of
+/// [`squared_distance`]). Only the values of the least cost and of the nearest other
+/// distance are needed, not which cluster gives them, so a running minimum replaces the
+/// scalar scan's strict comparison (the same value whichever of equal costs comes first),
+/// and the own cluster's lane takes +∞ instead of a branch. The factors are
+/// [`UnitFactors`]', the bits [`leave_factor`] and [`gain_factor`] give with weight 1, so
+/// the bounds and the count are those of the scalar loop, which runs the rest.
 #[inline(always)]
-fn check_chunk<const D: usize>(
+fn check_chunk<Q: Quad, const D: usize>(
+    quad: Q,
     points: &WeightedPoints<'_>,
     clusters: &Clusters,
+    factors: &UnitFactors,
     labels: &[usize],
     first: usize,
     bounds: &mut [Bounds],
 ) -> usize {
     let mut n_movable = 0;
-    for (offset, bound) in bounds.iter_mut().enumerate() {
+    let mut n_done = 0;
+    if let (Some(gains), true) = (factors.gains(), D > 0) {
+        let infinity = quad.splat(f64::INFINITY);
+        let one = quad.splat(1.0);
+        n_done = bounds.len() - bounds.len() % LANES;
+        for (block, bounds) in bounds[..n_done].chunks_exact_mut(LANES).enumerate() {
+            let i = first + block * LANES;
+            let coordinates = lanes_of_four::<Q, D>(quad, &points.values[i * D..(i + LANES) * D]);
+            let own_labels = &labels[i..i + LANES];
+            let own = quad.load(&[
+                own_labels[0] as f64,
+                own_labels[1] as f64,
+                own_labels[2] as f64,
+                own_labels[3] as f64,
+            ]);
+            let (mut own_distance, mut best_cost, mut nearest_other) =
+                (infinity, infinity, infinity);
+            let mut index = quad.splat(0.0);
+            for (centre, &gain) in clusters.centres.chunks_exact(D).zip(gains) {
+                let distance = distances_of_four::<Q, D>(quad, &coordinates, centre);
+                let other = quad.ne(index, own);
+                own_distance = quad.select(other, own_distance, distance);
+                let cost = quad.mul(quad.splat(gain), distance);
+                best_cost = quad.min(best_cost, quad.select(other, cost, infinity));
+                nearest_other = quad.min(nearest_other, quad.select(other, distance, infinity));
+                index = quad.add(index, one);
+            }
+            let (own_distance, best_cost, nearest_other) = (
+                quad.to_array(own_distance),
+                quad.to_array(best_cost),
+                quad.to_array(nearest_other),
+            );
+            for (lane, bound) in bounds.iter_mut().enumerate() {
+                if let Some(factor) = factors.leave[own_labels[lane]] {
+                    n_movable += usize::from(best_cost[lane] < factor * own_distance[lane]);
+                }
+                *bound = Bounds {
+                    own: own_distance[lane].sqrt(),
+                    other: nearest_other[lane].sqrt(),
+                    refreshed: false,
+                };
+            }
+        }
+    }
+    for (offset, bound) in bounds.iter_mut().enumerate().skip(n_done) {
         let i = first + offset;
         let (weight, own) = (points.weight(i), labels[i]);
         let (own_distance, _, best_cost, nearest_other) =
@@ -517,6 +583,7 @@ fn sweep<const D: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::Portable;
     use crate::kmeans::lloyd::{LloydSettings, lloyd};
     use crate::kmeans::{Algorithm, Stopping};
     use crate::rng::StreamRng;
@@ -574,6 +641,7 @@ mod tests {
             stopping: Stopping::ChangedLabels,
             threshold: 0.0,
             algorithm: Algorithm::Auto,
+            handoff: None,
         };
         lloyd(data, data.values[..k * data.dim].to_vec(), &settings)
     }
@@ -632,6 +700,113 @@ mod tests {
         assert!(
             total_moves > 20,
             "the cases must exercise the moves: {total_moves}"
+        );
+    }
+
+    /// The check pass's four-lane kernel (unit weights, a compile-time dimension) sets the
+    /// bounds and counts the movable points with the bits of the scalar test, which the
+    /// factors of given weights select: every dimension the kernel is compiled for and one
+    /// beyond, chunk lengths that leave one to three points to the scalar tail, on the
+    /// dispatched instruction set and on plain f64 lanes.
+    #[test]
+    fn the_check_pass_has_the_bits_of_the_scalar_test() {
+        let bits = |bounds: &[Bounds]| -> Vec<(u64, u64, bool)> {
+            bounds
+                .iter()
+                .map(|b| (b.own.to_bits(), b.other.to_bits(), b.refreshed))
+                .collect()
+        };
+        let mut total_movable = 0;
+        for dim in 1..=17 {
+            for (n, k) in [(403, 5), (130, 1), (61, 9)] {
+                let (values, _) = blobs(n, dim, 3, 40 + dim as u64, false);
+                let data = points(&values, &[], dim, false);
+                let run = lloyd_from_first_points(&data, k);
+                let totals = cluster_sums(&data, |i| run.labels[i], k);
+                let clusters = Clusters {
+                    centres: totals.means(&run.centres),
+                    counts: (0..k)
+                        .map(|j| run.labels.iter().filter(|&&l| l == j).count())
+                        .collect(),
+                    masses: totals.masses,
+                    drift: vec![0.0; k],
+                    max_drift: 0.0,
+                    total_drift: 0.0,
+                    prune: true,
+                };
+                let min_mass = clusters
+                    .masses
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min);
+                let (unit, general) = (
+                    UnitFactors::new(&clusters, min_mass, true),
+                    UnitFactors::new(&clusters, min_mass, false),
+                );
+                let first = 2;
+                let check = |factors: &UnitFactors, path: Option<Portable>| {
+                    let mut bounds = vec![Bounds::UNKNOWN; n - first];
+                    let count = match (path, dim) {
+                        (Some(lanes), 2) => check_chunk::<_, 2>(
+                            lanes,
+                            &data,
+                            &clusters,
+                            factors,
+                            &run.labels,
+                            first,
+                            &mut bounds,
+                        ),
+                        (Some(lanes), 5) => check_chunk::<_, 5>(
+                            lanes,
+                            &data,
+                            &clusters,
+                            factors,
+                            &run.labels,
+                            first,
+                            &mut bounds,
+                        ),
+                        (Some(lanes), 16) => check_chunk::<_, 16>(
+                            lanes,
+                            &data,
+                            &clusters,
+                            factors,
+                            &run.labels,
+                            first,
+                            &mut bounds,
+                        ),
+                        _ => with_const_dim!(
+                            dim,
+                            check_chunk_fast(
+                                &data,
+                                &clusters,
+                                factors,
+                                &run.labels,
+                                first,
+                                &mut bounds
+                            )
+                        ),
+                    };
+                    (count, bits(&bounds))
+                };
+                let expected = check(&general, None);
+                let mut paths = vec![("dispatched", check(&unit, None))];
+                if [2, 5, 16].contains(&dim) {
+                    paths.push(("plain lanes", check(&unit, Some(Portable))));
+                }
+                for (path, (count, bounds)) in paths {
+                    let first_difference = bounds.iter().zip(&expected.1).position(|(a, b)| a != b);
+                    assert_eq!(
+                        (count, first_difference),
+                        (expected.0, None),
+                        "{path}, d = {dim}, n = {n}, k = {k}"
+                    );
+                }
+                total_movable += expected.0;
+            }
+        }
+        assert!(
+            total_movable > 50,
+            "the cases must have movable points: {total_movable}"
         );
     }
 
@@ -787,6 +962,7 @@ mod tests {
                 stopping: Stopping::ChangedLabels,
                 threshold: 0.0,
                 algorithm: Algorithm::Lloyd,
+                handoff: None,
             };
             let again = lloyd(&data, refined.centres.clone(), &settings);
             // The first pass counts every label as new; the second changes none.

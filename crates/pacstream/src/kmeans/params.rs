@@ -109,7 +109,10 @@ pub enum Algorithm {
 /// stops two seeds of five in such a drift, at an inertia up to 24 % above the optimum
 /// (scikit-learn-intelex's seed 0 stops in the same kind of state); the label rule at 1e-4
 /// follows the drift to its end, at five more iterations (10–14 instead of 5–9) on the
-/// seeds without one. [`Refinement::Hartigan`], on by default, runs after either rule.
+/// seeds without one. [`Refinement::Hartigan`], on by default, runs after either rule;
+/// before it, the rule stops Lloyd's loop only once a pass also changes labels of at most
+/// 10⁻⁵ of the total weight (the moves would otherwise follow such a drift one sequential
+/// sweep at a time; `Refinement::None` keeps the rule alone).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Stopping {

@@ -92,7 +92,9 @@ pub struct KMeansArgs {
 
     /// What runs after Lloyd's iterations: Hartigan's single-point moves (a point moves to
     /// another cluster whenever that lowers the inertia, counting how it moves both
-    /// centres; never a higher inertia than Lloyd's) or none.
+    /// centres; never a higher inertia than Lloyd's) or none. Before the moves, Lloyd runs
+    /// on past --stopping's rule until a pass changes at most 10⁻⁵ of the points (by
+    /// weight): a slow drift costs less in parallel passes than in sequential sweeps.
     #[arg(
         long,
         value_enum,
