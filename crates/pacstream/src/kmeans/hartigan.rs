@@ -114,6 +114,13 @@ struct Clusters {
     prune: bool,
 }
 
+impl Clusters {
+    /// The smallest mass, which bounds every other cluster's gain factor from below.
+    fn min_mass(&self) -> f64 {
+        self.masses.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+}
+
 /// Runs single-point moves from `labels` (any labelling; the centres start at the means of
 /// its clusters, `centres` giving the position of a cluster without mass). `known`, when
 /// given, holds per point an upper bound on the distance to its own centre and a lower
@@ -184,11 +191,7 @@ fn hartigan_with(
         }
     } else {
         clusters.centres = totals.means(&clusters.centres);
-        let min_mass = clusters
-            .masses
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
+        let min_mass = clusters.min_mass();
         let factors =
             UnitFactors::new(&clusters, min_mass, matches!(points.weights, Weights::Unit));
         let n_movable = ordered_count(bounds.par_chunks_mut(CHUNK).enumerate().map(
@@ -489,11 +492,7 @@ fn sweep<const D: usize>(
     bounds: &mut [Bounds],
 ) -> (usize, f64) {
     let dim = if D == 0 { points.dim } else { D };
-    let mut min_mass = clusters
-        .masses
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min);
+    let mut min_mass = clusters.min_mass();
     let (mut moves, mut gain) = (0, 0.0);
     // With unit weights the factors depend on the cluster only: computed once per cluster
     // (and again after each move) instead of two divisions per point, with the same bits.
@@ -567,11 +566,7 @@ fn sweep<const D: usize>(
             .max(clusters.drift[to]);
         clusters.masses[own] = own_rest;
         clusters.masses[to] = to_total;
-        min_mass = clusters
-            .masses
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
+        min_mass = clusters.min_mass();
         clusters.counts[own] -= 1;
         clusters.counts[to] += 1;
         unit_factors.moved(clusters, min_mass, own, to);
@@ -737,46 +732,32 @@ mod tests {
                     total_drift: 0.0,
                     prune: true,
                 };
-                let min_mass = clusters
-                    .masses
-                    .iter()
-                    .copied()
-                    .fold(f64::INFINITY, f64::min);
+                let min_mass = clusters.min_mass();
                 let (unit, general) = (
                     UnitFactors::new(&clusters, min_mass, true),
                     UnitFactors::new(&clusters, min_mass, false),
                 );
                 let first = 2;
-                let check = |factors: &UnitFactors, path: Option<Portable>| {
+                let check = |factors: &UnitFactors, plain_lanes: bool| {
                     let mut bounds = vec![Bounds::UNKNOWN; n - first];
-                    let count = match (path, dim) {
-                        (Some(lanes), 2) => check_chunk::<_, 2>(
-                            lanes,
-                            &data,
-                            &clusters,
-                            factors,
-                            &run.labels,
-                            first,
-                            &mut bounds,
-                        ),
-                        (Some(lanes), 5) => check_chunk::<_, 5>(
-                            lanes,
-                            &data,
-                            &clusters,
-                            factors,
-                            &run.labels,
-                            first,
-                            &mut bounds,
-                        ),
-                        (Some(lanes), 16) => check_chunk::<_, 16>(
-                            lanes,
-                            &data,
-                            &clusters,
-                            factors,
-                            &run.labels,
-                            first,
-                            &mut bounds,
-                        ),
+                    // The plain-lane kernel at a few compile-time dimensions.
+                    macro_rules! plain {
+                        ($dim:literal) => {
+                            check_chunk::<_, $dim>(
+                                Portable,
+                                &data,
+                                &clusters,
+                                factors,
+                                &run.labels,
+                                first,
+                                &mut bounds,
+                            )
+                        };
+                    }
+                    let count = match (plain_lanes, dim) {
+                        (true, 2) => plain!(2),
+                        (true, 5) => plain!(5),
+                        (true, 16) => plain!(16),
                         _ => with_const_dim!(
                             dim,
                             check_chunk_fast(
@@ -791,10 +772,10 @@ mod tests {
                     };
                     (count, bits(&bounds))
                 };
-                let expected = check(&general, None);
-                let mut paths = vec![("dispatched", check(&unit, None))];
+                let expected = check(&general, false);
+                let mut paths = vec![("dispatched", check(&unit, false))];
                 if [2, 5, 16].contains(&dim) {
-                    paths.push(("plain lanes", check(&unit, Some(Portable))));
+                    paths.push(("plain lanes", check(&unit, true)));
                 }
                 for (path, (count, bounds)) in paths {
                     let first_difference = bounds.iter().zip(&expected.1).position(|(a, b)| a != b);
