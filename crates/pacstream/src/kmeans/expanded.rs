@@ -62,6 +62,13 @@ impl CentreColumns {
         Self { values, width, dim }
     }
 
+    /// Replaces centre `j` (of `dim` values) by `centre`.
+    pub(crate) fn set_centre(&mut self, j: usize, centre: &[f64]) {
+        for (f, &value) in centre[..self.dim].iter().enumerate() {
+            self.values[f * self.width + j] = value;
+        }
+    }
+
     /// The row length of [`products`]' output: the number of centres rounded up to a
     /// whole number of quads (the padding's products are 0).
     pub(crate) fn width(&self) -> usize {

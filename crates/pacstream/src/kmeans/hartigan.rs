@@ -39,6 +39,11 @@
 //! its l lowered by the *total* drift of the rest of the sweep (any one centre moves at most
 //! that much), since which centre moves is not known in advance.
 //!
+//! Above d = 16 a point the bounds do not skip is first screened with distances in the
+//! expanded form from one small matrix product per block of points, whose error is bounded
+//! (`ExpandedScreen`): only a point that form cannot prove has no improving move is
+//! evaluated exactly. The moves are the same, bit for bit.
+//!
 //! A move never empties a cluster: a point that is the only point of positive weight of its
 //! cluster stays. (A cluster that is already empty takes the first point whose move lowers
 //! the inertia: its factor is 0.) Points of weight 0 move no centre and change no inertia;
@@ -49,12 +54,13 @@
 
 use rayon::prelude::*;
 
-use super::assign::{LANES, distances_of_four, lanes_of_four, nearest};
+use super::assign::{LANES, MAX_GROUPED_DIM, distances_of_four, lanes_of_four, nearest};
 use super::chunked::{
     CHUNK, WeightedPoints, cluster_sums, dispatched, quad_dispatched, with_const_dim,
 };
+use super::expanded;
 use crate::data::Weights;
-use crate::geometry::squared_distance;
+use crate::geometry::{squared_distance, squared_norm};
 use crate::kernels::Quad;
 
 /// Relative margin of the skipping test against rounding in the bounds themselves.
@@ -149,10 +155,18 @@ fn hartigan_with(
     let dim = points.dim;
     let n_clusters = centres.len() / dim;
     let totals = cluster_sums(points, |i| labels[i], n_clusters);
-    let mut counts = vec![0; n_clusters];
-    for (i, &label) in labels.iter().enumerate() {
-        counts[label] += usize::from(points.weight(i) > 0.0);
-    }
+    let counts = match points.weights {
+        // A mass of unit weights is a sum of ones, exact below 2⁵³: the count itself, without
+        // a sequential pass over the labels.
+        Weights::Unit => totals.masses.iter().map(|&mass| mass as usize).collect(),
+        Weights::Given(_) => {
+            let mut counts = vec![0; n_clusters];
+            for (i, &label) in labels.iter().enumerate() {
+                counts[label] += usize::from(points.weight(i) > 0.0);
+            }
+            counts
+        }
+    };
     let mut clusters = Clusters {
         centres,
         masses: totals.masses.clone(),
@@ -162,10 +176,9 @@ fn hartigan_with(
         total_drift: 0.0,
         prune,
     };
-    // Filled in parallel: a fresh buffer's pages fault at their first write (24 bytes a
-    // point: 24 MB for 10⁶ points), which the threads then share.
+    // Written in parallel, once: a fresh buffer's pages fault at their first write (24 bytes
+    // a point: 24 MB for 10⁶ points), which the threads then share.
     let mut bounds = Vec::with_capacity(points.n_points());
-    bounds.par_extend(rayon::iter::repeat_n(Bounds::UNKNOWN, points.n_points()));
     let (mut moves, mut sweeps, mut gain) = (0, 0, 0.0);
     let mut converged = false;
     if let Some(known) = known {
@@ -182,14 +195,16 @@ fn hartigan_with(
         }
         clusters.max_drift = clusters.drift.iter().copied().fold(0.0, f64::max);
         clusters.centres = totals.means(&clusters.centres);
-        for ((bound, &(own, other)), &label) in bounds.iter_mut().zip(&known).zip(&labels) {
-            *bound = Bounds {
-                own: own + clusters.drift[label],
-                other: other - clusters.max_drift,
+        let (drift, max_drift) = (&clusters.drift, clusters.max_drift);
+        bounds.par_extend(known.par_iter().zip(labels.par_iter()).map(
+            |(&(own, other), &label)| Bounds {
+                own: own + drift[label],
+                other: other - max_drift,
                 refreshed: false,
-            };
-        }
+            },
+        ));
     } else {
+        bounds.par_extend(rayon::iter::repeat_n(Bounds::UNKNOWN, points.n_points()));
         clusters.centres = totals.means(&clusters.centres);
         let min_mass = clusters.min_mass();
         let factors =
@@ -204,15 +219,33 @@ fn hartigan_with(
         ));
         converged = n_movable == 0;
     }
+    // Above the grouped dimensions the sweeps screen points in the expanded form
+    // ([`ExpandedScreen`]), which needs every ‖x‖²; the exhaustive sweeps of the tests
+    // (`prune` off) stay the plain reference.
+    let expanded_norms: Vec<f64> = if prune && dim > MAX_GROUPED_DIM && !converged {
+        points.values.par_chunks(dim).map(squared_norm).collect()
+    } else {
+        Vec::new()
+    };
     while !converged && sweeps < max_sweeps {
         sweeps += 1;
         clusters.drift.fill(0.0);
         clusters.max_drift = 0.0;
         clusters.total_drift = 0.0;
-        let (swept, swept_gain) = with_const_dim!(
-            dim,
-            sweep_fast(points, &mut clusters, &mut labels, &mut bounds)
-        );
+        let (swept, swept_gain) = if expanded_norms.is_empty() {
+            with_const_dim!(
+                dim,
+                sweep_fast(points, &mut clusters, &mut labels, &mut bounds)
+            )
+        } else {
+            sweep_expanded_fast::<0>(
+                points,
+                &mut clusters,
+                &mut labels,
+                &mut bounds,
+                &expanded_norms,
+            )
+        };
         moves += swept;
         gain += swept_gain;
         converged = swept == 0;
@@ -491,6 +524,304 @@ fn sweep<const D: usize>(
     labels: &mut [usize],
     bounds: &mut [Bounds],
 ) -> (usize, f64) {
+    sweep_screened::<D, _>(points, clusters, labels, bounds, &mut NoScreen)
+}
+
+quad_dispatched!(sweep_expanded_fast = sweep_expanded(
+    points: &'a WeightedPoints<'b>,
+    clusters: &'a mut Clusters,
+    labels: &'a mut [usize],
+    bounds: &'a mut [Bounds],
+    point_norms: &'a [f64],
+) -> (usize, f64));
+
+/// [`sweep`] at d > [`MAX_GROUPED_DIM`], where the points the bounds cannot skip are first
+/// screened in the expanded form ([`ExpandedScreen`]): the same moves, bit for bit.
+#[inline(always)]
+fn sweep_expanded<Q: Quad, const D: usize>(
+    quad: Q,
+    points: &WeightedPoints<'_>,
+    clusters: &mut Clusters,
+    labels: &mut [usize],
+    bounds: &mut [Bounds],
+    point_norms: &[f64],
+) -> (usize, f64) {
+    let mut screen = ExpandedScreen::new(quad, points.dim, point_norms);
+    sweep_screened::<D, _>(points, clusters, labels, bounds, &mut screen)
+}
+
+/// What a sweep may learn about a point before evaluating it exactly: that it has no
+/// improving move, with valid bounds ([`ExpandedScreen`]), or nothing ([`NoScreen`]).
+trait Screen {
+    /// `Some(bounds)` when point `index` (weight `weight`, in cluster `own`, whose leave
+    /// factor is `own_factor`) provably has no move that lowers the inertia: bounds valid
+    /// for the centres as they stand, relative to the drifts so far. `None`: evaluate it.
+    #[allow(clippy::too_many_arguments)]
+    fn no_move(
+        &mut self,
+        index: usize,
+        weight: f64,
+        own: usize,
+        own_factor: f64,
+        clusters: &Clusters,
+        factors: &UnitFactors,
+        min_mass: f64,
+        points: &WeightedPoints<'_>,
+        labels: &[usize],
+        bounds: &[Bounds],
+    ) -> Option<Bounds>;
+
+    /// A point moved from cluster `own` to `to`: those two centres changed.
+    fn moved(&mut self, clusters: &Clusters, own: usize, to: usize);
+}
+
+/// Every point the bounds cannot skip is evaluated exactly.
+struct NoScreen;
+
+impl Screen for NoScreen {
+    #[inline(always)]
+    fn no_move(
+        &mut self,
+        _: usize,
+        _: f64,
+        _: usize,
+        _: f64,
+        _: &Clusters,
+        _: &UnitFactors,
+        _: f64,
+        _: &WeightedPoints<'_>,
+        _: &[usize],
+        _: &[Bounds],
+    ) -> Option<Bounds> {
+        None
+    }
+
+    #[inline(always)]
+    fn moved(&mut self, _: &Clusters, _: usize, _: usize) {}
+}
+
+/// Points per block of [`ExpandedScreen`]'s products.
+const SCREEN_BLOCK: usize = 64;
+
+/// Screens points at large d in the expanded form ‖x‖² + ‖c‖² − 2x·c: the products x·c of
+/// the points of a block that the bounds cannot skip, with every centre, are computed at
+/// once as one small matrix product ([`expanded::products`]), instead of k direct distances
+/// per point whose four partial sums wait on each other's additions. With a_j the expanded
+/// value for centre j, E_j the bound on |a_j − s_j| of [`expanded`] (s_j the value
+/// [`squared_distance`] returns, which the exact test uses) and f_j the factor that test
+/// multiplies s_j by, a point of cluster a is screened out when
+///
+/// min_{b≠a} f_b ⊗ (a_b ⊖ E_b) ≥ f_a ⊗ (a_a ⊕ E_a)
+///
+/// (⊗, ⊖, ⊕: the rounded operations). In exact arithmetic a_b − E_b ≤ s_b and
+/// s_a ≤ a_a + E_a, and rounding is monotone, so a_b ⊖ E_b ≤ s_b, f_b ⊗ (a_b ⊖ E_b) ≤
+/// f_b ⊗ s_b, and likewise on the own side: the least cost of the exact test is at least
+/// its own cost, and that test (a move when the least cost is *strictly* below the own)
+/// makes no move. So a screened point keeps its label, as [`evaluate`] would decide;
+/// any other point (a near decision, or an improving move) is evaluated exactly. The
+/// bounds a screened point keeps are a_a ⊕ E_a above its own distance and
+/// min_{b≠a} a_b ⊖ E_b below the others': valid, if looser than exact ones, so they change
+/// which points later tests skip, never a move. A move changes two centres, so the block's
+/// products are computed again from the next point on (moves are rare: 1–537 per restart
+/// of digits, the k-means spec's data set, against about 2,000 evaluations).
+struct ExpandedScreen<'n, Q> {
+    quad: Q,
+    dim: usize,
+    /// ‖x‖² of every point.
+    point_norms: &'n [f64],
+    scale: f64,
+    /// The points from `start` to `end` (exclusive) have been screened against the current
+    /// centres; `slots[i − start]` is the row of point i in `products`, or `usize::MAX`
+    /// for a point the bounds skip.
+    start: usize,
+    end: usize,
+    slots: Vec<usize>,
+    products: Vec<f64>,
+    /// The centres transposed for the products, their ‖c‖² and ‖c‖: set at the first block
+    /// and then kept up to date centre by centre, as moves change two at a time.
+    columns: Option<expanded::CentreColumns>,
+    centre_norms: Vec<f64>,
+    centre_roots: Vec<f64>,
+}
+
+impl<'n, Q: Quad> ExpandedScreen<'n, Q> {
+    fn new(quad: Q, dim: usize, point_norms: &'n [f64]) -> Self {
+        Self {
+            quad,
+            dim,
+            point_norms,
+            scale: expanded::error_scale(dim),
+            start: 0,
+            end: 0,
+            slots: Vec::new(),
+            products: Vec::new(),
+            columns: None,
+            centre_norms: Vec::new(),
+            centre_roots: Vec::new(),
+        }
+    }
+
+    /// Screens the block of points from `first` on: those the bounds cannot skip get their
+    /// products with the current centres.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn fill(
+        &mut self,
+        first: usize,
+        clusters: &Clusters,
+        factors: &UnitFactors,
+        min_mass: f64,
+        points: &WeightedPoints<'_>,
+        labels: &[usize],
+        bounds: &[Bounds],
+    ) {
+        let dim = self.dim;
+        self.start = first;
+        self.end = (first + SCREEN_BLOCK).min(labels.len());
+        self.slots.clear();
+        let mut rows: Vec<&[f64]> = Vec::with_capacity(SCREEN_BLOCK);
+        for i in first..self.end {
+            let weight = points.weight(i);
+            let open = movable(&bounds[i], labels[i], weight, clusters, factors, min_mass);
+            self.slots.push(if open.is_some() {
+                rows.len()
+            } else {
+                usize::MAX
+            });
+            if open.is_some() {
+                rows.push(points.row(i));
+            }
+        }
+        let columns = self.columns.get_or_insert_with(|| {
+            self.centre_norms = clusters
+                .centres
+                .chunks_exact(dim)
+                .map(squared_norm)
+                .collect();
+            self.centre_roots = self.centre_norms.iter().map(|norm| norm.sqrt()).collect();
+            expanded::CentreColumns::new(&clusters.centres, dim)
+        });
+        expanded::products(self.quad, &rows, columns, &mut self.products);
+    }
+}
+
+impl<Q: Quad> Screen for ExpandedScreen<'_, Q> {
+    #[inline(always)]
+    fn no_move(
+        &mut self,
+        index: usize,
+        weight: f64,
+        own: usize,
+        own_factor: f64,
+        clusters: &Clusters,
+        factors: &UnitFactors,
+        min_mass: f64,
+        points: &WeightedPoints<'_>,
+        labels: &[usize],
+        bounds: &[Bounds],
+    ) -> Option<Bounds> {
+        if index >= self.end || index < self.start {
+            self.fill(index, clusters, factors, min_mass, points, labels, bounds);
+        }
+        let slot = self.slots[index - self.start];
+        if slot == usize::MAX {
+            return None;
+        }
+        let norm = self.point_norms[index];
+        let root = norm.sqrt();
+        let width = self
+            .columns
+            .as_ref()
+            .map_or(0, expanded::CentreColumns::width);
+        let products = &self.products[slot * width..][..clusters.masses.len()];
+        let gains = factors.gains();
+        let (mut own_above, mut least_cost, mut others_below) =
+            (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+        for (j, ((&product, &centre_norm), &centre_root)) in products
+            .iter()
+            .zip(&self.centre_norms)
+            .zip(&self.centre_roots)
+            .enumerate()
+        {
+            let approximate = norm + centre_norm - 2.0 * product;
+            let reach = root + centre_root;
+            let error = self.scale * reach * reach;
+            if j == own {
+                own_above = approximate + error;
+                continue;
+            }
+            let below = approximate - error;
+            let factor = match gains {
+                Some(gains) => gains[j],
+                None => gain_factor(clusters.masses[j], weight),
+            };
+            least_cost = least_cost.min(factor * below);
+            others_below = others_below.min(below);
+        }
+        (least_cost >= own_factor * own_above).then(|| Bounds {
+            own: own_above.sqrt() - clusters.drift[own],
+            other: others_below.max(0.0).sqrt() + clusters.total_drift,
+            refreshed: true,
+        })
+    }
+
+    #[inline(always)]
+    fn moved(&mut self, clusters: &Clusters, own: usize, to: usize) {
+        self.end = 0;
+        if let Some(columns) = &mut self.columns {
+            for j in [own, to] {
+                let centre = &clusters.centres[j * self.dim..(j + 1) * self.dim];
+                columns.set_centre(j, centre);
+                self.centre_norms[j] = squared_norm(centre);
+                self.centre_roots[j] = self.centre_norms[j].sqrt();
+            }
+        }
+    }
+}
+
+/// The bounds' test of a sweep for one point: `None` when the point cannot leave its
+/// cluster (no weight, or its last point) or when its bounds admit no improving move;
+/// otherwise the factor W_a/(W_a − w) of leaving.
+#[inline(always)]
+fn movable(
+    bound: &Bounds,
+    own: usize,
+    weight: f64,
+    clusters: &Clusters,
+    factors: &UnitFactors,
+    min_mass: f64,
+) -> Option<f64> {
+    let (own_factor, min_gain) = if factors.leave.is_empty() {
+        (
+            leave_factor(clusters, own, weight)?,
+            gain_factor(min_mass, weight),
+        )
+    } else {
+        (factors.leave[own]?, factors.min_gain)
+    };
+    let own_bound = bound.own + clusters.drift[own];
+    let other_bound = bound.other
+        - if bound.refreshed {
+            clusters.total_drift
+        } else {
+            clusters.max_drift
+        };
+    let skip = clusters.prune
+        && other_bound > 0.0
+        && min_gain * other_bound * other_bound
+            > own_factor * own_bound * own_bound * (1.0 + BOUND_MARGIN);
+    (!skip).then_some(own_factor)
+}
+
+/// [`sweep`], with `screen` consulted before each exact evaluation.
+#[inline(always)]
+fn sweep_screened<const D: usize, S: Screen>(
+    points: &WeightedPoints<'_>,
+    clusters: &mut Clusters,
+    labels: &mut [usize],
+    bounds: &mut [Bounds],
+    screen: &mut S,
+) -> (usize, f64) {
     let dim = if D == 0 { points.dim } else { D };
     let mut min_mass = clusters.min_mass();
     let (mut moves, mut gain) = (0, 0.0);
@@ -498,32 +829,26 @@ fn sweep<const D: usize>(
     // (and again after each move) instead of two divisions per point, with the same bits.
     let unit = matches!(points.weights, Weights::Unit);
     let mut unit_factors = UnitFactors::new(clusters, min_mass, unit);
-    for (i, (bound, label)) in bounds.iter_mut().zip(labels.iter_mut()).enumerate() {
-        let own = *label;
+    for i in 0..labels.len() {
+        let own = labels[i];
         let weight = if unit { 1.0 } else { points.weight(i) };
-        let (own_factor, min_gain) = if unit {
-            match unit_factors.leave[own] {
-                Some(factor) => (factor, unit_factors.min_gain),
-                None => continue,
-            }
-        } else {
-            match leave_factor(clusters, own, weight) {
-                Some(factor) => (factor, gain_factor(min_mass, weight)),
-                None => continue,
-            }
+        let Some(own_factor) = movable(&bounds[i], own, weight, clusters, &unit_factors, min_mass)
+        else {
+            continue;
         };
-        let own_bound = bound.own + clusters.drift[own];
-        let other_bound = bound.other
-            - if bound.refreshed {
-                clusters.total_drift
-            } else {
-                clusters.max_drift
-            };
-        if clusters.prune
-            && other_bound > 0.0
-            && min_gain * other_bound * other_bound
-                > own_factor * own_bound * own_bound * (1.0 + BOUND_MARGIN)
-        {
+        if let Some(screened) = screen.no_move(
+            i,
+            weight,
+            own,
+            own_factor,
+            clusters,
+            &unit_factors,
+            min_mass,
+            points,
+            labels,
+            bounds,
+        ) {
+            bounds[i] = screened;
             continue;
         }
         let point = &points.row(i)[..dim];
@@ -534,7 +859,7 @@ fn sweep<const D: usize>(
         let improves = to_cost < own_cost;
         if !improves {
             // Exact now; relative to the drifts so far, which the end of the sweep adds.
-            *bound = Bounds {
+            bounds[i] = Bounds {
                 own: own_distance.sqrt() - clusters.drift[own],
                 other: nearest_other.sqrt() + clusters.total_drift,
                 refreshed: true,
@@ -570,8 +895,9 @@ fn sweep<const D: usize>(
         clusters.counts[own] -= 1;
         clusters.counts[to] += 1;
         unit_factors.moved(clusters, min_mass, own, to);
-        *label = to;
-        *bound = Bounds::UNKNOWN;
+        screen.moved(clusters, own, to);
+        labels[i] = to;
+        bounds[i] = Bounds::UNKNOWN;
         moves += 1;
         gain += weight * (own_cost - to_cost);
     }
@@ -657,6 +983,11 @@ mod tests {
             // bounds' drift terms.
             (60, 2, 6, 7, false),
             (90, 3, 9, 8, true),
+            // Above the grouped dimensions, where the sweeps screen points in the expanded
+            // form, weighted and not.
+            (300, 24, 6, 9, true),
+            (400, 40, 5, 10, false),
+            (120, 20, 8, 11, false),
         ]
     }
 
@@ -664,7 +995,7 @@ mod tests {
     /// that evaluate every point, bit for bit.
     #[test]
     fn pruned_sweeps_make_the_moves_of_exhaustive_sweeps() {
-        let mut total_moves = 0;
+        let (mut total_moves, mut screened_moves) = (0, 0);
         for (n, dim, k, seed, weighted) in cases() {
             let (values, weights) = blobs(n, dim, k / 2, seed, weighted);
             let data = points(&values, &weights, dim, weighted);
@@ -694,10 +1025,17 @@ mod tests {
                 assert!(pruned.moves == 0 || pruned.sweeps >= 2, "case {seed}");
             }
             total_moves += exhaustive.moves;
+            if dim > MAX_GROUPED_DIM {
+                screened_moves += exhaustive.moves;
+            }
         }
         assert!(
             total_moves > 20,
             "the cases must exercise the moves: {total_moves}"
+        );
+        assert!(
+            screened_moves > 10,
+            "the screened sweeps must make moves: {screened_moves}"
         );
     }
 
