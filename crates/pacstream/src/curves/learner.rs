@@ -715,6 +715,21 @@ pub(crate) fn perturbed_leader(scores: &[f64], rng: &mut StreamRng) -> usize {
     best.1
 }
 
+/// A candidate's score a_f, held to the finite range. Extreme settings (e_mult, κ or α near
+/// the largest f64, which validation accepts) can overflow a_f to ±∞, or to NaN as ∞ − ∞;
+/// the win probability needs finite scores. ±∞ becomes ±f64::MAX and NaN −f64::MAX, which
+/// the perturbed leader treats as it treats ±∞ and NaN (a perturbation z < 10³⁰⁸ neither
+/// lifts −f64::MAX above the current curve's 0 nor changes which of several f64::MAX wins,
+/// the first), so every choice is the one the raw scores give.
+#[inline]
+fn finite_score(score: f64) -> f64 {
+    if score.is_nan() {
+        -f64::MAX
+    } else {
+        score.clamp(-f64::MAX, f64::MAX)
+    }
+}
+
 /// Scores the available candidates (the current curve first) and moves to the winner.
 #[allow(clippy::too_many_arguments, reason = "the parts of one round's choice")]
 fn choose_next(
@@ -755,7 +770,7 @@ fn choose_next(
         let change = table.change(pool, &pieces, loss_bound);
         let correction = corrections.total(candidate.fingerprint) - current_correction;
         let penalty = per_segment * (candidate.n_segments as f64 - current_segments as f64);
-        scores.push(eta * (change.reward + correction) - penalty);
+        scores.push(finite_score(eta * (change.reward + correction) - penalty));
     }
     let winner = perturbed_leader(&scores, &mut round_rng.child(PERTURBATION_STREAM));
     let probability = if needs_probability {
@@ -1019,6 +1034,43 @@ mod tests {
     /// Follow the perturbed leader picks each entry with the probability the `paper`
     /// estimator uses (`win_probability`): over 200,000 draws, every frequency is within
     /// 5 binomial standard errors of it (a false alarm has probability about 3.5e-6).
+    /// Settings at the edge of what validation accepts (the learning-rate multiplier, the
+    /// penalty or the `paper` estimator's α near the largest f64) overflow the scores; the
+    /// learner goes on rather than panic (a fuzzing finding: `pacstream curve --estimator
+    /// paper --eta-scale 1e308`).
+    #[test]
+    fn overflowing_scores_do_not_stop_the_learner() {
+        let mut rng = StreamRng::seed_from(2);
+        let points: Vec<[f64; 2]> = (0..120)
+            .map(|i| {
+                let angle = std::f64::consts::PI * f64::from(i % 40) / 40.0;
+                [
+                    angle.cos() + 0.05 * rng.standard_normal(),
+                    angle.sin() + 0.05 * rng.standard_normal(),
+                ]
+            })
+            .collect();
+        for params in [
+            PrincipalCurveParams::new().eta_scale(1e308),
+            PrincipalCurveParams::new().penalty(1e308),
+            PrincipalCurveParams::new().alpha(1e308),
+        ] {
+            let mut learner = params
+                .feedback(Feedback::Bandit)
+                .estimator(Estimator::Paper)
+                .explore(0.5)
+                .seed(1)
+                .check()
+                .expect("valid parameters")
+                .build();
+            for point in &points {
+                let step = learner.learn_one(point).expect("a valid point");
+                assert!(step.loss.is_none_or(f64::is_finite));
+            }
+            assert_eq!(learner.n_rounds(), points.len() as u64);
+        }
+    }
+
     #[test]
     fn perturbed_leader_frequencies_match_win_probabilities() {
         let scores = [0.0, 0.7, -0.4, 1.5, 1.2, -2.0, 1.45];
