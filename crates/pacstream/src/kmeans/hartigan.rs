@@ -556,23 +556,27 @@ trait Screen {
     /// `Some(bounds)` when point `index` (weight `weight`, in cluster `own`, whose leave
     /// factor is `own_factor`) provably has no move that lowers the inertia: bounds valid
     /// for the centres as they stand, relative to the drifts so far. `None`: evaluate it.
-    #[allow(clippy::too_many_arguments)]
     fn no_move(
         &mut self,
+        sweep: &SweepView<'_, '_>,
         index: usize,
         weight: f64,
         own: usize,
         own_factor: f64,
-        clusters: &Clusters,
-        factors: &UnitFactors,
-        min_mass: f64,
-        points: &WeightedPoints<'_>,
-        labels: &[usize],
-        bounds: &[Bounds],
     ) -> Option<Bounds>;
 
     /// A point moved from cluster `own` to `to`: those two centres changed.
     fn moved(&mut self, clusters: &Clusters, own: usize, to: usize);
+}
+
+/// The state of a sweep at the point a [`Screen`] is asked about.
+struct SweepView<'s, 'p> {
+    points: &'s WeightedPoints<'p>,
+    clusters: &'s Clusters,
+    factors: &'s UnitFactors,
+    min_mass: f64,
+    labels: &'s [usize],
+    bounds: &'s [Bounds],
 }
 
 /// Every point the bounds cannot skip is evaluated exactly.
@@ -582,16 +586,11 @@ impl Screen for NoScreen {
     #[inline(always)]
     fn no_move(
         &mut self,
+        _: &SweepView<'_, '_>,
         _: usize,
         _: f64,
         _: usize,
         _: f64,
-        _: &Clusters,
-        _: &UnitFactors,
-        _: f64,
-        _: &WeightedPoints<'_>,
-        _: &[usize],
-        _: &[Bounds],
     ) -> Option<Bounds> {
         None
     }
@@ -663,18 +662,16 @@ impl<'n, Q: Quad> ExpandedScreen<'n, Q> {
 
     /// Screens the block of points from `first` on: those the bounds cannot skip get their
     /// products with the current centres.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn fill(
-        &mut self,
-        first: usize,
-        clusters: &Clusters,
-        factors: &UnitFactors,
-        min_mass: f64,
-        points: &WeightedPoints<'_>,
-        labels: &[usize],
-        bounds: &[Bounds],
-    ) {
+    fn fill(&mut self, sweep: &SweepView<'_, '_>, first: usize) {
+        let SweepView {
+            points,
+            clusters,
+            factors,
+            min_mass,
+            labels,
+            bounds,
+        } = *sweep;
         let dim = self.dim;
         self.start = first;
         self.end = (first + SCREEN_BLOCK).min(labels.len());
@@ -709,20 +706,17 @@ impl<Q: Quad> Screen for ExpandedScreen<'_, Q> {
     #[inline(always)]
     fn no_move(
         &mut self,
+        sweep: &SweepView<'_, '_>,
         index: usize,
         weight: f64,
         own: usize,
         own_factor: f64,
-        clusters: &Clusters,
-        factors: &UnitFactors,
-        min_mass: f64,
-        points: &WeightedPoints<'_>,
-        labels: &[usize],
-        bounds: &[Bounds],
     ) -> Option<Bounds> {
-        if index >= self.end || index < self.start {
-            self.fill(index, clusters, factors, min_mass, points, labels, bounds);
+        // The sweep asks in index order, so a point past the block starts the next one.
+        if index >= self.end {
+            self.fill(sweep, index);
         }
+        let (clusters, factors) = (sweep.clusters, sweep.factors);
         let slot = self.slots[index - self.start];
         if slot == usize::MAX {
             return None;
@@ -836,18 +830,15 @@ fn sweep_screened<const D: usize, S: Screen>(
         else {
             continue;
         };
-        if let Some(screened) = screen.no_move(
-            i,
-            weight,
-            own,
-            own_factor,
-            clusters,
-            &unit_factors,
-            min_mass,
+        let sweep = SweepView {
             points,
+            clusters,
+            factors: &unit_factors,
+            min_mass,
             labels,
             bounds,
-        ) {
+        };
+        if let Some(screened) = screen.no_move(&sweep, i, weight, own, own_factor) {
             bounds[i] = screened;
             continue;
         }
