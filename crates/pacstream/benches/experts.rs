@@ -3,6 +3,8 @@
 //! The reference is a vectorised NumPy Hedge: about 8.6 µs per round at N = 1,000 on the
 //! project's machine class (see benches/compare/run-experts.sh); the target is well under
 //! 1 µs. Each round pays the mixture, charges every expert and renormalises the weights.
+//! The rounds replay a table that stays in the L2 cache ([`rounds_for`]); the
+//! `*_from_memory` groups replay one of 32 MB at N = 1,000, for the cost of the memory bus.
 
 use std::hint::black_box;
 
@@ -22,8 +24,13 @@ fn table(n_experts: usize, rounds: usize) -> Vec<f64> {
     (0..n_experts * rounds).map(|_| rng.next_f64()).collect()
 }
 
+/// About 512 KB of pre-drawn rounds (64 rounds at N = 1,000): a table that stays in the
+/// L2 cache, as the losses of a round a caller has just computed do. A table of many
+/// megabytes would time the memory bus, not the round: at N = 1,000 a round reads 8 KB of
+/// losses, and streaming them from DRAM took about 0.45 µs of a 1.3 µs round on the
+/// project's AMD EPYC host (see docs/benchmarks.md). N = 1,000,000 cannot fit: two rounds.
 fn rounds_for(n_experts: usize) -> usize {
-    (1 << 22) / n_experts.max(1)
+    (1 << 16) / n_experts.max(1)
 }
 
 /// Benchmarks one round of `learn`, cycling through the pre-drawn rounds (`advice`, one
@@ -51,10 +58,22 @@ fn bench_advice_rounds(
     });
 }
 
+/// The rounds of each benchmark: (group, N, rounds in the table). The `_from_memory`
+/// groups replay a 32 MB table at N = 1,000 (4,096 rounds), so that the cost of streaming a
+/// round's losses from DRAM is measured beside the round itself.
+fn cases(group: &str) -> [(String, usize, usize); 4] {
+    let cached = |n: usize| (group.to_string(), n, rounds_for(n).max(2));
+    [
+        cached(10),
+        cached(1_000),
+        cached(1_000_000),
+        (format!("{group}_from_memory"), 1_000, (1 << 22) / 1_000),
+    ]
+}
+
 fn hedge(c: &mut Criterion) {
-    let mut group = c.benchmark_group("hedge_round");
-    for n in [10usize, 1_000, 1_000_000] {
-        let rounds = rounds_for(n).max(2);
+    for (name, n, rounds) in cases("hedge_round") {
+        let mut group = c.benchmark_group(name.as_str());
         let losses = table(n, rounds);
         group.throughput(Throughput::Elements(n as u64));
         for rate in [
@@ -80,14 +99,13 @@ fn hedge(c: &mut Criterion) {
                 })
             });
         }
+        group.finish();
     }
-    group.finish();
 }
 
 fn ewa(c: &mut Criterion) {
-    let mut group = c.benchmark_group("ewa_round");
-    for n in [10usize, 1_000, 1_000_000] {
-        let rounds = rounds_for(n).max(2);
+    for (name, n, rounds) in cases("ewa_round") {
+        let mut group = c.benchmark_group(name.as_str());
         let advice = table(n, rounds);
         let outcomes = table(1, rounds);
         group.throughput(Throughput::Elements(n as u64));
@@ -111,8 +129,8 @@ fn ewa(c: &mut Criterion) {
                 |round| learner.learn_one(round).expect("valid round").loss,
             );
         }
+        group.finish();
     }
-    group.finish();
 }
 
 /// One round of each real-valued rule through the `Aggregator` trait (what the front-ends
