@@ -64,10 +64,11 @@
 //! one ulp either side, on groups where the bound is exact (coinciding points taken whole by
 //! the newborn) and where the variance term falls or grows with the loss.
 
-use super::cover::RobustCover;
+use super::cover::{PartitionVisitor, RobustCover};
 use super::evaluate::variance_part;
 use super::index::{MAX_INDEX_DIM, MomentLayout, N, SUM_W};
 use crate::geometry::squared_distance;
+use crate::kernels::{self, Kernel};
 
 /// The relative margin by which the bounds are raised over their roundings, and the base
 /// of the slack of the decision (module docs).
@@ -137,15 +138,64 @@ pub(crate) fn loss_deciding_rejection(
 
 /// An upper bound on S(c) − S(c ∪ {newborn}), raised over its roundings (module docs).
 pub(crate) fn birth_gain_bound(cover: &RobustCover, centres: &[f64], newborn: &[f64]) -> f64 {
-    let layout = MomentLayout { dim: newborn.len() };
-    let mut total = 0.0;
-    cover.for_each_partition_group(|moments, mean, reach| {
-        total += group_gain_bound(moments, layout, mean, reach, centres, newborn);
-    });
-    total
+    kernels::dispatch(GainBound {
+        cover,
+        centres,
+        newborn,
+    })
+}
+
+/// [`birth_gain_bound`] compiled for the CPU's instructions: its many fused multiply-adds
+/// are then one instruction each, where the portable build calls the library's `fma` (a
+/// correctly rounded operation either way, so the same bits).
+struct GainBound<'a> {
+    cover: &'a RobustCover,
+    centres: &'a [f64],
+    newborn: &'a [f64],
+}
+
+impl Kernel for GainBound<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run(self) -> f64 {
+        let mut sum = GainSum {
+            layout: MomentLayout {
+                dim: self.newborn.len(),
+            },
+            centres: self.centres,
+            newborn: self.newborn,
+            total: 0.0,
+        };
+        self.cover.for_each_partition_group(&mut sum);
+        sum.total
+    }
+}
+
+/// The running sum of the groups' bounds, in the cover's order.
+struct GainSum<'a> {
+    layout: MomentLayout,
+    centres: &'a [f64],
+    newborn: &'a [f64],
+    total: f64,
+}
+
+impl PartitionVisitor for GainSum<'_> {
+    #[inline(always)]
+    fn visit(&mut self, moments: &[f64], mean: &[f64], reach: f64) {
+        self.total += group_gain_bound(
+            moments,
+            self.layout,
+            mean,
+            reach,
+            self.centres,
+            self.newborn,
+        );
+    }
 }
 
 /// B̄_G of one group (module docs), from its moments about `mean` and its `reach`.
+#[inline(always)]
 fn group_gain_bound(
     moments: &[f64],
     layout: MomentLayout,
@@ -240,6 +290,7 @@ fn group_gain_bound(
 /// below `alpha_max`, and its magnitude: a bound on Σ(g)₊ (scale M, α ≤ −M) or on Σ(g)₊²
 /// (scale M², α ≤ 0), for g ≤ M (module docs).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn parabola_bound(
     n: f64,
     s1: f64,

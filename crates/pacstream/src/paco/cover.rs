@@ -542,7 +542,11 @@ impl RobustCover {
     /// moments about `mean`, that mean, and the largest distance from it to the group's
     /// points (a bound, from the boxes). Used by the birth test of [`super::birth`], which
     /// needs every point in exactly one group, whatever the centres.
-    pub(crate) fn for_each_partition_group(&self, mut visit: impl FnMut(&[f64], &[f64], f64)) {
+    ///
+    /// A visitor rather than a closure: its `visit` is inlined where the caller dispatched to
+    /// the CPU's instructions (a closure is compiled apart, without them).
+    #[inline(always)]
+    pub(crate) fn for_each_partition_group(&self, visit: &mut impl PartitionVisitor) {
         let dim = self.dim;
         let layout = MomentLayout { dim };
         for part in [&*self.stable, &self.recent] {
@@ -551,12 +555,12 @@ impl RobustCover {
                 if count > 0 {
                     let mean = &self.means[j * dim..(j + 1) * dim];
                     let reach = part.reach[part.offsets[j] + count - 1];
-                    visit(part.moments(j, count, layout), mean, reach);
+                    visit.visit(part.moments(j, count, layout), mean, reach);
                 }
             }
             for group in &part.unowned_groups {
                 let mean = &self.means[group.slot * dim..(group.slot + 1) * dim];
-                visit(&group.moments, mean, group.reach);
+                visit.visit(&group.moments, mean, group.reach);
             }
         }
     }
@@ -1232,6 +1236,12 @@ pub(crate) fn shift_moments(
             m += 1;
         }
     }
+}
+
+/// What [`RobustCover::for_each_partition_group`] hands each group to: its moments about
+/// `mean`, that mean, and the largest distance from it to the group's points.
+pub(crate) trait PartitionVisitor {
+    fn visit(&mut self, moments: &[f64], mean: &[f64], reach: f64);
 }
 
 #[cfg(test)]
