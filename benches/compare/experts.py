@@ -26,7 +26,9 @@ REPO = pathlib.Path(os.environ["REPO_DIR"])
 
 def numpy_hedge_ns(n, rounds, eta=0.1):
     rng = np.random.default_rng(1)
-    losses = rng.random((min(rounds, max(2, (1 << 22) // n)), n))
+    # About 512 KB of rounds, as in pacstream's criterion benchmark (benches/experts.rs):
+    # a table that stays in the L2 cache, like the losses a caller has just computed.
+    losses = rng.random((min(rounds, max(2, (1 << 16) // n)), n))
     cumulative = np.zeros(n)
     total = 0.0
     start = time.perf_counter()

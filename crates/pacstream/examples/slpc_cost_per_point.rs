@@ -9,7 +9,10 @@
 //! reported with the range in brackets; the last t is the one long run (t/2 rounds). The
 //! growth is the least-squares slope of log(µs per point) against log t over the t: 0 is
 //! flat, 1 is linear in t. The number of atoms (`n_atoms`) and of segments at each t say what
-//! a round works on.
+//! a round works on, and the last columns what the cost buys: the mean loss paid online,
+//! and the stream's mean squared distance to the final curve, with its length.
+//! `SLPC_MAX_ATOMS` and `SLPC_BIN_SIDE` change the atoms' budget and their first bin side
+//! (the defaults of `PrincipalCurveParams` otherwise).
 //!
 //! Run: `cargo run --release -p pacstream --example slpc_cost_per_point [max_t [feedback
 //! [memory]]]` (`max_t` defaults to 100000; `feedback` is `bandit` or `full`, `memory` `all`
@@ -65,19 +68,23 @@ fn main() {
         .filter(|&t| t <= max_t)
         .collect();
     let stream = noisy_arc(max_t, 1);
+    let max_atoms: usize = std::env::var("SLPC_MAX_ATOMS")
+        .ok()
+        .map(|v| v.parse().expect("SLPC_MAX_ATOMS: a number of atoms"))
+        .unwrap_or(pacstream::curves::DEFAULT_MAX_ATOMS);
     let bin_side: f64 = std::env::var("SLPC_BIN_SIDE")
         .ok()
         .map(|v| v.parse().expect("SLPC_BIN_SIDE: a fraction of δ"))
         .unwrap_or(pacstream::curves::DEFAULT_BIN_SIDE);
     println!(
-        "| feedback | memory | µs/point at t = {} | growth (slope of log µs on log t) | last / first | whole stream (s of CPU) | final K |",
+        "| feedback | memory | µs/point at t = {} | growth (slope of log µs on log t) | last / first | whole stream (s of CPU) | final K | mean online loss | final curve's mean squared distance | final length |",
         checkpoints
             .iter()
             .map(|t| t.to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (mode, feedback) in [("bandit", Feedback::Bandit), ("full", Feedback::Full)] {
         for (memory_name, memory) in [("all", Memory::All), ("window 1000", Memory::Window(1000))] {
             if only_feedback.as_deref().is_some_and(|f| f != mode)
@@ -92,12 +99,14 @@ fn main() {
                     .bin_side(bin_side)
                     .feedback(feedback)
                     .memory(memory)
+                    .max_atoms(max_atoms)
                     .seed(3)
                     .check()
                     .expect("valid parameters")
                     .build()
             };
             let mut learner = build();
+            let mut online_loss = 0.0;
             let start = clock();
             let mut half_start = start;
             // (t, µs per point, atoms, segments) at each checkpoint reached.
@@ -111,7 +120,11 @@ fn main() {
                 if checkpoints.iter().any(|&c| t == c / 2 + 1) {
                     half_start = clock();
                 }
-                learner.learn_one(point).expect("valid point");
+                online_loss += learner
+                    .learn_one(point)
+                    .expect("valid point")
+                    .loss
+                    .unwrap_or(0.0);
                 reached = t;
                 if checkpoints.contains(&t) {
                     let seconds = clock() - half_start;
@@ -133,6 +146,21 @@ fn main() {
                 }
             }
             let total = clock() - start;
+            // What the cost buys: the mean loss the learner paid online, and the mean squared
+            // distance of the stream to the final curve, with that curve's length (the arc
+            // is π long; a curve much longer folds back and forth across the band).
+            let (msd, length) = learner.curve().map_or((f64::NAN, f64::NAN), |curve| {
+                let total: f64 = stream[..reached * 2]
+                    .chunks_exact(2)
+                    .map(|p| {
+                        curve
+                            .squared_distance(p)
+                            .expect("a point of the curve's dimension")
+                    })
+                    .sum();
+                (total / reached as f64, curve.length())
+            });
+            let online_mean = online_loss / reached as f64;
             // Fresh runs of the first t points for every t but the last: the median of the
             // repeats (this run's figure included) and their range.
             let mut ranges: Vec<Option<(f64, f64)>> = vec![None; costs.len()];
@@ -190,7 +218,7 @@ fn main() {
             };
             let k = learner.curve().map_or(0, |c| c.n_segments());
             println!(
-                "| {mode} | {memory_name} | {} | {growth} | {ratio} | {total:.1} | {k} |",
+                "| {mode} | {memory_name} | {} | {growth} | {ratio} | {total:.1} | {k} | {online_mean:.6} | {msd:.6} | {length:.2} |",
                 cells.join(" / ")
             );
         }
