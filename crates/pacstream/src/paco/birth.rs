@@ -140,47 +140,37 @@ pub(crate) fn loss_deciding_rejection(
 pub(crate) fn birth_gain_bound(cover: &RobustCover, centres: &[f64], newborn: &[f64]) -> f64 {
     kernels::dispatch(GainBound {
         cover,
+        layout: MomentLayout { dim: newborn.len() },
         centres,
         newborn,
+        total: 0.0,
     })
 }
 
 /// [`birth_gain_bound`] compiled for the CPU's instructions: its many fused multiply-adds
 /// are then one instruction each, where the portable build calls the library's `fma` (a
-/// correctly rounded operation either way, so the same bits).
+/// correctly rounded operation either way, so the same bits). It visits the cover's groups
+/// itself, summing their bounds in the cover's order.
 struct GainBound<'a> {
     cover: &'a RobustCover,
-    centres: &'a [f64],
-    newborn: &'a [f64],
-}
-
-impl Kernel for GainBound<'_> {
-    type Output = f64;
-
-    #[inline(always)]
-    fn run(self) -> f64 {
-        let mut sum = GainSum {
-            layout: MomentLayout {
-                dim: self.newborn.len(),
-            },
-            centres: self.centres,
-            newborn: self.newborn,
-            total: 0.0,
-        };
-        self.cover.for_each_partition_group(&mut sum);
-        sum.total
-    }
-}
-
-/// The running sum of the groups' bounds, in the cover's order.
-struct GainSum<'a> {
     layout: MomentLayout,
     centres: &'a [f64],
     newborn: &'a [f64],
     total: f64,
 }
 
-impl PartitionVisitor for GainSum<'_> {
+impl Kernel for GainBound<'_> {
+    type Output = f64;
+
+    #[inline(always)]
+    fn run(mut self) -> f64 {
+        let cover = self.cover;
+        cover.for_each_partition_group(&mut self);
+        self.total
+    }
+}
+
+impl PartitionVisitor for GainBound<'_> {
     #[inline(always)]
     fn visit(&mut self, moments: &[f64], mean: &[f64], reach: f64) {
         self.total += group_gain_bound(
