@@ -283,8 +283,7 @@ struct Spreads {
     base: Vec<f64>,
     /// Columns of spreads on pool segments, in the slots of `segment_slot`.
     segment_columns: Vec<f64>,
-    /// Scratch: the spread on the nearest new part of a candidate, in two halves that the
-    /// pieces read and write in turn (see [`ScoreMerged`]).
+    /// Scratch: the spread on the nearest new part of a candidate.
     nearest: Vec<f64>,
 }
 
@@ -370,7 +369,7 @@ impl Table {
                 current,
                 base,
                 segment_columns: Vec::new(),
-                nearest: vec![0.0; 2 * merged.len()],
+                nearest: vec![0.0; merged.len()],
             }
         });
         Self {
@@ -627,7 +626,6 @@ struct ScoreMerged<'a> {
     pool: &'a Pool,
     pieces: &'a Pieces,
     nearest: &'a mut [f64],
-    /// Scratch of twice the rows: the spreads chosen so far, in two halves.
     nearest_spread: &'a mut [f64],
     loss_bound: f64,
 }
@@ -640,19 +638,15 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
         let table = self.table;
         let spreads = self.spreads;
         let nearest = self.nearest;
+        let nearest_spread = self.nearest_spread;
         nearest.fill(f64::INFINITY);
-        // Each piece reads the spreads chosen so far from one half and writes them to the
-        // other. In place, `best = if closer { s } else { best }` is compiled to a masked
-        // store, which on AMD's cores costs several times a plain one (the selection was a
-        // fifth of a 10⁵-point run); between two buffers it is a blend and a plain store.
-        let (mut chosen, mut next) = self.nearest_spread.split_at_mut(nearest.len());
-        chosen.fill(0.0);
+        nearest_spread.fill(0.0);
         let n_pool = self.pool.len();
         let n_table = table.rows.len();
         let rows = self.rows;
         let n_rows = rows.len();
-        let columns = |piece: Piece| -> (&[f64], &[f64]) {
-            match piece {
+        for (piece, _) in &self.pieces.pieces {
+            let (column, spread) = match *piece {
                 Piece::Vertex(a) => (&table.column(a)[rows.clone()], spreads.trace.as_slice()),
                 Piece::Segment(a, b) => {
                     let slot = table.segment_slot[a * n_pool + b] as usize;
@@ -661,24 +655,17 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
                         &spreads.segment_columns[slot * n_rows..(slot + 1) * n_rows],
                     )
                 }
-            }
-        };
-        for (piece, _) in &self.pieces.pieces {
-            let (column, spread) = columns(*piece);
-            for ((best, (&so_far, best_spread)), (&d, &s)) in nearest
+            };
+            for ((best, best_spread), (&d, &s)) in nearest
                 .iter_mut()
-                .zip(chosen.iter().zip(next.iter_mut()))
+                .zip(nearest_spread.iter_mut())
                 .zip(column.iter().zip(spread))
             {
                 let closer = d < *best;
-                // `min`, not a select of the old value (a masked store again): the same
-                // bits, since distances are never NaN nor −0 and a tie is one value.
-                *best = best.min(d);
-                *best_spread = if closer { s } else { so_far };
+                *best = if closer { d } else { *best };
+                *best_spread = if closer { s } else { *best_spread };
             }
-            std::mem::swap(&mut chosen, &mut next);
         }
-        let nearest_spread: &[f64] = chosen;
         const LANES: usize = 16;
         let bound = self.loss_bound;
         let mut reward = [0.0f64; LANES];
