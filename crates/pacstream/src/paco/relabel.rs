@@ -25,6 +25,10 @@ pub(crate) const HUNGARIAN_MAX_K: usize = 24;
 pub(crate) fn assignment(cost: &[f64], k: usize, r: usize) -> Vec<Option<usize>> {
     debug_assert_eq!(cost.len(), k * r);
     debug_assert!(r <= k);
+    let mut slot_of = vec![None; k];
+    if column_minima(cost, k, r, &mut slot_of) {
+        return slot_of;
+    }
     if k <= HUNGARIAN_MAX_K {
         // Square it with zero-cost columns for the surplus slots: the optimum's part on the
         // slots with a mean is unchanged.
@@ -41,6 +45,43 @@ pub(crate) fn assignment(cost: &[f64], k: usize, r: usize) -> Vec<Option<usize>>
     } else {
         greedy(cost, k, r)
     }
+}
+
+/// The assignment when every slot's strictly nearest centre is a different centre: each
+/// slot takes it and the centres left over go to the surplus slots (written into
+/// `slot_of`, and `true`); `false`, with `slot_of` unspecified, otherwise.
+///
+/// The total cost of any assignment is Σ_j cost(centre of slot j, j), a surplus slot costing
+/// 0, and each term is at least the least cost of its column; when those least costs are
+/// strict and fall on distinct centres, taking them is the one assignment that reaches the
+/// bound, so it is the unique optimum that the Hungarian algorithm (and, by the same
+/// argument pair by pair, the greedy pairing) finds. A jump to k + 1 matched to the k means
+/// of k, or a state matched to the slots of k − 1, is settled by this O(k r) check in the
+/// common case, without solving the assignment.
+fn column_minima(cost: &[f64], k: usize, r: usize, slot_of: &mut [Option<usize>]) -> bool {
+    slot_of.fill(None);
+    for j in 0..r {
+        let mut best = (0, f64::INFINITY);
+        let mut strict = false;
+        for i in 0..k {
+            let value = cost[i * r + j];
+            if value.is_nan() {
+                return false;
+            }
+            if value < best.1 {
+                best = (i, value);
+                strict = true;
+            } else if value == best.1 {
+                strict = false;
+            }
+        }
+        // A NaN cost compares with nothing: its column is left to the full algorithm.
+        if !strict || slot_of[best.0].is_some() {
+            return false;
+        }
+        slot_of[best.0] = Some(j);
+    }
+    true
 }
 
 /// Whether the identity is the assignment of [`assignment`]: centre j in slot j for j < r
@@ -235,6 +276,69 @@ mod tests {
             let target = (i * 7) % k;
             assert_eq!(*slot, (target < r).then_some(target));
         }
+    }
+
+    /// The full algorithm's slot of each centre, without the shortcut of the column minima.
+    fn solved(cost: &[f64], k: usize, r: usize) -> Vec<Option<usize>> {
+        let mut square = vec![0.0; k * k];
+        for i in 0..k {
+            square[i * k..i * k + r].copy_from_slice(&cost[i * r..(i + 1) * r]);
+        }
+        hungarian(&square, k)[..k]
+            .iter()
+            .map(|&j| (j < r).then_some(j))
+            .collect()
+    }
+
+    /// The shortcut of the column minima gives the full algorithm's assignment, on costs
+    /// where it applies (centres drawn near distinct slots, then shuffled) and where it does
+    /// not (ties, two slots nearest the same centre), and it is taken in the first case.
+    #[test]
+    fn the_column_minima_give_the_optimal_assignment() {
+        let mut rng = crate::rng::StreamRng::seed_from(21);
+        let mut taken = 0;
+        let mut trials = 0;
+        for k in 1..=7 {
+            for r in 1..=k {
+                for trial in 0..40 {
+                    // Slot j's mean at 10 j on a line; centre i near the mean of slot
+                    // (i * 3 + trial) % k, or far (a surplus centre) when that is ≥ r.
+                    let cost: Vec<f64> = (0..k)
+                        .flat_map(|i| {
+                            let near = (i * 3 + trial) % k;
+                            let position = 10.0 * near as f64 + rng.next_f64() - 0.5;
+                            let position = if trial % 4 == 3 {
+                                // Coarse positions: ties and shared nearest centres.
+                                (position / 10.0).round() * 10.0
+                            } else {
+                                position
+                            };
+                            (0..r)
+                                .map(move |j| (position - 10.0 * j as f64).powi(2))
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    let mut slot_of = vec![None; k];
+                    let shortcut = column_minima(&cost, k, r, &mut slot_of);
+                    let expected = solved(&cost, k, r);
+                    if shortcut {
+                        taken += 1;
+                        assert_eq!(slot_of, expected, "k = {k}, r = {r}, trial {trial}");
+                    }
+                    assert_eq!(assignment(&cost, k, r), expected);
+                    trials += 1;
+                }
+            }
+        }
+        assert!(
+            taken * 2 > trials,
+            "the shortcut was taken {taken} times in {trials}"
+        );
+        // Two slots whose nearest centre is the same one: no shortcut.
+        let shared = [1.0, 2.0, 5.0, 6.0];
+        let mut slot_of = vec![None; 2];
+        assert!(!column_minima(&shared, 2, 2, &mut slot_of));
+        assert_eq!(assignment(&shared, 2, 2), solved(&shared, 2, 2));
     }
 
     #[test]
