@@ -140,12 +140,17 @@ impl Evaluation {
 
 /// Below this many points in memory, S_t is summed point by point (the linear scan, with
 /// its vectorised kernel, is then cheaper than the index and its per-round covers; measured
-/// with `examples/paco_performance.rs -- crossover`, see `docs/paco-calibration.md`).
+/// with `examples/paco_performance.rs -- crossover`, see `docs/paco-calibration.md`). The
+/// thresholds were halved for d ≥ 4 on 2026-12-04, when the covers and the birth and jump
+/// tests had made the index cheaper: at t = 1,000 it was faster than the scan in 2 of 3
+/// streams at d = 4 and 5 and in 8 of 9 at d = 8, 10 and 20 (and
+/// [`PointMemory::review_index`] falls back where it is not).
 pub(crate) fn index_min_points(dim: usize) -> usize {
     match dim {
         0..=2 => 16_384,
-        3..=4 => 4_096,
-        _ => 2_048,
+        3 => 4_096,
+        4 => 2_048,
+        _ => 1_024,
     }
 }
 
