@@ -238,6 +238,13 @@ impl PointMemory {
         }
     }
 
+    /// Whether an evaluation of this round may sum chunks in parallel waves (the linear
+    /// scan of more than [`PARALLEL_MIN_CHUNKS`] chunks); nothing else in a round is
+    /// parallel.
+    pub(crate) fn may_sum_in_parallel(&self) -> bool {
+        !self.uses_index() && self.n_chunks() > PARALLEL_MIN_CHUNKS
+    }
+
     /// S_t(c) for prepared centres, stopping as soon as S_t(c) ≥ `threshold` is certain
     /// (pass +∞ for the full sum). `cover`, the round's robust cover for this number of
     /// centres (if any), must be the same for every evaluation of a round at that k. The

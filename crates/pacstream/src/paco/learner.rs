@@ -382,12 +382,24 @@ impl Paco {
 
     /// Runs the chain of round `round` + 1 from the current prediction and replaces it.
     ///
-    /// The round runs inside the rayon pool (`rayon::scope` moves it onto a worker thread
-    /// when called from outside): the parallel parts of the round (k-means passes, chunk
-    /// waves) then cost a work-stealing join each instead of a hand-off from an outside
-    /// thread and back, which dominated the time of rounds on small memories.
+    /// A round whose sums may run in parallel waves (point by point, on a memory of more
+    /// than 65,536 points) runs inside the rayon pool (`rayon::scope` moves it onto a
+    /// worker thread when called from outside): each wave then costs a work-stealing join
+    /// instead of a hand-off from an outside thread and back. Every other round has no
+    /// parallel part, so it runs on the calling thread: entering the pool cost a wake-up of
+    /// a worker and of the caller per round (about 4 % of the CPU time of a T = 10⁴ run in
+    /// system calls, and the idle worker's spinning beside it). Either way the results are
+    /// the same bits, since no result depends on the thread that computes it.
     fn sample(&mut self, round: u64) -> SamplerReport {
-        rayon::scope(|_| self.sample_in_pool(round))
+        let parallel = self
+            .memory
+            .as_ref()
+            .is_some_and(|memory| memory.may_sum_in_parallel());
+        if parallel {
+            rayon::scope(|_| self.sample_in_pool(round))
+        } else {
+            self.sample_in_pool(round)
+        }
     }
 
     fn sample_in_pool(&mut self, round: u64) -> SamplerReport {
