@@ -544,6 +544,21 @@ impl<S: MeansSource> Chain<'_, S> {
 
     /// [`Chain::canonical`] with a reusable buffer for the costs.
     fn canonical_with(&self, slots: &Slots, centres: &[f64], cost: &mut Vec<f64>) -> Vec<f64> {
+        let mut labelled = centres.to_vec();
+        self.label_in_place(slots, &mut labelled, cost, &mut Vec::new());
+        labelled
+    }
+
+    /// Puts `centres` in the fundamental domain ([`Chain::canonical`]) in place, with
+    /// reusable buffers for the costs and the relabelled copy: in the common case (every
+    /// centre strictly nearest its own slot's mean) nothing is copied or allocated.
+    fn label_in_place(
+        &self,
+        slots: &Slots,
+        centres: &mut Vec<f64>,
+        cost: &mut Vec<f64>,
+        labelled: &mut Vec<f64>,
+    ) {
         let dim = self.dim;
         let (k, r) = self.assignment_cost(slots, centres, cost);
         let cost: &[f64] = cost;
@@ -555,10 +570,11 @@ impl<S: MeansSource> Chain<'_, S> {
                 (0..r).all(|j| j == i || own < cost[i * r + j])
             })
         {
-            return centres.to_vec();
+            return;
         }
         let slot_of = assignment(cost, k, r);
-        let mut labelled = vec![0.0; k * dim];
+        labelled.clear();
+        labelled.resize(k * dim, 0.0);
         let mut surplus = Vec::new();
         for (i, slot) in slot_of.iter().enumerate() {
             let centre = &centres[i * dim..(i + 1) * dim];
@@ -572,7 +588,7 @@ impl<S: MeansSource> Chain<'_, S> {
             let j = r + offset;
             labelled[j * dim..(j + 1) * dim].copy_from_slice(centre);
         }
-        labelled
+        std::mem::swap(centres, labelled);
     }
 
     #[inline]
@@ -744,6 +760,7 @@ pub(crate) fn run_chain<S: MeansSource>(
     let mut outside_prior = 0;
     let mut mislabelled = 0;
     let mut cost = Vec::new();
+    let mut labelled = Vec::new();
     let mut early_rejections = 0;
     let mut early_fraction_sum = 0.0;
     let mut fraction_sum = 0.0;
@@ -849,17 +866,19 @@ pub(crate) fn run_chain<S: MeansSource>(
                 proposal.clear();
                 proposal.extend_from_slice(&centres);
                 proposal.resize((k + 1) * dim, 0.0);
+                let origin;
                 let (mean, sigma, weight) = if r == 0 {
-                    (vec![0.0; dim], 1.0, 1.0)
+                    origin = vec![0.0; dim];
+                    (origin.as_slice(), 1.0, 1.0)
                 } else {
                     (
-                        slots.means[i * dim..(i + 1) * dim].to_vec(),
+                        &slots.means[i * dim..(i + 1) * dim],
                         slots.densities[i].sigma,
                         BIRTH_UNIFORM_WEIGHT,
                     )
                 };
                 let newborn = &mut proposal[k * dim..];
-                draw_defensive(newborn, &mean, sigma, 2.0 * radius, weight, rng);
+                draw_defensive(newborn, mean, sigma, 2.0 * radius, weight, rng);
                 if !in_support(&proposal[k * dim..], radius) {
                     rng.next_f64_nonzero();
                     outside_prior += 1;
@@ -877,7 +896,7 @@ pub(crate) fn run_chain<S: MeansSource>(
                 (k + 1, rest, None)
             } else {
                 let x = rng.index_below(k);
-                let dead = centres[x * dim..(x + 1) * dim].to_vec();
+                let dead = &centres[x * dim..(x + 1) * dim];
                 proposal.clear();
                 for (j, centre) in centres.chunks_exact(dim).enumerate() {
                     if j != x {
@@ -887,7 +906,7 @@ pub(crate) fn run_chain<S: MeansSource>(
                 chain.prepare(k - 1);
                 let density = match settings.defect {
                     Defect::NoBirthDensity => 0.0,
-                    _ => chain.birth_log_density(k - 1, &dead),
+                    _ => chain.birth_log_density(k - 1, dead),
                 };
                 let rest = target.eta + density - choice_ratio(k - 1);
                 (k - 1, rest, None)
@@ -948,9 +967,7 @@ pub(crate) fn run_chain<S: MeansSource>(
             // A move on clusterings: label the proposal in its fundamental domain (the
             // labelling the jumps use, and the one the cover pairs with its means).
             chain.prepare(new_k);
-            let labelled = chain.canonical_with(chain.get(new_k), &proposal, &mut cost);
-            proposal.clear();
-            proposal.extend_from_slice(&labelled);
+            chain.label_in_place(chain.get(new_k), &mut proposal, &mut cost, &mut labelled);
         }
 
         let evaluation = chain.evaluate(
