@@ -845,6 +845,7 @@ impl UnsupervisedLearner for PrincipalCurveLearner {
 mod tests {
     use super::*;
     use crate::curves::PrincipalCurveParams;
+    use crate::curves::evaluate::SpreadSelection;
     use crate::geometry::Part;
 
     fn noisy_arc(n: usize, seed: u64) -> Vec<Vec<f64>> {
@@ -966,6 +967,15 @@ mod tests {
                         .get_or_insert_with(|| Table::new(state, pool, counts));
                     pool.pieces(candidate.order(), &mut pieces);
                     let change = table.change(pool, &pieces, loss_bound);
+                    // Both ways of keeping the nearest piece's spread, the same bits.
+                    for selection in [SpreadSelection::InPlace, SpreadSelection::TwoBuffers] {
+                        let held = selection.hold(|| table.change(pool, &pieces, loss_bound));
+                        assert_eq!(
+                            (held.reward.to_bits(), held.loss.to_bits()),
+                            (change.reward.to_bits(), change.loss.to_bits()),
+                            "{selection:?}: {held:?} against {change:?}"
+                        );
+                    }
                     // The candidate curve, whole.
                     let window = windows[candidate.window];
                     let mut keys = state.keys[..window.first * dim].to_vec();
