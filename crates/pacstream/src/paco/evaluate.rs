@@ -77,6 +77,8 @@ pub(crate) struct PreparedCentres {
     minus_twice: Vec<f64>,
     norms: Vec<f64>,
     walk: WalkScratch,
+    /// The scratch of the births' refined walk ([`super::birth::refined_birth_rejected`]).
+    pub(crate) refine: super::birth::RefineScratch,
 }
 
 impl PreparedCentres {
@@ -88,6 +90,7 @@ impl PreparedCentres {
             minus_twice: Vec::new(),
             norms: Vec::new(),
             walk: WalkScratch::default(),
+            refine: super::birth::RefineScratch::default(),
         }
     }
 

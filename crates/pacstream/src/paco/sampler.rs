@@ -53,7 +53,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::birth::{birth_gain_bound, birth_rejected, loss_deciding_rejection};
+use super::birth::{
+    birth_gain_bound, birth_rejected, loss_deciding_rejection, refined_birth_rejected,
+};
 use super::cover::{CoverCache, PlanScratch, RobustCover};
 use super::evaluate::{Evaluation, PreparedCentres};
 use super::means::{MeansSource, ProposalMeans};
@@ -358,10 +360,10 @@ impl<S: MeansSource> Chain<'_, S> {
                     }
                 }
                 let gain = birth_gain_bound(cover, &reduced, &newborn);
-                (reduced, gain)
+                (reduced, newborn, gain)
             });
         self.choice.cost = cost;
-        let Some((reduced, gain)) = matched else {
+        let Some((reduced, newborn_of, gain)) = matched else {
             return false;
         };
         let needed = loss_deciding_rejection(gain, threshold, self.target.memory.len(), k);
@@ -369,7 +371,19 @@ impl<S: MeansSource> Chain<'_, S> {
             return false;
         }
         let evaluation = self.evaluate(k, &reduced, prepared, needed);
-        !evaluation.complete || evaluation.value >= needed
+        if !evaluation.complete || evaluation.value >= needed {
+            return true;
+        }
+        // S(c₋) is known: the bound refined on the index may still decide.
+        refined_birth_rejected(
+            self.target.memory.index(),
+            &reduced,
+            &newborn_of,
+            evaluation.value,
+            threshold,
+            self.target.memory.len(),
+            &mut prepared.refine,
+        )
     }
 
     /// [`Chain::evaluate`] with its scratch.
@@ -939,6 +953,15 @@ pub(crate) fn run_chain<S: MeansSource>(
             let newborn = &proposal[k * dim..(k + 1) * dim];
             let decided = chain.get(k).cover.as_ref().is_some_and(|cover| {
                 birth_rejected(cover, &centres, newborn, current_loss, threshold, n_points)
+                    || refined_birth_rejected(
+                        target.memory.index(),
+                        &centres,
+                        newborn,
+                        current_loss,
+                        threshold,
+                        n_points,
+                        &mut prepared.refine,
+                    )
             });
             if decided {
                 evaluations += 1;
