@@ -97,8 +97,10 @@
 //! decisions, and hence the chain, are the same on every machine and thread count.
 
 use super::cover::{PartitionVisitor, RobustCover};
-use super::evaluate::{closed_form_min_points, filter_candidates, variance_part};
-use super::index::{MAX_INDEX_DIM, MomentLayout, N, NodeLayout, SUM_W, SUM_YY, SpatialIndex};
+use super::evaluate::{
+    closed_form_magnitude, closed_form_min_points, filter_candidates, variance_part,
+};
+use super::index::{MAX_INDEX_DIM, MomentLayout, N, NodeLayout, SUM_W, SpatialIndex};
 use crate::geometry::{fused_squared_distance, squared_distance};
 use crate::kernels::{self, Kernel};
 
@@ -698,35 +700,6 @@ fn node_gain(
         centres,
         newborn,
     ))
-}
-
-/// The closed form of [`super::evaluate::closed_form`] and the magnitude of its terms (the
-/// loss part's n‖v‖² + Σ‖y‖² + 2|v·Σy| and the variance part's, from [`variance_part`]).
-#[inline(always)]
-fn closed_form_magnitude(
-    moments: &[f64],
-    layout: MomentLayout,
-    mean: &[f64],
-    centre: &[f64],
-) -> (f64, f64) {
-    let dim = layout.dim;
-    let (n, sum_yy, sum_w) = (moments[N], moments[SUM_YY], moments[SUM_W]);
-    let mut v = [0.0f64; MAX_INDEX_DIM];
-    let v = &mut v[..dim];
-    let mut q = 0.0;
-    let mut v_sum_y = 0.0;
-    for i in 0..dim {
-        v[i] = centre[i] - mean[i];
-        q = v[i].mul_add(v[i], q);
-        v_sum_y = v[i].mul_add(moments[layout.sum_y() + i], v_sum_y);
-    }
-    let loss = n.mul_add(q, sum_yy) - 2.0 * v_sum_y;
-    let loss_magnitude = n * q + sum_yy + 2.0 * v_sum_y.abs();
-    if sum_w == 0.0 {
-        return (loss, loss_magnitude);
-    }
-    let (variance, variance_magnitude) = variance_part(moments, layout, v, q);
-    (loss + variance, loss_magnitude + variance_magnitude)
 }
 
 #[cfg(test)]

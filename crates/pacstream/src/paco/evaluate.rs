@@ -745,6 +745,19 @@ pub(crate) fn closed_form(
     mean: &[f64],
     centre: &[f64],
 ) -> f64 {
+    // The magnitude is unused here, and its pure arithmetic is compiled away.
+    closed_form_magnitude(moments, layout, mean, centre).0
+}
+
+/// [`closed_form`] and the magnitude of its terms (the loss part's n‖v‖² + Σ‖y‖² + 2|v·Σy|
+/// and the variance part's, from [`variance_part`]), for bounds on its rounding.
+#[inline(always)]
+pub(crate) fn closed_form_magnitude(
+    moments: &[f64],
+    layout: MomentLayout,
+    mean: &[f64],
+    centre: &[f64],
+) -> (f64, f64) {
     let dim = layout.dim;
     let (n, sum_yy, sum_w) = (moments[N], moments[SUM_YY], moments[SUM_W]);
     let mut v = [0.0f64; MAX_INDEX_DIM];
@@ -757,10 +770,12 @@ pub(crate) fn closed_form(
         v_sum_y = v[i].mul_add(moments[layout.sum_y() + i], v_sum_y);
     }
     let loss = n.mul_add(q, sum_yy) - 2.0 * v_sum_y;
+    let loss_magnitude = n * q + sum_yy + 2.0 * v_sum_y.abs();
     if sum_w == 0.0 {
-        return loss;
+        return (loss, loss_magnitude);
     }
-    loss + variance_part(moments, layout, v, q).0
+    let (variance, variance_magnitude) = variance_part(moments, layout, v, q);
+    (loss + variance, loss_magnitude + variance_magnitude)
 }
 
 /// Σ w (‖y − v‖² − ℓ̂)² over a set of points, from their moments about their mean
