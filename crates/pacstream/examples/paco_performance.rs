@@ -438,35 +438,19 @@ fn load() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// The CPU time of this process so far, in seconds: the sum over its threads of the time
-/// each spent on a CPU (/proc/self/task/*/schedstat, in nanoseconds; the rayon workers, which
-/// run the chain, persist for the whole run). On a loaded machine it is closer to the time
-/// the run would take alone than the wall time is. Falls back to the user + system time of
-/// /proc/self/stat (clock ticks of 1/100 s).
+/// The CPU time of this process so far, in seconds: the time all its threads (the rayon
+/// workers, which may run the chain, persist for the whole run) spent on a CPU, from the
+/// process clock (`CLOCK_PROCESS_CPUTIME_ID`, nanosecond resolution). On a loaded machine it
+/// is closer to the time the run would take alone than the wall time is. (It used to be read
+/// from /proc/self/task/*/schedstat, which kernels built without scheduler statistics lack;
+/// the fallback then, /proc/self/stat, counts in ticks of 10 ms, too coarse for a round.)
 fn cpu_seconds() -> f64 {
-    let from_tasks = std::fs::read_dir("/proc/self/task").ok().and_then(|tasks| {
-        let mut total = 0u64;
-        for task in tasks {
-            let path = task.ok()?.path().join("schedstat");
-            let text = std::fs::read_to_string(path).ok()?;
-            total += text.split_whitespace().next()?.parse::<u64>().ok()?;
-        }
-        Some(total as f64 * 1e-9)
-    });
-    from_tasks.unwrap_or_else(|| {
-        std::fs::read_to_string("/proc/self/stat")
-            .ok()
-            .and_then(|text| {
-                // The fields after the parenthesised command name: utime and stime are the
-                // 12th and 13th.
-                let after = text.rsplit_once(')')?.1;
-                let fields: Vec<&str> = after.split_whitespace().collect();
-                let user: f64 = fields.get(11)?.parse().ok()?;
-                let system: f64 = fields.get(12)?.parse().ok()?;
-                Some((user + system) / 100.0)
-            })
-            .unwrap_or(f64::NAN)
-    })
+    static START: std::sync::OnceLock<cpu_time::ProcessTime> = std::sync::OnceLock::new();
+    // Counted from the first call: only differences are used.
+    START
+        .get_or_init(cpu_time::ProcessTime::now)
+        .elapsed()
+        .as_secs_f64()
 }
 
 /// A 64-bit FNV-1a hash of a sequence of words: the fingerprint of a run.

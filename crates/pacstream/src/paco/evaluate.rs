@@ -1473,6 +1473,92 @@ pub(crate) mod index_tests {
         );
     }
 
+    /// A centre 10–16 σ from its own mean but still inside its cluster (a tail draw of a
+    /// jump's t₃) makes its slot far (beyond 8 σ), yet within the margins the cover keeps
+    /// (up to 16 σ, rounded up to a power of two), and the clusters sit close enough (6 apart, spread 1)
+    /// that the ball of the whole slot crosses the bisectors: the units' own margins then
+    /// keep most of the memory in closed form, and the sum, with early
+    /// rejection, agrees with the direct one — also with another centre moved towards the
+    /// far one (the margins must pay for both deviations), and with a centre of another slot
+    /// moved nearer the far slot's mean than its own centre (the home is then that centre,
+    /// which the margins do not certify).
+    #[test]
+    fn a_far_centre_in_its_own_cluster_keeps_its_units_by_their_margins() {
+        let means = vec![
+            vec![0.0, 0.0, 0.0],
+            vec![6.0, 0.0, 0.0],
+            vec![3.0, 5.2, 0.0],
+            vec![3.0, 1.7, 5.0],
+        ];
+        let memory = clustered(&means, 1500, 1.0, 11);
+        let flat: Vec<f64> = means.iter().flatten().copied().collect();
+        let sigma = 0.05;
+        let cover = cover_for(&memory, &flat, sigma);
+        let mut rng = StreamRng::seed_from(29);
+        let mut kept = 0;
+        for trial in 0..60 {
+            let mut centres: Vec<f64> = flat
+                .iter()
+                .map(|m| m + 0.02 * rng.standard_normal())
+                .collect();
+            // Slot 2's centre 10–16 σ from m_2, in a random direction.
+            let direction: Vec<f64> = (0..3).map(|_| rng.standard_normal()).collect();
+            let norm = squared_norm(&direction).sqrt();
+            let distance = sigma * (10.0 + 6.0 * rng.next_f64());
+            for i in 0..3 {
+                centres[6 + i] = means[2][i] + distance * direction[i] / norm;
+            }
+            match trial % 3 {
+                0 => {}
+                // Slot 1's centre 6 σ from m_1, towards m_2: not far, but its deviation
+                // counts against slot 2's margins.
+                1 => {
+                    for i in 0..3 {
+                        let towards = means[2][i] - means[1][i];
+                        centres[3 + i] = means[1][i] + 6.0 * sigma * towards / 6.0;
+                    }
+                }
+                // Slot 0's centre moved 5 σ from m_2, nearer m_2 than slot 2's centre.
+                _ => {
+                    for i in 0..3 {
+                        centres[i] = means[2][i] + 5.0 * sigma * direction[i] / norm;
+                    }
+                }
+            }
+            let mut scratch = PlanScratch::default();
+            cover.plan(&centres, &mut scratch);
+            if trial % 3 == 0
+                && scratch.homes[2] == 2
+                && cover.aggregated_points(&scratch) > 0.9 * memory.len() as f64
+            {
+                kept += 1;
+            }
+            let exact = reference(&memory, &centres);
+            let mut prepared = PreparedCentres::new(3);
+            prepared.set(&centres);
+            let value = memory
+                .evaluate(&mut prepared, f64::INFINITY, Some(&cover))
+                .value;
+            assert!(
+                (value - exact).abs() <= 1e-12 * exact,
+                "trial {trial}: {value} against {exact}"
+            );
+            for fraction in [0.5, 0.99, 0.999_999] {
+                let early = memory.evaluate(&mut prepared, fraction * exact, Some(&cover));
+                assert!(!early.complete, "trial {trial}, {fraction}");
+            }
+            let above = memory.evaluate(&mut prepared, exact * (1.0 + 1e-9), Some(&cover));
+            assert!(above.complete, "trial {trial}");
+        }
+        // With slot 2's centre the only one moved (20 trials), the margins keep slot 2 in
+        // closed form. (With slot 1's centre 6 σ towards it as well, δ_1 + δ_2 passes the
+        // cap and the ball test cuts both slots: exact, but walked.)
+        assert!(
+            kept >= 18,
+            "{kept} of 20 trials kept 90 % of the memory in closed form"
+        );
+    }
+
     /// The decision at the threshold itself: S(c) < thr rejects at thr = S(c) and accepts at
     /// the next float above, on every path, including data whose bounds are tight (points
     /// that coincide, so that a node's bound n·dist² is its exact loss, and no variance
