@@ -397,20 +397,10 @@ impl RobustCover {
                 let allowed = STEAL_SAFETY
                     * (squared_distance(mean, far_centre) - squared_distance(mean, centre))
                     / (2.0 * separation);
-                // (`allowed` is NaN when c_i = c_j: no unit passes.)
-                let stolen = if allowed.is_nan() || allowed <= 0.0 {
-                    (0, 0)
-                } else {
-                    (
-                        self.stable.prefix_within(j, a, allowed),
-                        self.recent.prefix_within(j, b, allowed),
-                    )
-                };
                 // A unit's margin also holds against c_i when δ_j + δ_i is within it, however
                 // far c_i is by the cap: the units the ball test cuts off for a large reach
                 // may still pass one by one.
-                let kept = self.margin_prefixes(j, deviations[j] + deviations[i], (a, b));
-                prefixes[j] = (stolen.0.max(kept.0), stolen.1.max(kept.1));
+                prefixes[j] = self.passing(j, (a, b), allowed, deviations[j] + deviations[i]);
             }
         }
         // A far slot's units are summed at the centre nearest its mean, c_h, when the
@@ -431,8 +421,7 @@ impl RobustCover {
             }
             let (h, to_home) = home;
             let home_centre = &centres[h * dim..(h + 1) * dim];
-            let all = (self.stable.count(j), self.recent.count(j));
-            let mut prefix = all;
+            let mut prefix = (self.stable.count(j), self.recent.count(j));
             for (i, other) in centres.chunks_exact(dim).enumerate() {
                 if i == h {
                     continue;
@@ -440,23 +429,17 @@ impl RobustCover {
                 let separation = squared_distance(other, home_centre).sqrt();
                 let bound =
                     STEAL_SAFETY * (squared_distance(mean, other) - to_home) / (2.0 * separation);
-                let mut passed = if bound.is_nan() || bound <= 0.0 {
-                    (0, 0)
-                } else {
-                    (
-                        self.stable.prefix_within(j, prefix.0, bound),
-                        self.recent.prefix_within(j, prefix.1, bound),
-                    )
-                };
                 // When the home is the slot's own centre, the units' margins certify it
                 // against c_i as for a slot that is not far, if δ_j + δ_i is within them
                 // (a centre a few tens of σ_j from its mean inside its own cluster: the
                 // ball of the whole slot crosses the bisector long before its units do).
-                if h == j {
-                    let kept = self.margin_prefixes(j, deviations[j] + deviations[i], prefix);
-                    passed = (passed.0.max(kept.0), passed.1.max(kept.1));
-                }
-                prefix = passed;
+                // The margins say nothing of another home.
+                let needed = if h == j {
+                    deviations[j] + deviations[i]
+                } else {
+                    f64::INFINITY
+                };
+                prefix = self.passing(j, prefix, bound, needed);
                 if prefix == (0, 0) {
                     break;
                 }
@@ -469,16 +452,37 @@ impl RobustCover {
         true
     }
 
-    /// The prefixes (stable, recent) of slot j's units whose margin is at least `needed`,
-    /// each at most the given one (+∞ for a centre without a mean: none).
+    /// The prefixes (stable, recent) of slot j's units, at most `within`, that pass against
+    /// one other centre by either test: the ball test (their reach is at most `allowed`;
+    /// none when `allowed` is NaN, as for coinciding centres, or ≤ 0) or their margins (at
+    /// least `needed`, δ_j + δ_i; none when it is not finite, as for a centre without a
+    /// mean). Both are prefixes of the same list, by decreasing margin, so the longer one.
     #[inline(always)]
-    fn margin_prefixes(&self, j: usize, needed: f64, within: (usize, usize)) -> (usize, usize) {
+    fn passing(
+        &self,
+        j: usize,
+        within: (usize, usize),
+        allowed: f64,
+        needed: f64,
+    ) -> (usize, usize) {
+        let by_reach = if allowed.is_nan() || allowed <= 0.0 {
+            (0, 0)
+        } else {
+            (
+                self.stable.prefix_within(j, within.0, allowed),
+                self.recent.prefix_within(j, within.1, allowed),
+            )
+        };
         if !needed.is_finite() {
-            return (0, 0);
+            return by_reach;
         }
         (
-            self.stable.prefix_len(j, needed).min(within.0),
-            self.recent.prefix_len(j, needed).min(within.1),
+            by_reach
+                .0
+                .max(self.stable.prefix_len(j, needed).min(within.0)),
+            by_reach
+                .1
+                .max(self.recent.prefix_len(j, needed).min(within.1)),
         )
     }
 

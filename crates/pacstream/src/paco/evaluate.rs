@@ -1394,6 +1394,32 @@ pub(crate) mod index_tests {
         }
     }
 
+    /// The sum on `cover` equals the direct one to 10⁻¹², early rejection at 0.5, 0.99 and
+    /// 0.999999 of it rejects, and a threshold 10⁻⁹ above it accepts.
+    fn assert_exact_on_cover(
+        memory: &PointMemory,
+        cover: &RobustCover,
+        centres: &[f64],
+        trial: usize,
+    ) {
+        let exact = reference(memory, centres);
+        let mut prepared = PreparedCentres::new(memory.dim());
+        prepared.set(centres);
+        let value = memory
+            .evaluate(&mut prepared, f64::INFINITY, Some(cover))
+            .value;
+        assert!(
+            (value - exact).abs() <= 1e-12 * exact,
+            "trial {trial}: {value} against {exact}"
+        );
+        for fraction in [0.5, 0.99, 0.999_999] {
+            let early = memory.evaluate(&mut prepared, fraction * exact, Some(cover));
+            assert!(!early.complete, "trial {trial}, {fraction}");
+        }
+        let above = memory.evaluate(&mut prepared, exact * (1.0 + 1e-9), Some(cover));
+        assert!(above.complete, "trial {trial}");
+    }
+
     /// A far slot (its centre out in the prior's ball, holding no point) has its units
     /// summed at the centre nearest its mean when the ball test allows it: exact whether
     /// that centre owns the whole cluster (one surplus centre inside it: the slot's units
@@ -1449,22 +1475,7 @@ pub(crate) mod index_tests {
             if scratch.homes[2] != 2 && scratch.prefixes[2] != (0, 0) {
                 rehomed += 1;
             }
-            let exact = reference(&memory, &centres);
-            let mut prepared = PreparedCentres::new(3);
-            prepared.set(&centres);
-            let value = memory
-                .evaluate(&mut prepared, f64::INFINITY, Some(&cover))
-                .value;
-            assert!(
-                (value - exact).abs() <= 1e-12 * exact,
-                "trial {trial}: {value} against {exact}"
-            );
-            for fraction in [0.5, 0.99, 0.999_999] {
-                let early = memory.evaluate(&mut prepared, fraction * exact, Some(&cover));
-                assert!(!early.complete, "trial {trial}, {fraction}");
-            }
-            let above = memory.evaluate(&mut prepared, exact * (1.0 + 1e-9), Some(&cover));
-            assert!(above.complete, "trial {trial}");
+            assert_exact_on_cover(&memory, &cover, &centres, trial);
         }
         // The re-homing path is exercised (the one-owner trials, at least).
         assert!(
@@ -1533,22 +1544,7 @@ pub(crate) mod index_tests {
             {
                 kept += 1;
             }
-            let exact = reference(&memory, &centres);
-            let mut prepared = PreparedCentres::new(3);
-            prepared.set(&centres);
-            let value = memory
-                .evaluate(&mut prepared, f64::INFINITY, Some(&cover))
-                .value;
-            assert!(
-                (value - exact).abs() <= 1e-12 * exact,
-                "trial {trial}: {value} against {exact}"
-            );
-            for fraction in [0.5, 0.99, 0.999_999] {
-                let early = memory.evaluate(&mut prepared, fraction * exact, Some(&cover));
-                assert!(!early.complete, "trial {trial}, {fraction}");
-            }
-            let above = memory.evaluate(&mut prepared, exact * (1.0 + 1e-9), Some(&cover));
-            assert!(above.complete, "trial {trial}");
+            assert_exact_on_cover(&memory, &cover, &centres, trial);
         }
         // With slot 2's centre the only one moved (20 trials), the margins keep slot 2 in
         // closed form. (With slot 1's centre 6 σ towards it as well, δ_1 + δ_2 passes the
