@@ -51,6 +51,43 @@ pub(crate) fn dispatch<K: Kernel>(kernel: K) -> K::Output {
     up_to_avx2(Dispatched(kernel))
 }
 
+/// Runs `kernel` compiled for AVX-512 (pulp's V4) where the CPU has it and the `avx512`
+/// feature is on, otherwise as [`dispatch`]. Only for kernels whose loops are lane-wise IEEE
+/// operations with sums in an order of their own (the same bits at every width), where a
+/// benchmark showed the wider loops to win.
+#[inline]
+pub(crate) fn dispatch_widest<K: Kernel>(kernel: K) -> K::Output {
+    #[cfg(test)]
+    match forced_path() {
+        Some(Path::Portable) => return kernel.run(),
+        #[cfg(target_arch = "x86_64")]
+        Some(Path::Avx2) => {
+            let simd = pulp::x86::V3::try_new().expect("a forced path is available");
+            return pulp::Simd::vectorize(simd, Dispatched(kernel));
+        }
+        _ => {}
+    }
+    #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+    if let Some(simd) = pulp::x86::V4::try_new() {
+        return pulp::Simd::vectorize(simd, Dispatched(kernel));
+    }
+    dispatch(kernel)
+}
+
+/// Whether [`dispatch_widest`] runs its kernels with AVX-512 on this CPU.
+#[inline]
+pub(crate) fn widest_is_avx512() -> bool {
+    #[cfg(test)]
+    if matches!(forced_path(), Some(Path::Portable | Path::Avx2)) {
+        return false;
+    }
+    #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+    if pulp::x86::V4::try_new().is_some() {
+        return true;
+    }
+    false
+}
+
 /// `pulp::Arch::new().dispatch(op)` with the instruction sets up to AVX2 and FMA: on x86-64
 /// pulp's V3 or its scalar path (not its V4, AVX-512, which `Arch` would pick where present).
 #[inline(always)]
@@ -919,8 +956,9 @@ fn forced_path() -> Option<Path> {
     FORCED_PATH.with(std::cell::Cell::get)
 }
 
-/// Runs `f` with [`dispatch_wide`] and [`dispatch_quad`] held to `path` on this thread (which
-/// must be available: [`Path::available`]), for tests of whole learners on every path.
+/// Runs `f` with [`dispatch_wide`], [`dispatch_quad`] and [`dispatch_widest`] held to `path`
+/// on this thread (which must be available: [`Path::available`]), for tests of whole
+/// learners on every path.
 #[cfg(test)]
 pub(crate) fn on_path<T>(path: Path, f: impl FnOnce() -> T) -> T {
     assert!(

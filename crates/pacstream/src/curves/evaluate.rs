@@ -245,6 +245,10 @@ struct Row {
 #[derive(Debug)]
 pub(crate) struct Table {
     rows: Vec<Row>,
+    /// Scratch of [`Table::new_in`]: the merged rows while the rows are partitioned.
+    merged_rows: Vec<Row>,
+    /// Scratch of [`Table::new_in`]: the rows' means, coordinate by coordinate.
+    merged_means: Vec<f64>,
     /// The mass of each row (count × weight of its atom).
     mass: Vec<f64>,
     /// d_cur of each row.
@@ -290,13 +294,138 @@ struct Spreads {
 
 const NOT_COMPUTED: u32 = u32::MAX;
 
+/// The buffers of the tables of earlier rounds, for the tables of the next ones. A round
+/// builds a table per window scored and drops them all; their largest buffers (the pool's
+/// columns and the segment columns, up to megabytes each) are fresh allocations every time,
+/// which the allocator maps and the kernel zeroes page by page: a fifth of a 10⁵-point run
+/// with full feedback went to that (page faults, `memset` and unmapping; see
+/// docs/slpc-calibration.md). Reused, their pages stay mapped. What a table holds does not
+/// depend on the buffers it got: only their capacities are kept.
+#[derive(Debug, Default)]
+pub(crate) struct TableScratch {
+    tables: Vec<Table>,
+    spreads: Vec<Spreads>,
+}
+
+impl Clone for TableScratch {
+    /// A clone starts with no buffers: they are a cache, not state.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl TableScratch {
+    /// Keeps `table`'s buffers for a later table.
+    pub(crate) fn recycle(&mut self, mut table: Table) {
+        if let Some(spreads) = table.spreads.take() {
+            self.spreads.push(spreads);
+        }
+        self.tables.push(table);
+    }
+
+    /// A table of empty buffers (with the capacities of an earlier one, if any).
+    fn table(&mut self) -> Table {
+        self.tables.pop().unwrap_or_else(|| Table {
+            rows: Vec::new(),
+            merged_rows: Vec::new(),
+            merged_means: Vec::new(),
+            mass: Vec::new(),
+            current: Vec::new(),
+            base: Vec::new(),
+            columns: Vec::new(),
+            nearest: Vec::new(),
+            segment_columns: Vec::new(),
+            segment_slot: Vec::new(),
+            n_single: 0,
+            spreads: None,
+        })
+    }
+
+    fn spreads(&mut self) -> Spreads {
+        self.spreads.pop().unwrap_or_else(|| Spreads {
+            scatter: Vec::new(),
+            trace: Vec::new(),
+            current: Vec::new(),
+            base: Vec::new(),
+            segment_columns: Vec::new(),
+            nearest: Vec::new(),
+        })
+    }
+}
+
+/// `buffer` emptied and filled from `values`.
+fn refill<T>(buffer: &mut Vec<T>, values: impl IntoIterator<Item = T>) {
+    buffer.clear();
+    buffer.extend(values);
+}
+
+/// The columns of squared distances from the rows' means to every pool point, pool point by
+/// pool point, into `columns`. Below four coordinates [`squared_distance`] is the sum of the
+/// squared gaps in coordinate order from 0, so the columns are built the same way a
+/// coordinate at a time over contiguous copies of the means (`means`, coordinate-major): the
+/// same bits, in passes the compiler vectorises, where a row at a time reads each mean
+/// through its atom's index. From four coordinates on, row by row with that function.
+fn pool_columns(
+    state: &CurveState,
+    pool: &Pool,
+    rows: &[Row],
+    columns: &mut Vec<f64>,
+    means: &mut Vec<f64>,
+) {
+    let n_rows = rows.len();
+    let dim = pool.dim;
+    columns.clear();
+    columns.reserve(pool.len() * n_rows);
+    if n_rows == 0 {
+        return;
+    }
+    if dim >= 4 || dim == 0 {
+        for p in pool.points.chunks_exact(dim.max(1)) {
+            columns.extend(
+                rows.iter()
+                    .map(|r| squared_distance(state.atom_mean(r.index), p)),
+            );
+        }
+        return;
+    }
+    means.clear();
+    for k in 0..dim {
+        means.extend(rows.iter().map(|r| state.atom_mean(r.index)[k]));
+    }
+    for p in pool.points.chunks_exact(dim) {
+        let start = columns.len();
+        // 0 + g² is g² (a square is never −0), so the first coordinate is written as is.
+        columns.extend(means[..n_rows].iter().map(|&x| (x - p[0]) * (x - p[0])));
+        let column = &mut columns[start..];
+        for (coordinate, &centre) in means.chunks_exact(n_rows).zip(p).skip(1) {
+            for (out, &x) in column.iter_mut().zip(coordinate) {
+                let gap = x - centre;
+                *out += gap * gap;
+            }
+        }
+    }
+}
+
 impl Table {
     /// The table of `pool`'s window over the atoms for which `keep(index)` holds.
     pub(crate) fn new(state: &CurveState, pool: &Pool, keep: impl Fn(usize) -> bool) -> Self {
+        Self::new_in(state, pool, keep, &mut TableScratch::default())
+    }
+
+    /// [`Table::new`] in buffers from `scratch` (give them back with
+    /// [`TableScratch::recycle`]); the same table.
+    pub(crate) fn new_in(
+        state: &CurveState,
+        pool: &Pool,
+        keep: impl Fn(usize) -> bool,
+        scratch: &mut TableScratch,
+    ) -> Self {
         let window = pool.window;
         let modified = window.modified_cells(state);
         let k = state.n_segments();
-        let mut rows = Vec::new();
+        let mut table = scratch.table();
+        let rows = &mut table.rows;
+        rows.clear();
         for &cell in &modified {
             for &id in state.members(cell) {
                 let index = state.atom_index(id);
@@ -317,73 +446,108 @@ impl Table {
         // Atoms of one point first (a stable partition: the order stays a function of the
         // state): most atoms while bins are sparsely filled, and they need no spread terms.
         let n_single = if state.merges_points() {
-            let (single, merged): (Vec<Row>, Vec<Row>) = rows
-                .into_iter()
-                .partition(|r| state.atom_count(r.index) == 1.0);
-            let n_single = single.len();
-            rows = single;
-            rows.extend(merged);
+            let merged = &mut table.merged_rows;
+            merged.clear();
+            rows.retain(|r| {
+                let single = state.atom_count(r.index) == 1.0;
+                if !single {
+                    merged.push(*r);
+                }
+                single
+            });
+            let n_single = rows.len();
+            rows.extend_from_slice(merged);
             n_single
         } else {
             rows.len()
         };
+        let rows = &table.rows;
         let n_rows = rows.len();
-        let mass = rows.iter().map(|r| state.atom_mass(r.index)).collect();
-        let current: Vec<f64> = rows.iter().map(|r| state.atom_distance(r.index)).collect();
-        let base = rows
-            .iter()
-            .zip(&current)
-            .map(|(r, c)| r.rest.map_or(*c, |rest| rest.0))
-            .collect();
-        let mut columns = Vec::with_capacity(pool.len() * n_rows);
-        for p in pool.points.chunks_exact(pool.dim) {
-            columns.extend(
-                rows.iter()
-                    .map(|r| squared_distance(state.atom_mean(r.index), p)),
-            );
-        }
-        let spreads = (n_single < n_rows).then(|| {
+        refill(
+            &mut table.mass,
+            rows.iter().map(|r| state.atom_mass(r.index)),
+        );
+        refill(
+            &mut table.current,
+            rows.iter().map(|r| state.atom_distance(r.index)),
+        );
+        refill(
+            &mut table.base,
+            rows.iter()
+                .zip(&table.current)
+                .map(|(r, c)| r.rest.map_or(*c, |rest| rest.0)),
+        );
+        pool_columns(
+            state,
+            pool,
+            rows,
+            &mut table.columns,
+            &mut table.merged_means,
+        );
+        table.spreads = (n_single < n_rows).then(|| {
             let dim = state.dim;
             let merged = &rows[n_single..];
             let packed = dim * (dim + 1) / 2;
-            let mut scatter = Vec::with_capacity(merged.len() * packed);
+            let mut spreads = scratch.spreads();
+            let scatter = &mut spreads.scatter;
+            scatter.clear();
+            scatter.reserve(merged.len() * packed);
             for slot in 0..packed {
                 scatter.extend(merged.iter().map(|r| state.atom_scatter(r.index)[slot]));
             }
-            let current: Vec<f64> = merged.iter().map(|r| state.atom_spread(r.index)).collect();
-            let base = merged
-                .iter()
-                .zip(&current)
-                .map(|(r, c)| match r.rest {
-                    // No unchanged part (the window is the whole curve): never selected.
-                    Some((rest, _)) if rest == f64::INFINITY => 0.0,
-                    Some((_, order)) => state.spread_on(r.index, unchanged_part(order)),
-                    None => *c,
-                })
-                .collect();
-            Spreads {
-                trace: merged
+            refill(
+                &mut spreads.current,
+                merged.iter().map(|r| state.atom_spread(r.index)),
+            );
+            refill(
+                &mut spreads.base,
+                merged
                     .iter()
-                    .map(|r| trace(state.atom_scatter(r.index), dim))
-                    .collect(),
-                scatter,
-                current,
-                base,
-                segment_columns: Vec::new(),
-                nearest: vec![0.0; 2 * merged.len()],
-            }
+                    .zip(&spreads.current)
+                    .map(|(r, c)| match r.rest {
+                        // No unchanged part (the window is the whole curve): never selected.
+                        Some((rest, _)) if rest == f64::INFINITY => 0.0,
+                        Some((_, order)) => state.spread_on(r.index, unchanged_part(order)),
+                        None => *c,
+                    }),
+            );
+            refill(
+                &mut spreads.trace,
+                merged
+                    .iter()
+                    .map(|r| trace(state.atom_scatter(r.index), dim)),
+            );
+            spreads.segment_columns.clear();
+            refill(
+                &mut spreads.nearest,
+                std::iter::repeat_n(0.0, 2 * merged.len()),
+            );
+            spreads
         });
-        Self {
-            rows,
-            mass,
-            current,
-            base,
-            columns,
-            nearest: vec![0.0; n_rows],
-            segment_columns: Vec::new(),
-            segment_slot: vec![NOT_COMPUTED; pool.len() * pool.len()],
-            n_single,
-            spreads,
+        refill(&mut table.nearest, std::iter::repeat_n(0.0, n_rows));
+        table.segment_columns.clear();
+        refill(
+            &mut table.segment_slot,
+            std::iter::repeat_n(NOT_COMPUTED, pool.len() * pool.len()),
+        );
+        table.n_single = n_single;
+        table
+    }
+
+    /// Asserts that every entry of the pool columns is [`squared_distance`] from its row's
+    /// mean to its pool point, bit for bit.
+    #[cfg(test)]
+    pub(crate) fn assert_pool_columns(&self, state: &CurveState, pool: &Pool) {
+        for (p, point) in pool.points.chunks_exact(pool.dim).enumerate() {
+            for (r, row) in self.rows.iter().enumerate() {
+                let expected = squared_distance(state.atom_mean(row.index), point);
+                assert_eq!(
+                    self.column(p)[r].to_bits(),
+                    expected.to_bits(),
+                    "pool point {p}, row {r}: {} against {expected}",
+                    self.column(p)[r]
+                );
+            }
         }
     }
 
@@ -434,7 +598,7 @@ impl Table {
                     }
                     let (columns, segment_columns) = (&self.columns, &mut self.segment_columns);
                     let length2 = pool.lengths2[a * n_pool + b];
-                    crate::kernels::dispatch(SegmentColumn {
+                    crate::kernels::dispatch_widest(SegmentColumn {
                         to_a: &columns[a * n_rows..(a + 1) * n_rows],
                         to_b: &columns[b * n_rows..(b + 1) * n_rows],
                         length2,
@@ -453,16 +617,14 @@ impl Table {
                             }
                         }
                         let n_merged = spreads.trace.len();
-                        let start = spreads.segment_columns.len();
-                        if start == 0 {
+                        if spreads.segment_columns.is_empty() {
                             spreads.segment_columns.reserve(n_pool * n_pool * n_merged);
                         }
-                        spreads.segment_columns.resize(start + n_merged, 0.0);
-                        crate::kernels::dispatch(SpreadColumn {
+                        crate::kernels::dispatch_widest(SpreadColumn {
                             scatter: &spreads.scatter,
                             trace: &spreads.trace,
                             weights: &weights,
-                            out: &mut spreads.segment_columns[start..],
+                            out: &mut spreads.segment_columns,
                         });
                     }
                 }
@@ -470,7 +632,7 @@ impl Table {
         }
         let n_single = self.n_single;
         let mut nearest = std::mem::take(&mut self.nearest);
-        let (mut reward, mut loss) = crate::kernels::dispatch(ScoreCandidate {
+        let (mut reward, mut loss) = crate::kernels::dispatch_widest(ScoreCandidate {
             table: self,
             rows: 0..n_single,
             pool,
@@ -480,7 +642,7 @@ impl Table {
         });
         if let Some(mut spreads) = self.spreads.take() {
             let mut nearest_spread = std::mem::take(&mut spreads.nearest);
-            let (r, l) = crate::kernels::dispatch(ScoreMerged {
+            let (r, l) = crate::kernels::dispatch_widest(ScoreMerged {
                 table: self,
                 spreads: &spreads,
                 rows: n_single..n_rows,
@@ -645,6 +807,9 @@ impl SpreadSelection {
         #[cfg(test)]
         if let Some(forced) = FORCED_SELECTION.with(std::cell::Cell::get) {
             return forced;
+        }
+        if crate::kernels::widest_is_avx512() {
+            return Self::InPlace;
         }
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("sse4a") {
@@ -811,12 +976,15 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
 
 /// The spread terms of the merged rows on one pool segment, tr C − uᵀCu (as
 /// [`segment_spread`], clamped at 0), as a weighted sum of the scatter's entry columns
-/// accumulated entry by entry (a fixed order).
+/// accumulated entry by entry (a fixed order); appended to `out`. The first entry's
+/// products are written as they are rather than added to zeros: the same values (0 + x = x
+/// but for the sign of a zero, which tr C − 0 and the clamp do not see), without a pass
+/// that writes zeros.
 struct SpreadColumn<'a> {
     scatter: &'a [f64],
     trace: &'a [f64],
     weights: &'a [f64],
-    out: &'a mut [f64],
+    out: &'a mut Vec<f64>,
 }
 
 impl crate::kernels::Kernel for SpreadColumn<'_> {
@@ -824,14 +992,20 @@ impl crate::kernels::Kernel for SpreadColumn<'_> {
 
     #[inline(always)]
     fn run(self) {
-        let n = self.out.len();
-        self.out.fill(0.0);
-        for (entries, &weight) in self.scatter.chunks_exact(n).zip(self.weights) {
-            for (out, &c) in self.out.iter_mut().zip(entries) {
+        let n = self.trace.len();
+        let start = self.out.len();
+        let mut entries = self.scatter.chunks_exact(n).zip(self.weights);
+        match entries.next() {
+            Some((first, &weight)) => self.out.extend(first.iter().map(|&c| weight * c)),
+            None => self.out.extend(std::iter::repeat_n(0.0, n)),
+        }
+        let out = &mut self.out[start..];
+        for (column, &weight) in entries {
+            for (out, &c) in out.iter_mut().zip(column) {
                 *out += weight * c;
             }
         }
-        for (out, &trace) in self.out.iter_mut().zip(self.trace) {
+        for (out, &trace) in out.iter_mut().zip(self.trace) {
             *out = (trace - *out).max(0.0);
         }
     }

@@ -8,7 +8,7 @@ use super::candidates::{
     Candidate, Limits, Neighbourhood, fingerprint, local_vertices, window_candidates,
 };
 use super::comparator::{Comparator, HindsightCurve, Objective, hindsight_fit};
-use super::evaluate::{Pieces, Pool, Table, Window};
+use super::evaluate::{Pieces, Pool, Table, TableScratch, Window};
 use super::init::initial_curve;
 use super::lattice::{Lattice, MAX_BALL_RADII};
 use super::model::PrincipalCurve;
@@ -149,6 +149,9 @@ pub struct PrincipalCurveLearner {
     /// The current curve in user coordinates (derived).
     #[serde(skip)]
     model: Option<PrincipalCurve>,
+    /// Buffers for the next round's tables (a cache: no part of the state).
+    #[serde(skip)]
+    scratch: TableScratch,
 }
 
 impl Serialize for PrincipalCurveLearner {
@@ -197,6 +200,7 @@ impl PrincipalCurveConfig {
             fitted: None,
             report: PrincipalCurveReport::default(),
             model: None,
+            scratch: TableScratch::default(),
         }
     }
 }
@@ -541,6 +545,7 @@ impl PrincipalCurveLearner {
             round,
             &windows,
             uses_corrections && next_phase == Phase::Exploitation,
+            &mut self.scratch,
         );
         fitted.next_phase = next_phase;
         fitted.probability = choice.probability;
@@ -741,6 +746,7 @@ fn choose_next(
     round: u64,
     windows: &[Window],
     needs_probability: bool,
+    scratch: &mut TableScratch,
 ) -> Choice {
     let n_windows = windows.len();
     let round_candidates = round_candidates(state, config, round_rng, windows);
@@ -764,8 +770,9 @@ fn choose_next(
     let mut pieces = Pieces::default();
     for candidate in candidates {
         let (pool, _) = round_candidates.pool_of(candidate);
-        let table = tables[candidate.window]
-            .get_or_insert_with(|| Table::new(state, pool, |a| state.atom_mass(a) > 0.0));
+        let table = tables[candidate.window].get_or_insert_with(|| {
+            Table::new_in(state, pool, |a| state.atom_mass(a) > 0.0, scratch)
+        });
         pool.pieces(candidate.order(), &mut pieces);
         let change = table.change(pool, &pieces, loss_bound);
         let correction = corrections.total(candidate.fingerprint) - current_correction;
@@ -783,6 +790,10 @@ fn choose_next(
     };
     let available = scores.len();
     if winner == 0 {
+        tables
+            .into_iter()
+            .flatten()
+            .for_each(|t| scratch.recycle(t));
         return Choice {
             available,
             changed: false,
@@ -795,10 +806,18 @@ fn choose_next(
     // Applying a change needs every atom of the modified cells.
     let table = match tables[candidate.window].take() {
         Some(table) if state.every_point_counts() => table,
-        _ => Table::new(state, pool, |_| true),
+        other => {
+            other.into_iter().for_each(|t| scratch.recycle(t));
+            Table::new_in(state, pool, |_| true, scratch)
+        }
     };
+    tables
+        .into_iter()
+        .flatten()
+        .for_each(|t| scratch.recycle(t));
     pool.pieces(candidate.order(), &mut pieces);
     let changes = table.updates(state, pool, &pieces);
+    scratch.recycle(table);
     let new_keys = candidate.new_keys(local, state.dim);
     state.replace(window.first, window.last, &new_keys, &changes);
     Choice {
@@ -847,6 +866,7 @@ mod tests {
     use crate::curves::PrincipalCurveParams;
     use crate::curves::evaluate::SpreadSelection;
     use crate::geometry::Part;
+    use crate::kernels::{Path, on_path};
 
     fn noisy_arc(n: usize, seed: u64) -> Vec<Vec<f64>> {
         let mut rng = StreamRng::seed_from(seed);
@@ -967,14 +987,19 @@ mod tests {
                         .get_or_insert_with(|| Table::new(state, pool, counts));
                     pool.pieces(candidate.order(), &mut pieces);
                     let change = table.change(pool, &pieces, loss_bound);
-                    // Both ways of keeping the nearest piece's spread, the same bits.
-                    for selection in [SpreadSelection::InPlace, SpreadSelection::TwoBuffers] {
-                        let held = selection.hold(|| table.change(pool, &pieces, loss_bound));
-                        assert_eq!(
-                            (held.reward.to_bits(), held.loss.to_bits()),
-                            (change.reward.to_bits(), change.loss.to_bits()),
-                            "{selection:?}: {held:?} against {change:?}"
-                        );
+                    // Both ways of keeping the nearest piece's spread, on every instruction
+                    // set the kernels run on: the same bits.
+                    for path in Path::available() {
+                        for selection in [SpreadSelection::InPlace, SpreadSelection::TwoBuffers] {
+                            let held = on_path(path, || {
+                                selection.hold(|| table.change(pool, &pieces, loss_bound))
+                            });
+                            assert_eq!(
+                                (held.reward.to_bits(), held.loss.to_bits()),
+                                (change.reward.to_bits(), change.loss.to_bits()),
+                                "{path:?}, {selection:?}: {held:?} against {change:?}"
+                            );
+                        }
                     }
                     // The candidate curve, whole.
                     let window = windows[candidate.window];
@@ -1048,6 +1073,97 @@ mod tests {
     /// penalty or the `paper` estimator's α near the largest f64) overflow the scores; the
     /// learner goes on rather than panic (a fuzzing finding: `pacstream curve --estimator
     /// paper --eta-scale 1e308`).
+    /// Tables built in the buffers of earlier ones (the learner's scratch, which keeps them
+    /// from round to round) are the tables built afresh: pool columns equal to
+    /// `squared_distance` bit for bit (they are built a coordinate at a time below four
+    /// coordinates), and the same score and the same updates, bit for bit, for every
+    /// candidate of an exploration round, in 2, 3 and 5 coordinates, with points alone and
+    /// with merged atoms. Each table is scored on several candidates of its window, so that
+    /// segment columns computed for one candidate serve the next, as in a round.
+    #[test]
+    fn tables_in_recycled_buffers_are_the_tables_built_afresh() {
+        for dim in [2, 3, 5] {
+            let points: Vec<Vec<f64>> = noisy_arc(1500, 5)
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut point)| {
+                    point.extend((2..dim).map(|k| 0.05 * ((i * k) % 7) as f64));
+                    point
+                })
+                .collect();
+            for (feedback, bin_side) in [
+                (Feedback::Full, 0.0),
+                (Feedback::Full, 0.5),
+                (Feedback::Bandit, 1.0),
+            ] {
+                let learner = learner_after(
+                    PrincipalCurveParams::new()
+                        .feedback(feedback)
+                        .bin_side(bin_side)
+                        .explore(0.3)
+                        .seed(6),
+                    &points,
+                );
+                let state = &learner.fitted.as_ref().unwrap().state;
+                let merged = state
+                    .live_atoms()
+                    .filter(|&a| state.atom_count(a) > 1.0)
+                    .count();
+                assert_eq!(merged > 0, bin_side > 0.0, "{dim} {feedback:?} {bin_side}");
+                let loss_bound = state.lattice.loss_bound();
+                let windows = Window::all(state.n_segments());
+                let round =
+                    round_candidates(state, &learner.config, &StreamRng::seed_from(8), &windows);
+                let counts = |a: usize| state.atom_mass(a) > 0.0;
+                let mut scratch = TableScratch::default();
+                let mut pieces = Pieces::default();
+                let mut compared = 0;
+                // Twice over the round, so that the second pass builds every table in the
+                // first pass's buffers (of other windows, other sizes).
+                for _ in 0..2 {
+                    for (window, _) in windows.iter().enumerate() {
+                        let of_window: Vec<_> = round
+                            .candidates
+                            .iter()
+                            .filter(|c| c.window == window)
+                            .collect();
+                        let Some(first) = of_window.first() else {
+                            continue;
+                        };
+                        let (pool, _) = round.pool_of(first);
+                        let mut fresh = Table::new(state, pool, counts);
+                        let mut reused = Table::new_in(state, pool, counts, &mut scratch);
+                        reused.assert_pool_columns(state, pool);
+                        for candidate in of_window {
+                            pool.pieces(candidate.order(), &mut pieces);
+                            let (a, b) = (
+                                fresh.change(pool, &pieces, loss_bound),
+                                reused.change(pool, &pieces, loss_bound),
+                            );
+                            assert_eq!(
+                                (a.reward.to_bits(), a.loss.to_bits()),
+                                (b.reward.to_bits(), b.loss.to_bits()),
+                                "{dim} {feedback:?} {bin_side}: {a:?} against {b:?}"
+                            );
+                            compared += 1;
+                        }
+                        let changes = |table: &Table| {
+                            table
+                                .updates(state, pool, &pieces)
+                                .into_iter()
+                                .map(|(atom, distance, part)| (atom, distance.to_bits(), part))
+                                .collect::<Vec<_>>()
+                        };
+                        assert_eq!(changes(&fresh), changes(&reused));
+                        scratch.recycle(reused);
+                        scratch.recycle(fresh);
+                    }
+                }
+                assert!(compared > 100, "{compared}");
+            }
+        }
+    }
+
     #[test]
     fn overflowing_scores_do_not_stop_the_learner() {
         let mut rng = StreamRng::seed_from(2);
