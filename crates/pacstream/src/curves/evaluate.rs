@@ -268,8 +268,6 @@ pub(crate) struct Table {
     /// Rows `0..n_single` are atoms of one point (no spread term), scored by the plain
     /// kernel; the others by the kernel with spreads.
     n_single: usize,
-    /// Which blocks of [`BLOCK`] rows a candidate must score ([`BlockMasks`]).
-    blocks: BlockMasks,
     /// With merged points: the spread terms of rows `n_single..` (see [`Spreads`]).
     spreads: Option<Spreads>,
 }
@@ -295,201 +293,6 @@ struct Spreads {
 }
 
 const NOT_COMPUTED: u32 = u32::MAX;
-
-/// Rows per block of [`BlockMasks`]: the scoring kernels' lanes, so that a block is one set
-/// of lanes and a run of blocks starts at lane 0.
-const BLOCK: usize = 16;
-
-/// Which blocks of [`BLOCK`] consecutive rows a candidate can change. A row outside the
-/// modified cells keeps its distance d_cur, and its terms of the candidate's change are
-/// exactly +0, unless one of the candidate's new parts is nearer than d_cur: with the new
-/// distance d = d_cur and the spread on the same part, mass·((c₀ − d)⁺ − (c₀ − d_cur)⁺) and
-/// mass·(d − d_cur) are +0, and so is the spread's change. A lane's sum starts at +0 and is
-/// never −0 (x + y is −0 only if both are −0), so adding +0 leaves it as it is, and leaving
-/// out a block whose every row is such a row gives the same bits as scoring it: every other
-/// row is added to the same lane in the same order. A table keeps, for each pool point used
-/// as a new vertex and each pool segment, the mask of the blocks where some row is nearer to
-/// it than d_cur (one comparison per row, on first use, as for the segment columns); a
-/// candidate scores the union of its parts' masks and the blocks that hold atoms of the
-/// modified cells (the first rows of each part of the table). The blocks of a table's
-/// merged rows are counted from their first row, after those of its single rows, as the
-/// kernels' lanes are.
-#[derive(Debug, Default)]
-struct BlockMasks {
-    /// Blocks of the rows of single points; the merged rows' blocks come after them.
-    n_blocks_single: usize,
-    /// Words of one mask.
-    words: usize,
-    /// The blocks every candidate scores: those holding atoms of the modified cells.
-    always: Vec<u64>,
-    /// For each ordered pool pair (a, b), the index of its mask in `masks` or
-    /// `NOT_COMPUTED`; (a, a) is the pool point a as a vertex.
-    slot: Vec<u32>,
-    masks: Vec<u64>,
-    /// The blocks the current candidate scores.
-    union: Vec<u64>,
-}
-
-impl BlockMasks {
-    /// Empty masks for a table of `n_single` rows of single points and `n_merged` rows of
-    /// merged atoms, whose first `modified_single` and `modified_merged` rows belong to the
-    /// modified cells, over a pool of `n_pool` points.
-    fn reset(
-        &mut self,
-        n_single: usize,
-        n_merged: usize,
-        modified_single: usize,
-        modified_merged: usize,
-        n_pool: usize,
-    ) {
-        self.n_blocks_single = n_single.div_ceil(BLOCK);
-        let n_blocks = self.n_blocks_single + n_merged.div_ceil(BLOCK);
-        self.words = n_blocks.div_ceil(64);
-        refill(&mut self.always, std::iter::repeat_n(0, self.words));
-        let always = (0..modified_single.div_ceil(BLOCK))
-            .chain(self.n_blocks_single..self.n_blocks_single + modified_merged.div_ceil(BLOCK));
-        for block in always {
-            self.always[block / 64] |= 1 << (block % 64);
-        }
-        refill(
-            &mut self.slot,
-            std::iter::repeat_n(NOT_COMPUTED, n_pool * n_pool),
-        );
-        self.masks.clear();
-        self.union.clear();
-    }
-
-    /// Computes the mask of pool pair `key` from `column` (the distances from every row of
-    /// the table to that part) and `current` (d_cur of every row), if not done yet.
-    fn ensure(&mut self, key: usize, column: &[f64], current: &[f64], n_single: usize) {
-        if self.slot[key] != NOT_COMPUTED {
-            return;
-        }
-        let start = self.masks.len();
-        self.slot[key] = (start / self.words.max(1)) as u32;
-        self.masks.extend(std::iter::repeat_n(0, self.words));
-        crate::kernels::dispatch_widest(MarkBlocks {
-            column,
-            current,
-            n_single,
-            n_blocks_single: self.n_blocks_single,
-            mask: &mut self.masks[start..],
-        });
-    }
-
-    /// The union of `always` and the masks of `keys` (computed) into `union`.
-    fn select(&mut self, keys: impl Iterator<Item = usize>) {
-        refill(&mut self.union, self.always.iter().copied());
-        for key in keys {
-            let start = self.slot[key] as usize * self.words;
-            for (u, m) in self
-                .union
-                .iter_mut()
-                .zip(&self.masks[start..start + self.words])
-            {
-                *u |= m;
-            }
-        }
-    }
-
-    /// The row ranges (from the part's first row) of the maximal runs of selected blocks
-    /// of a part of `n_rows` rows whose first block is `first_block`. An iterator rather
-    /// than a callback: the kernels loop over it in their own body, compiled for their
-    /// instruction set (a closure is a function of its own, compiled for the baseline).
-    fn runs(&self, first_block: usize, n_rows: usize) -> Runs<'_> {
-        Runs {
-            union: &self.union,
-            first_block,
-            n_rows,
-            n_blocks: n_rows.div_ceil(BLOCK),
-            next: 0,
-        }
-    }
-}
-
-/// The mask of the blocks where some row of `column` is below its `current` distance
-/// ([`BlockMasks::ensure`]), a block's comparisons in vector lanes.
-struct MarkBlocks<'a> {
-    column: &'a [f64],
-    current: &'a [f64],
-    n_single: usize,
-    n_blocks_single: usize,
-    mask: &'a mut [u64],
-}
-
-impl crate::kernels::Kernel for MarkBlocks<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn run(self) {
-        let (column, current, n_single) = (self.column, self.current, self.n_single);
-        let parts = [
-            (0, 0..n_single),
-            (self.n_blocks_single, n_single..column.len()),
-        ];
-        #[inline(always)]
-        fn any_nearer(to_part: &[f64], d_cur: &[f64]) -> bool {
-            to_part
-                .iter()
-                .zip(d_cur)
-                .fold(0u8, |any, (d, c)| any | u8::from(d < c))
-                != 0
-        }
-        for (first_block, rows) in parts {
-            let (to_part, d_cur) = (&column[rows.clone()], &current[rows]);
-            let whole = to_part.len() - to_part.len() % BLOCK;
-            let blocks = to_part[..whole]
-                .chunks_exact(BLOCK)
-                .zip(d_cur[..whole].chunks_exact(BLOCK))
-                .map(|(t, c)| any_nearer(t, c))
-                .chain(
-                    (whole < to_part.len()).then(|| any_nearer(&to_part[whole..], &d_cur[whole..])),
-                );
-            for (b, nearer) in blocks.enumerate() {
-                if nearer {
-                    let block = first_block + b;
-                    self.mask[block / 64] |= 1 << (block % 64);
-                }
-            }
-        }
-    }
-}
-
-/// See [`BlockMasks::runs`].
-struct Runs<'a> {
-    union: &'a [u64],
-    first_block: usize,
-    n_rows: usize,
-    n_blocks: usize,
-    next: usize,
-}
-
-impl Runs<'_> {
-    #[inline(always)]
-    fn selected(&self, b: usize) -> bool {
-        let block = self.first_block + b;
-        self.union[block / 64] & (1 << (block % 64)) != 0
-    }
-}
-
-impl Iterator for Runs<'_> {
-    type Item = std::ops::Range<usize>;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Self::Item> {
-        while self.next < self.n_blocks && !self.selected(self.next) {
-            self.next += 1;
-        }
-        if self.next == self.n_blocks {
-            return None;
-        }
-        let start = self.next;
-        while self.next < self.n_blocks && self.selected(self.next) {
-            self.next += 1;
-        }
-        Some(start * BLOCK..(self.next * BLOCK).min(self.n_rows))
-    }
-}
 
 /// The buffers of the tables of earlier rounds, for the tables of the next ones. A round
 /// builds a table per window scored and drops them all; their largest buffers (the pool's
@@ -534,7 +337,6 @@ impl TableScratch {
             segment_columns: Vec::new(),
             segment_slot: Vec::new(),
             n_single: 0,
-            blocks: BlockMasks::default(),
             spreads: None,
         })
     }
@@ -659,11 +461,6 @@ impl Table {
         } else {
             rows.len()
         };
-        // The atoms of the modified cells were listed first, so they are a prefix of each
-        // part (the partition is stable).
-        let n_modified = |part: &[Row]| part.iter().take_while(|r| r.rest.is_some()).count();
-        let n_modified_single = n_modified(&rows[..n_single]);
-        let n_modified_merged = n_modified(&rows[n_single..]);
         let rows = &table.rows;
         let n_rows = rows.len();
         refill(
@@ -734,13 +531,6 @@ impl Table {
             std::iter::repeat_n(NOT_COMPUTED, pool.len() * pool.len()),
         );
         table.n_single = n_single;
-        table.blocks.reset(
-            n_single,
-            n_rows - n_single,
-            n_modified_single,
-            n_modified_merged,
-            pool.len(),
-        );
         table
     }
 
@@ -841,24 +631,6 @@ impl Table {
             }
         }
         let n_single = self.n_single;
-        for (piece, _) in &pieces.pieces {
-            let (key, column) = match *piece {
-                Piece::Vertex(a) => (a * n_pool + a, &self.columns[a * n_rows..(a + 1) * n_rows]),
-                Piece::Segment(a, b) => {
-                    let slot = self.segment_slot[a * n_pool + b] as usize;
-                    (
-                        a * n_pool + b,
-                        &self.segment_columns[slot * n_rows..(slot + 1) * n_rows],
-                    )
-                }
-            };
-            self.blocks.ensure(key, column, &self.current, n_single);
-        }
-        self.blocks
-            .select(pieces.pieces.iter().map(|(piece, _)| match *piece {
-                Piece::Vertex(a) => a * n_pool + a,
-                Piece::Segment(a, b) => a * n_pool + b,
-            }));
         let mut nearest = std::mem::take(&mut self.nearest);
         let (mut reward, mut loss) = crate::kernels::dispatch_widest(ScoreCandidate {
             table: self,
@@ -930,9 +702,7 @@ impl Table {
 
 /// Scores one candidate over a table: the distance from every row to the nearest new part,
 /// piece by piece over whole columns, then the sums of the mass-weighted changes of reward
-/// and loss over 16 lanes combined in a fixed order (the same bits on every CPU). Only the
-/// blocks of rows that the candidate may change are scored ([`BlockMasks`]): the others
-/// would add +0 to their lanes.
+/// and loss over 16 lanes combined in a fixed order (the same bits on every CPU).
 struct ScoreCandidate<'a> {
     table: &'a Table,
     /// The rows scored (a range of the table's).
@@ -950,21 +720,27 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
     fn run(self) -> (f64, f64) {
         let table = self.table;
         let nearest = self.nearest;
+        nearest.fill(f64::INFINITY);
         let n_pool = self.pool.len();
         let n_rows = table.rows.len();
         let rows = self.rows;
-        let column = |piece: Piece| -> &[f64] {
-            match piece {
+        for (piece, _) in &self.pieces.pieces {
+            let column = match *piece {
                 Piece::Vertex(a) => &table.column(a)[rows.clone()],
                 Piece::Segment(a, b) => {
                     let slot = table.segment_slot[a * n_pool + b] as usize;
                     &table.segment_columns[slot * n_rows..(slot + 1) * n_rows][rows.clone()]
                 }
+            };
+            // Distances are never NaN (nor −0), so `min` is exact and order-free.
+            for (best, &d) in nearest.iter_mut().zip(column) {
+                *best = best.min(d);
             }
-        };
+        }
+        const LANES: usize = 16;
         let bound = self.loss_bound;
-        let mut reward = [0.0f64; BLOCK];
-        let mut loss = [0.0f64; BLOCK];
+        let mut reward = [0.0f64; LANES];
+        let mut loss = [0.0f64; LANES];
         let change = |nearest: f64, base: f64, old: f64, mass: f64| {
             let new = nearest.min(base);
             (
@@ -974,36 +750,24 @@ impl crate::kernels::Kernel for ScoreCandidate<'_> {
         };
         let base = &table.base[rows.clone()];
         let current = &table.current[rows.clone()];
-        let mass = &table.mass[rows.clone()];
-        for run in table.blocks.runs(0, rows.len()) {
-            let nearest = &mut nearest[run.clone()];
-            nearest.fill(f64::INFINITY);
-            for (piece, _) in &self.pieces.pieces {
-                // Distances are never NaN (nor −0), so `min` is exact and order-free.
-                for (best, &d) in nearest.iter_mut().zip(&column(*piece)[run.clone()]) {
-                    *best = best.min(d);
-                }
+        let mass = &table.mass[rows];
+        let mut chunks = nearest
+            .chunks_exact(LANES)
+            .zip(base.chunks_exact(LANES))
+            .zip(current.chunks_exact(LANES))
+            .zip(mass.chunks_exact(LANES));
+        for (((near, base), old), mass) in &mut chunks {
+            for lane in 0..LANES {
+                let (r, l) = change(near[lane], base[lane], old[lane], mass[lane]);
+                reward[lane] += r;
+                loss[lane] += l;
             }
-            let (base, current, mass) = (&base[run.clone()], &current[run.clone()], &mass[run]);
-            let mut chunks = nearest
-                .chunks_exact(BLOCK)
-                .zip(base.chunks_exact(BLOCK))
-                .zip(current.chunks_exact(BLOCK))
-                .zip(mass.chunks_exact(BLOCK));
-            for (((near, base), old), mass) in &mut chunks {
-                for lane in 0..BLOCK {
-                    let (r, l) = change(near[lane], base[lane], old[lane], mass[lane]);
-                    reward[lane] += r;
-                    loss[lane] += l;
-                }
-            }
-            // A run starts on a block, so its last, partial block starts at lane 0.
-            let tail = nearest.len() - nearest.len() % BLOCK;
-            for (lane, r) in (tail..nearest.len()).enumerate() {
-                let (dr, dl) = change(nearest[r], base[r], current[r], mass[r]);
-                reward[lane] += dr;
-                loss[lane] += dl;
-            }
+        }
+        let tail = nearest.len() - nearest.len() % LANES;
+        for (lane, r) in (tail..nearest.len()).enumerate() {
+            let (dr, dl) = change(nearest[r], base[r], current[r], mass[r]);
+            reward[lane] += dr;
+            loss[lane] += dl;
         }
         (
             crate::kernels::tree_sum(reward),
@@ -1095,6 +859,7 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
         let table = self.table;
         let spreads = self.spreads;
         let nearest = self.nearest;
+        nearest.fill(f64::INFINITY);
         let n_pool = self.pool.len();
         let n_table = table.rows.len();
         let rows = self.rows;
@@ -1111,14 +876,50 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
                 }
             }
         };
-        let (first_half, second_half) = self.nearest_spread.split_at_mut(n_rows);
-        let selection = SpreadSelection::for_this_cpu();
+        let (mut chosen, mut next) = self.nearest_spread.split_at_mut(n_rows);
+        chosen.fill(0.0);
+        match SpreadSelection::for_this_cpu() {
+            SpreadSelection::InPlace => {
+                for (piece, _) in &self.pieces.pieces {
+                    let (column, spread) = columns(*piece);
+                    for ((best, best_spread), (&d, &s)) in nearest
+                        .iter_mut()
+                        .zip(chosen.iter_mut())
+                        .zip(column.iter().zip(spread))
+                    {
+                        let closer = d < *best;
+                        *best = if closer { d } else { *best };
+                        *best_spread = if closer { s } else { *best_spread };
+                    }
+                }
+            }
+            SpreadSelection::TwoBuffers => {
+                for (piece, _) in &self.pieces.pieces {
+                    let (column, spread) = columns(*piece);
+                    for ((best, (&so_far, best_spread)), (&d, &s)) in nearest
+                        .iter_mut()
+                        .zip(chosen.iter().zip(next.iter_mut()))
+                        .zip(column.iter().zip(spread))
+                    {
+                        let closer = d < *best;
+                        // `min`, not a select of the old value (a masked store again): the
+                        // same bits, since distances are never NaN nor −0 and a tie is one
+                        // value.
+                        *best = best.min(d);
+                        *best_spread = if closer { s } else { so_far };
+                    }
+                    std::mem::swap(&mut chosen, &mut next);
+                }
+            }
+        }
+        let nearest_spread: &[f64] = chosen;
+        const LANES: usize = 16;
         let bound = self.loss_bound;
-        let mut reward = [0.0f64; BLOCK];
-        let mut loss = [0.0f64; BLOCK];
+        let mut reward = [0.0f64; LANES];
+        let mut loss = [0.0f64; LANES];
         let base = &table.base[rows.clone()];
         let current = &table.current[rows.clone()];
-        let mass = &table.mass[rows.clone()];
+        let mass = &table.mass[rows];
         #[inline(always)]
         fn change(
             bound: f64,
@@ -1140,82 +941,35 @@ impl crate::kernels::Kernel for ScoreMerged<'_> {
                 mass * (d - old) + spread,
             )
         }
-        let first_block = table.blocks.n_blocks_single;
-        for run in table.blocks.runs(first_block, n_rows) {
-            let nearest = &mut nearest[run.clone()];
-            nearest.fill(f64::INFINITY);
-            let mut chosen = &mut first_half[run.clone()];
-            let mut next = &mut second_half[run.clone()];
-            chosen.fill(0.0);
-            match selection {
-                SpreadSelection::InPlace => {
-                    for (piece, _) in &self.pieces.pieces {
-                        let (column, spread) = columns(*piece);
-                        for ((best, best_spread), (&d, &s)) in nearest
-                            .iter_mut()
-                            .zip(chosen.iter_mut())
-                            .zip(column[run.clone()].iter().zip(&spread[run.clone()]))
-                        {
-                            let closer = d < *best;
-                            *best = if closer { d } else { *best };
-                            *best_spread = if closer { s } else { *best_spread };
-                        }
-                    }
-                }
-                SpreadSelection::TwoBuffers => {
-                    for (piece, _) in &self.pieces.pieces {
-                        let (column, spread) = columns(*piece);
-                        for ((best, (&so_far, best_spread)), (&d, &s)) in nearest
-                            .iter_mut()
-                            .zip(chosen.iter().zip(next.iter_mut()))
-                            .zip(column[run.clone()].iter().zip(&spread[run.clone()]))
-                        {
-                            let closer = d < *best;
-                            // `min`, not a select of the old value (a masked store again):
-                            // the same bits, since distances are never NaN nor −0 and a tie
-                            // is one value.
-                            *best = best.min(d);
-                            *best_spread = if closer { s } else { so_far };
-                        }
-                        std::mem::swap(&mut chosen, &mut next);
-                    }
-                }
-            }
-            let nearest_spread: &[f64] = chosen;
-            let (base, base_spread) = (&base[run.clone()], &spreads.base[run.clone()]);
-            let (old, old_spread) = (&current[run.clone()], &spreads.current[run.clone()]);
-            let mass = &mass[run];
-            let whole = nearest.len() - nearest.len() % BLOCK;
-            for start in (0..whole).step_by(BLOCK) {
-                let r = start..start + BLOCK;
-                let (near, near_s) = (&nearest[r.clone()], &nearest_spread[r.clone()]);
-                let (base, base_s) = (&base[r.clone()], &base_spread[r.clone()]);
-                let (old, old_s) = (&old[r.clone()], &old_spread[r.clone()]);
-                let mass = &mass[r];
-                for lane in 0..BLOCK {
-                    let (dr, dl) = change(
-                        bound,
-                        (near[lane], near_s[lane]),
-                        (base[lane], base_s[lane]),
-                        (old[lane], old_s[lane]),
-                        mass[lane],
-                    );
-                    reward[lane] += dr;
-                    loss[lane] += dl;
-                }
-            }
-            // A run starts on a block, so its last, partial block starts at lane 0.
-            for (lane, r) in (whole..nearest.len()).enumerate() {
+        let whole = n_rows - n_rows % LANES;
+        for start in (0..whole).step_by(LANES) {
+            let r = start..start + LANES;
+            let (near, near_s) = (&nearest[r.clone()], &nearest_spread[r.clone()]);
+            let (base, base_s) = (&base[r.clone()], &spreads.base[r.clone()]);
+            let (old, old_s) = (&current[r.clone()], &spreads.current[r.clone()]);
+            let mass = &mass[r];
+            for lane in 0..LANES {
                 let (dr, dl) = change(
                     bound,
-                    (nearest[r], nearest_spread[r]),
-                    (base[r], base_spread[r]),
-                    (old[r], old_spread[r]),
-                    mass[r],
+                    (near[lane], near_s[lane]),
+                    (base[lane], base_s[lane]),
+                    (old[lane], old_s[lane]),
+                    mass[lane],
                 );
                 reward[lane] += dr;
                 loss[lane] += dl;
             }
+        }
+        for (lane, r) in (whole..n_rows).enumerate() {
+            let (dr, dl) = change(
+                bound,
+                (nearest[r], nearest_spread[r]),
+                (base[r], spreads.base[r]),
+                (current[r], spreads.current[r]),
+                mass[r],
+            );
+            reward[lane] += dr;
+            loss[lane] += dl;
         }
         (
             crate::kernels::tree_sum(reward),
