@@ -242,7 +242,7 @@ struct Row {
 
 /// The atoms a window's candidates may change and their distances to the pool, laid out
 /// by columns so that scoring a candidate is a few vectorised passes over the rows.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Table {
     rows: Vec<Row>,
     /// Scratch of [`Table::new_in`]: the merged rows while the rows are partitioned.
@@ -275,7 +275,7 @@ pub(crate) struct Table {
 /// The spread terms of the rows of a table that are atoms of several points: an atom's loss
 /// on a part is mass × (its mean's squared distance) + spread, with spread tr C on a vertex
 /// and tr C − uᵀCu on a segment of direction u. Indexed from the first such row.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Spreads {
     /// The packed scatter matrices, slot by slot: entry s of every row, then entry s + 1.
     scatter: Vec<f64>,
@@ -325,31 +325,11 @@ impl TableScratch {
 
     /// A table of empty buffers (with the capacities of an earlier one, if any).
     fn table(&mut self) -> Table {
-        self.tables.pop().unwrap_or_else(|| Table {
-            rows: Vec::new(),
-            merged_rows: Vec::new(),
-            merged_means: Vec::new(),
-            mass: Vec::new(),
-            current: Vec::new(),
-            base: Vec::new(),
-            columns: Vec::new(),
-            nearest: Vec::new(),
-            segment_columns: Vec::new(),
-            segment_slot: Vec::new(),
-            n_single: 0,
-            spreads: None,
-        })
+        self.tables.pop().unwrap_or_default()
     }
 
     fn spreads(&mut self) -> Spreads {
-        self.spreads.pop().unwrap_or_else(|| Spreads {
-            scatter: Vec::new(),
-            trace: Vec::new(),
-            current: Vec::new(),
-            base: Vec::new(),
-            segment_columns: Vec::new(),
-            nearest: Vec::new(),
-        })
+        self.spreads.pop().unwrap_or_default()
     }
 }
 
